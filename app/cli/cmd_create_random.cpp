@@ -1,0 +1,39 @@
+#include <cstdio>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/commands.h"
+#include "engine/core/errors.h"
+#include "engine/models/llamagen/llamagen_random_init.h"
+
+namespace kvs::cli {
+
+int cmd_create_random(const std::vector<std::string>& args) {
+  ArgParser p(args, {"--out", "--preset", "--image-size", "--tokenizer", "--classes", "--seed", "--dtype", "--name"},
+              {"--help"}, 0);
+  if (p.flag("--help")) {
+    std::puts("usage: kvstudio-cli create-random --out DIR [--preset demo|GPT-B|GPT-L|...|GPT-3B]\n"
+              "  [--image-size 256|384] [--tokenizer VQ-16|VQ-8] [--classes N] [--seed N] [--dtype f32|f16|bf16]\n"
+              "  A randomly initialised LlamaGen bundle: the demo preset is the bundled default model\n"
+              "  (untrained); official sizes let you measure speed and memory without a download.");
+    return 0;
+  }
+  const std::string preset = p.get("--preset", "demo");
+  llamagen::GptConfig gpt;
+  llamagen::VqConfig vq;
+  if (preset == "demo") {
+    gpt = llamagen::demo_gpt_config();
+    vq = llamagen::demo_vq_config();
+  } else {
+    vq = llamagen::vq_preset(p.get("--tokenizer", "VQ-16"));
+    gpt = llamagen::gpt_preset(preset, p.get_int("--image-size", 256), vq.downsample(), p.get_int("--classes", 1000),
+                               vq.codebook_size);
+  }
+  const std::string out = p.require("--out");
+  const std::string name = p.get("--name", preset == "demo" ? "llamagen-demo" : "llamagen-" + preset + "-random");
+  llamagen::write_random_llamagen_bundle(out, name, gpt, vq, p.get_u64("--seed", 0), p.get("--dtype", "f32"));
+  std::printf("wrote %s (%s, %.1fM GPT parameters, random weights)\n", out.c_str(), name.c_str(),
+              gpt.parameter_count() / 1e6);
+  return 0;
+}
+
+}  // namespace kvs::cli

@@ -1,0 +1,157 @@
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/commands.h"
+#include "app/cli/default_paths.h"
+#include "app/cli/progress_bar.h"
+#include "engine/core/errors.h"
+#include "engine/image/png_file.h"
+#include "engine/io/model_bundle.h"
+#include "engine/session/generation_session.h"
+
+namespace kvs::cli {
+namespace {
+namespace fs = std::filesystem;
+
+const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [options]
+
+  --model DIR         model bundle (default: the bundled demo model)
+  --class IDS         class id, or a comma-separated list (one image each)
+  --batch N           images per class id (default 1)
+  --seed N|random     sampling seed (default 0); the same seed gives the same tokens
+  --cfg F             classifier-free guidance scale (default: the model's, else 4.0; <= 1 disables)
+  --cfg-interval N    stop CFG after decode step N (default -1: always)
+  --temperature F     default 1.0
+  --top-k N           default 0 (off)
+  --top-p F           default 1.0 (off)
+  --greedy            arg-max instead of sampling
+  --out PATH          output PNG (default kvstudio_c<class>_s<seed>.png); with several
+                      images an index is appended: NAME_<i>.png
+  --device D          auto|cpu|cuda (default auto)
+  --threads N         CPU threads (default: all cores)
+  --quiet             no progress output
+)";
+
+volatile std::sig_atomic_t g_interrupted = 0;
+GenerationSession* g_session = nullptr;
+void on_sigint(int) {
+  g_interrupted = 1;
+  if (g_session) g_session->cancel();
+}
+
+std::vector<int64_t> parse_class_list(const std::string& text) {
+  std::vector<int64_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) ids.push_back(parse_int("--class", item));
+  if (ids.empty()) throw InvalidArgumentError("option --class needs at least one id");
+  return ids;
+}
+
+std::string format_number(double v) {
+  std::ostringstream ss;
+  ss << v;
+  return ss.str();
+}
+
+}  // namespace
+
+int cmd_generate(const std::vector<std::string>& args) {
+  ArgParser p(args,
+              {"--model", "--class", "--batch", "--seed", "--cfg", "--cfg-interval", "--temperature", "--top-k",
+               "--top-p", "--out", "--device", "--threads"},
+              {"--quiet", "--greedy", "--help"}, 0);
+  if (p.flag("--help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  GenerationRequest request;
+  request.model_path = p.get("--model", default_model_path());
+  const io::ModelBundle bundle = io::ModelBundle::open(request.model_path);
+  const nlohmann::json defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
+
+  const std::vector<int64_t> classes = parse_class_list(p.require("--class"));
+  const int64_t batch = p.get_int("--batch", 1);
+  if (batch < 1 || batch > 64) throw InvalidArgumentError("option --batch must be between 1 and 64");
+  for (int64_t c : classes)
+    for (int64_t i = 0; i < batch; ++i) request.class_ids.push_back(c);
+  if (p.get("--seed", "") == "random") request.seed = std::random_device{}();
+  else request.seed = p.get_u64("--seed", 0);
+  request.cfg_scale = p.get_double("--cfg", defaults.value("cfg_scale", 4.0));
+  request.cfg_interval = p.get_int("--cfg-interval", -1);
+  request.sampling.temperature = p.get_double("--temperature", defaults.value("temperature", 1.0));
+  request.sampling.top_k = p.get_int("--top-k", defaults.value("top_k", 0));
+  request.sampling.top_p = p.get_double("--top-p", defaults.value("top_p", 1.0));
+  request.sampling.sample = !p.flag("--greedy");
+  request.device = p.get("--device", "auto");
+  request.threads = static_cast<int>(p.get_int("--threads", 0));
+  request.validate();
+
+  const std::string out = p.get("--out", "kvstudio_c" + std::to_string(classes[0]) + "_s" +
+                                             std::to_string(request.seed) + ".png");
+  if (fs::path(out).extension() != ".png") throw InvalidArgumentError("--out must name a .png file, got '" + out + "'");
+  const fs::path out_dir = fs::path(out).parent_path();
+  std::error_code ec;
+  if (!out_dir.empty() && !fs::is_directory(out_dir, ec))
+    throw FileError("output folder " + out_dir.string() + " does not exist");
+
+  GenerationSession session;
+  ProgressBar progress(p.flag("--quiet"));
+  g_session = &session;
+  auto previous = std::signal(SIGINT, on_sigint);
+  GenerationResult result;
+  try {
+    result = session.run(request, &progress);
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    g_session = nullptr;
+    throw;
+  }
+  std::signal(SIGINT, previous);
+  g_session = nullptr;
+
+  const auto class_names = bundle.class_names();
+  const size_t n = result.images.size();
+  for (size_t i = 0; i < n; ++i) {
+    std::string path = out;
+    if (n > 1) path = (out_dir / (fs::path(out).stem().string() + "_" + std::to_string(i) + ".png")).string();
+    const int64_t class_id = request.class_ids[i];
+    const std::string class_name =
+        class_id < static_cast<int64_t>(class_names.size()) ? class_names[class_id] : "class " + std::to_string(class_id);
+    const RgbImage& img = result.images[i];
+    std::ostringstream parameters;
+    parameters << (class_id < static_cast<int64_t>(class_names.size()) ? class_name + " (class " + std::to_string(class_id) + ")" : class_name) << "\n"
+               << "Steps: " << result.tokens[i].size() << ", Sampler: "
+               << (request.sampling.sample ? "multinomial" : "greedy") << ", CFG scale: " << format_number(request.cfg_scale)
+               << ", CFG interval: " << request.cfg_interval << ", Seed: " << request.seed
+               << ", Temperature: " << format_number(request.sampling.temperature) << ", Top-k: " << request.sampling.top_k
+               << ", Top-p: " << format_number(request.sampling.top_p) << ", Size: " << img.width << "x" << img.height
+               << ", Batch size: " << n << ", Batch pos: " << i << ", Model: " << result.model_name
+               << ", KV policy: " << request.policy << ", Version: KV Studio " << KVSTUDIO_VERSION;
+    nlohmann::json meta = {{"generator", std::string("KV Studio ") + KVSTUDIO_VERSION},
+                           {"request", to_json(request)},
+                           {"batch_index", i},
+                           {"class_id", class_id},
+                           {"class_name", class_name},
+                           {"model_name", result.model_name},
+                           {"device", result.device},
+                           {"grid", {result.grid_height, result.grid_width}},
+                           {"tokens", result.tokens[i]},
+                           {"tokens_per_second", result.tokens_per_second},
+                           {"kv_bytes_peak", result.kv_bytes_peak}};
+    write_png(path, img, {{"parameters", parameters.str()}, {"kvstudio", meta.dump()}});
+    std::printf("%s\n", path.c_str());
+  }
+  if (!p.flag("--quiet"))
+    std::fprintf(stderr, "done in %.2f s (%.1f tokens/s per image, peak KV cache %.2f MiB)\n", result.elapsed_ms / 1000.0,
+                 result.tokens_per_second, result.kv_bytes_peak / 1048576.0);
+  return 0;
+}
+
+}  // namespace kvs::cli

@@ -1,0 +1,76 @@
+#include <cstdio>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/commands.h"
+#include "app/cli/default_paths.h"
+#include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
+#include "engine/io/safetensors_reader.h"
+#include "engine/models/llamagen/llamagen_config.h"
+#include "engine/models/llamagen/llamagen_model.h"
+
+namespace kvs::cli {
+
+int cmd_info(const std::vector<std::string>& args) {
+  ArgParser p(args, {}, {"--help", "--json"}, 1);
+  if (p.flag("--help")) {
+    std::puts("usage: kvstudio-cli info [<model bundle>] [--json]\n"
+              "  prints architecture, parameter count and KV-cache bytes per token; checks the weights");
+    return 0;
+  }
+  const std::string path = p.positional().empty() ? default_model_path() : p.positional()[0];
+  const io::ModelBundle bundle = io::ModelBundle::open(path);
+  if (bundle.family() != "llamagen")
+    throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported yet (supported: llamagen)");
+  // Loading on the CPU validates every tensor name, shape and dtype.
+  const auto model = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU));
+  const auto& g = model.gpt->config();
+  const auto& v = model.vq->config();
+  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  int64_t stored_params = 0, vq_params = 0;
+  std::string dtypes;
+  for (const auto& e : reader->index().tensors) {
+    const int64_t n = static_cast<int64_t>(e.numel());
+    if (e.name.rfind("gpt.", 0) == 0) stored_params += n;
+    else vq_params += n;
+    if (dtypes.find(io::dtype_name(e.dtype)) == std::string::npos) dtypes += std::string(dtypes.empty() ? "" : ",") + io::dtype_name(e.dtype);
+  }
+  const int64_t kv_per_token_f32 = 2 * g.n_layer * g.kv_heads() * g.head_dim() * 4;
+  const int64_t image_px = g.grid_size() * v.downsample();
+  if (p.flag("--json")) {
+    nlohmann::json j = {{"name", model.name},
+                        {"family", "llamagen"},
+                        {"gpt", llamagen::to_json(g)},
+                        {"tokenizer", llamagen::to_json(v)},
+                        {"gpt_parameters", stored_params},
+                        {"tokenizer_decoder_parameters", vq_params},
+                        {"image_size", image_px},
+                        {"tokens_per_image", g.block_size},
+                        {"kv_bytes_per_token_f32", kv_per_token_f32},
+                        {"kv_bytes_per_token_f16", kv_per_token_f32 / 2},
+                        {"weights_dtypes", dtypes},
+                        {"provenance", bundle.manifest.value("provenance", nlohmann::json::object())}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model:        %s (%s)\n", model.name.c_str(), bundle.dir.c_str());
+  std::printf("family:       llamagen (class-conditional, raster next-token)\n");
+  std::printf("gpt:          dim %lld, %lld layers, %lld heads (%lld kv heads, head_dim %lld), ffn %lld\n",
+              (long long)g.dim, (long long)g.n_layer, (long long)g.n_head, (long long)g.kv_heads(),
+              (long long)g.head_dim(), (long long)g.ffn_hidden_dim());
+  std::printf("              vocab %lld, %lld classes, %lldx%lld tokens\n", (long long)g.vocab_size,
+              (long long)g.num_classes, (long long)g.grid_size(), (long long)g.grid_size());
+  std::printf("tokenizer:    VQ codebook %lldx%lld (l2-norm %s), z %lld, ch %lld, %zu levels (%lldx)\n",
+              (long long)v.codebook_size, (long long)v.codebook_embed_dim, v.codebook_l2_norm ? "on" : "off",
+              (long long)v.z_channels, (long long)v.ch, v.decoder_ch_mult.size(), (long long)v.downsample());
+  std::printf("image:        %lldx%lld px\n", (long long)image_px, (long long)image_px);
+  std::printf("parameters:   GPT %.2fM, decoder %.2fM (weights %s)\n", stored_params / 1e6, vq_params / 1e6, dtypes.c_str());
+  std::printf("KV cache:     %lld bytes/token in float32 (%lld in fp16/bf16); full image: %.2f MiB per sequence,\n"
+              "              x2 with CFG (conditional + unconditional rows)\n",
+              (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2,
+              kv_per_token_f32 * (g.block_size + g.cls_token_num) / 1048576.0);
+  if (bundle.manifest.contains("provenance")) std::printf("provenance:   %s\n", bundle.manifest["provenance"].dump().c_str());
+  return 0;
+}
+
+}  // namespace kvs::cli

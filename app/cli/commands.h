@@ -1,0 +1,14 @@
+#pragma once
+#include <string>
+#include <vector>
+
+namespace kvs::cli {
+
+// Each command returns the process exit code; errors are thrown as kvs::Error.
+int cmd_generate(const std::vector<std::string>& args);
+int cmd_info(const std::vector<std::string>& args);
+int cmd_verify(const std::vector<std::string>& args);
+int cmd_convert(const std::vector<std::string>& args);
+int cmd_create_random(const std::vector<std::string>& args);
+
+}  // namespace kvs::cli

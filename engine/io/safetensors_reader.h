@@ -1,0 +1,36 @@
+#pragma once
+// Tensors from a validated safetensors file, mapped without copying: each tensor
+// keeps the file mapping alive. Misaligned data (allowed by the format) is copied.
+#include <ATen/core/Tensor.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/io/mapped_file.h"
+#include "engine/io/safetensors_format.h"
+
+namespace kvs::io {
+
+class SafetensorsReader {
+ public:
+  // Throws FileError / FormatError with the path in the message.
+  static std::shared_ptr<SafetensorsReader> open(const std::string& path);
+
+  const std::string& path() const { return file_->path(); }
+  const SafetensorsIndex& index() const { return index_; }
+  bool contains(const std::string& name) const { return index_.find(name) != nullptr; }
+  std::vector<std::string> names() const;
+
+  // The tensor as stored (CPU, stored dtype). Throws FormatError if absent.
+  at::Tensor tensor(const std::string& name) const;
+
+ private:
+  std::shared_ptr<MappedFile> file_;
+  SafetensorsIndex index_;
+};
+
+c10::ScalarType to_scalar_type(DType dtype);
+DType from_scalar_type(c10::ScalarType type);  // throws FormatError for unsupported types
+
+}  // namespace kvs::io

@@ -1,0 +1,44 @@
+#include "engine/io/tensor_spec.h"
+
+#include <set>
+
+#include "engine/core/errors.h"
+#include "engine/io/safetensors_format.h"
+
+namespace kvs::io {
+namespace {
+
+std::string join_limited(const std::vector<std::string>& items, std::size_t limit = 12) {
+  std::string out;
+  for (std::size_t i = 0; i < items.size() && i < limit; ++i) out += (i ? ", " : "") + items[i];
+  if (items.size() > limit) out += ", ... (" + std::to_string(items.size() - limit) + " more)";
+  return out;
+}
+
+}  // namespace
+
+void check_tensor_set(const ShapeMap& have, const std::vector<ExpectedTensor>& expected, const std::string& origin) {
+  std::vector<std::string> missing, unexpected, wrong_shape;
+  std::set<std::string> expected_names;
+  for (const auto& e : expected) {
+    expected_names.insert(e.name);
+    auto it = have.find(e.name);
+    if (it == have.end()) {
+      missing.push_back(e.name);
+    } else if (it->second != e.shape) {
+      wrong_shape.push_back("tensor " + e.name + " has shape " + shape_string(it->second) + ", expected " +
+                            shape_string(e.shape));
+    }
+  }
+  for (const auto& [name, shape] : have)
+    if (expected_names.count(name) == 0) unexpected.push_back(name);
+  if (missing.empty() && unexpected.empty() && wrong_shape.empty()) return;
+  std::string msg = origin + ":";
+  if (!wrong_shape.empty()) msg += " " + join_limited(wrong_shape, 6) + ";";
+  if (!missing.empty()) msg += " missing tensors: " + join_limited(missing) + ";";
+  if (!unexpected.empty()) msg += " unexpected tensors: " + join_limited(unexpected) + ";";
+  msg.pop_back();
+  throw ModelMismatchError(msg);
+}
+
+}  // namespace kvs::io

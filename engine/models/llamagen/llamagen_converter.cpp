@@ -1,0 +1,221 @@
+#include "engine/models/llamagen/llamagen_converter.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <torch/csrc/jit/serialization/pickle.h>
+
+#include <filesystem>
+#include <fstream>
+#include <cstring>
+#include <iterator>
+#include <regex>
+#include <set>
+
+#include "engine/core/errors.h"
+#include "engine/core/logging.h"
+#include "engine/io/safetensors_writer.h"
+#include "engine/models/llamagen/llamagen_model.h"
+#include "engine/models/llamagen/llamagen_weights.h"
+
+
+namespace kvs::llamagen {
+namespace {
+namespace fs = std::filesystem;
+using StateDict = std::map<std::string, at::Tensor>;
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// Loads a torch.save file (zip format) and returns its state dict.
+StateDict load_state_dict(const std::string& path, const char* what) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) throw FileError(std::string(what) + " " + path + ": does not exist");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError(std::string(what) + " " + path + ": cannot open");
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K')
+    throw FormatError(std::string(what) + " " + path +
+                      ": not a PyTorch checkpoint (expected the zip format written by torch.save; "
+                      "legacy or non-torch files are not supported)");
+  c10::IValue root;
+  try {
+    root = torch::jit::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    throw FormatError(std::string(what) + " " + path + ": cannot read checkpoint (" + first_line(e.what()) + ")");
+  }
+  if (!root.isGenericDict())
+    throw FormatError(std::string(what) + " " + path + ": top level is " + root.tagKind() + ", expected a dict");
+  c10::impl::GenericDict dict = root.toGenericDict();
+  // {"model": sd} / {"module": sd} / {"state_dict": sd} / raw sd
+  for (const char* key : {"model", "module", "state_dict"}) {
+    auto it = dict.find(c10::IValue(std::string(key)));
+    if (it != dict.end() && it->value().isGenericDict()) {
+      dict = it->value().toGenericDict();
+      break;
+    }
+  }
+  StateDict out;
+  for (const auto& entry : dict) {
+    if (!entry.key().isString())
+      throw FormatError(std::string(what) + " " + path + ": state dict has a non-string key");
+    std::string name = entry.key().toStringRef();
+    if (!entry.value().isTensor())
+      throw FormatError(std::string(what) + " " + path + ": entry '" + name + "' is " + entry.value().tagKind() +
+                        ", expected a tensor (is this a state dict?)");
+    // Wrappers used during training: DDP ("module.") and torch.compile ("_orig_mod.").
+    for (const char* prefix : {"module.", "_orig_mod."})
+      if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
+    out[name] = entry.value().toTensor();
+  }
+  if (out.empty()) throw FormatError(std::string(what) + " " + path + ": contains no tensors");
+  return out;
+}
+
+const at::Tensor& need(const StateDict& sd, const std::string& name, const std::string& origin) {
+  auto it = sd.find(name);
+  if (it == sd.end()) throw ModelMismatchError(origin + ": missing tensors: " + name);
+  return it->second;
+}
+
+int64_t count_indexed(const StateDict& sd, const std::string& prefix, const std::string& suffix) {
+  std::set<int64_t> idx;
+  const std::regex re("^" + std::regex_replace(prefix, std::regex(R"(\.)"), R"(\.)") + R"((\d+)\.)" +
+                      std::regex_replace(suffix, std::regex(R"(\.)"), R"(\.)"));
+  std::smatch m;
+  for (const auto& [k, v] : sd)
+    if (std::regex_search(k, m, re)) idx.insert(std::stoll(m[1]));
+  return static_cast<int64_t>(idx.size());
+}
+
+GptConfig infer_gpt(const StateDict& sd, const ConvertOptions& opt, int64_t downsample, const std::string& origin) {
+  GptConfig c;
+  const at::Tensor& tok = need(sd, "tok_embeddings.weight", origin);
+  const at::Tensor& cls = need(sd, "cls_embedding.embedding_table.weight", origin);
+  c.vocab_size = tok.size(0);
+  c.dim = tok.size(1);
+  c.n_layer = count_indexed(sd, "layers.", "attention.wqkv.weight");
+  if (c.n_layer == 0) throw ModelMismatchError(origin + ": no layers.N.attention.wqkv.weight tensors (not a LlamaGen GPT?)");
+  c.num_classes = cls.size(0) - 1;  // the official models carry the CFG null row
+  c.n_head = opt.n_head;
+  if (c.n_head == 0) {
+    for (const auto& name : gpt_preset_names()) {
+      GptConfig p = gpt_preset(name);
+      if (p.dim == c.dim && p.n_layer == c.n_layer) c.n_head = p.n_head;
+    }
+  }
+  if (c.n_head == 0)
+    throw InvalidArgumentError(origin + ": dim " + std::to_string(c.dim) + " with " + std::to_string(c.n_layer) +
+                               " layers matches no official GPT size; pass --n-head");
+  const int64_t qkv_rows = need(sd, "layers.0.attention.wqkv.weight", origin).size(0);
+  const int64_t kv_heads = (qkv_rows - c.dim) / 2 / c.head_dim();
+  if (kv_heads != c.n_head) c.n_kv_head = kv_heads;
+  int64_t image_size = opt.image_size;
+  if (image_size == 0) {
+    std::smatch m;
+    const std::string stem = fs::path(opt.checkpoint).stem().string();
+    if (std::regex_search(stem, m, std::regex(R"(_(\d{3,4})$)"))) image_size = std::stoll(m[1]);
+  }
+  if (image_size == 0)
+    throw InvalidArgumentError(origin + ": cannot tell the image size from the file name; pass --image-size (256 or 384)");
+  if (image_size % downsample != 0)
+    throw InvalidArgumentError("image size " + std::to_string(image_size) + " is not a multiple of the tokenizer's " +
+                               std::to_string(downsample) + "x downsampling");
+  c.block_size = (image_size / downsample) * (image_size / downsample);
+  c.validate();
+  return c;
+}
+
+VqConfig infer_vq(const StateDict& sd, const std::string& origin) {
+  VqConfig c;
+  const at::Tensor& emb = need(sd, "quantize.embedding.weight", origin);
+  c.codebook_size = emb.size(0);
+  c.codebook_embed_dim = emb.size(1);
+  c.z_channels = need(sd, "post_quant_conv.weight", origin).size(0);
+  const int64_t levels = count_indexed(sd, "decoder.conv_blocks.", "res.0.conv1.weight");
+  if (levels == 0) throw ModelMismatchError(origin + ": no decoder.conv_blocks tensors (not a LlamaGen VQ model?)");
+  // Official decoders start at ch_mult 1 (the last conv block has `ch` channels).
+  c.ch = need(sd, "decoder.conv_blocks." + std::to_string(levels - 1) + ".res.0.conv1.weight", origin).size(0);
+  c.decoder_ch_mult.assign(levels, 1);
+  for (int64_t j = 0; j < levels; ++j) {
+    const int64_t out = need(sd, "decoder.conv_blocks." + std::to_string(j) + ".res.0.conv1.weight", origin).size(0);
+    c.decoder_ch_mult[levels - 1 - j] = out / c.ch;
+  }
+  c.num_res_blocks = count_indexed(sd, "decoder.conv_blocks.0.res.", "conv1.weight") - 1;
+  c.validate();
+  return c;
+}
+
+at::Tensor cast_for_storage(const at::Tensor& t, const std::string& dtype) {
+  if (dtype == "keep") return t;
+  if (dtype == "f32") return t.to(at::kFloat);
+  if (dtype == "f16") return t.to(at::kHalf);
+  if (dtype == "bf16") return t.to(at::kBFloat16);
+  throw InvalidArgumentError("unknown weights dtype '" + dtype + "' (expected keep, f32, f16 or bf16)");
+}
+
+}  // namespace
+
+ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const ConvertProgress& progress) {
+  auto log = module_logger("convert");
+  auto report_progress = [&](double f, const std::string& stage) {
+    if (progress) progress(f, stage);
+    log.info(stage);
+  };
+  if (opt.checkpoint.empty()) throw InvalidArgumentError("convert needs --checkpoint <c2i_*.pt>");
+  if (opt.tokenizer.empty()) throw InvalidArgumentError("convert needs --tokenizer <vq_ds16_c2i.pt>");
+  if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
+  cast_for_storage(at::zeros({1}), opt.weights_dtype);  // validates the option early
+
+  report_progress(0.0, "reading tokenizer " + opt.tokenizer);
+  StateDict vq_sd = load_state_dict(opt.tokenizer, "tokenizer");
+  const std::string vq_origin = "tokenizer " + opt.tokenizer;
+  ConvertReport report;
+  report.vq = infer_vq(vq_sd, vq_origin);
+  for (auto it = vq_sd.begin(); it != vq_sd.end();) {
+    if (is_unused_vq_key(it->first)) {
+      report.dropped_keys.push_back(it->first);
+      it = vq_sd.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  io::ShapeMap vq_shapes;
+  for (const auto& [k, v] : vq_sd) vq_shapes[k] = v.sizes().vec();
+  io::check_tensor_set(vq_shapes, vq_decoder_expected_tensors(report.vq), vq_origin);
+
+  report_progress(0.3, "reading GPT checkpoint " + opt.checkpoint);
+  StateDict gpt_sd = load_state_dict(opt.checkpoint, "checkpoint");
+  const std::string gpt_origin = "checkpoint " + opt.checkpoint;
+  report.gpt = infer_gpt(gpt_sd, opt, report.vq.downsample(), gpt_origin);
+  io::ShapeMap gpt_shapes;
+  for (const auto& [k, v] : gpt_sd) gpt_shapes[k] = v.sizes().vec();
+  io::check_tensor_set(gpt_shapes, gpt_expected_tensors(report.gpt), gpt_origin);
+  if (report.gpt.vocab_size != report.vq.codebook_size)
+    throw ModelMismatchError("checkpoint vocab_size " + std::to_string(report.gpt.vocab_size) +
+                             " does not match the tokenizer codebook size " + std::to_string(report.vq.codebook_size));
+
+  report_progress(0.6, "writing bundle " + opt.out_dir);
+  io::NamedTensors tensors;
+  for (const auto& e : gpt_expected_tensors(report.gpt))
+    tensors.emplace_back("gpt." + e.name, cast_for_storage(gpt_sd.at(e.name), opt.weights_dtype));
+  for (const auto& e : vq_decoder_expected_tensors(report.vq))
+    tensors.emplace_back("vq." + e.name, cast_for_storage(vq_sd.at(e.name), opt.weights_dtype));
+  std::error_code ec;
+  fs::create_directories(opt.out_dir, ec);
+  if (ec) throw FileError("folder " + opt.out_dir + ": cannot create (" + ec.message() + ")");
+  const std::string name = opt.name.empty() ? fs::path(opt.checkpoint).stem().string() : opt.name;
+  io::write_safetensors((fs::path(opt.out_dir) / "weights.safetensors").string(), tensors,
+                        {{"format", "kvstudio"}, {"family", "llamagen"}});
+  nlohmann::json provenance = {{"source", "official LlamaGen checkpoint"},
+                               {"checkpoint", fs::path(opt.checkpoint).filename().string()},
+                               {"tokenizer", fs::path(opt.tokenizer).filename().string()},
+                               {"converted_by", "kvstudio-cli convert"}};
+  nlohmann::json manifest = llamagen_manifest(name, report.gpt, report.vq, provenance);
+  manifest["sampling_defaults"] = {{"cfg_scale", 4.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
+  io::write_bundle_manifest(opt.out_dir, manifest);
+  report.tensors_written = static_cast<int64_t>(tensors.size());
+  for (const auto& [n, t] : tensors) report.bytes_written += static_cast<int64_t>(t.nbytes());
+  report_progress(1.0, "done");
+  return report;
+}
+
+}  // namespace kvs::llamagen

@@ -1,0 +1,144 @@
+#include "engine/models/llamagen/llamagen_gpt.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/core/errors.h"
+#include "engine/models/llamagen/rope_2d.h"
+
+namespace kvs::llamagen {
+namespace {
+
+at::Tensor take(const TensorMap& weights, const std::string& name, at::Device device) {
+  auto it = weights.find(name);
+  if (it == weights.end()) throw ModelMismatchError("LlamaGen GPT weights: missing tensor " + name);
+  return it->second.to(device, at::kFloat).contiguous();
+}
+
+}  // namespace
+
+LlamaGenGpt::LlamaGenGpt(GptConfig config, const TensorMap& weights, at::Device device)
+    : config_(std::move(config)), device_(device) {
+  config_.validate();
+  tok_embeddings_ = take(weights, "tok_embeddings.weight", device);
+  cls_embedding_ = take(weights, "cls_embedding.embedding_table.weight", device);
+  norm_ = take(weights, "norm.weight", device);
+  output_ = take(weights, "output.weight", device);
+  for (int64_t i = 0; i < config_.n_layer; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    layers_.push_back(Layer{take(weights, p + "attention.wqkv.weight", device),
+                            take(weights, p + "attention.wo.weight", device),
+                            take(weights, p + "feed_forward.w1.weight", device),
+                            take(weights, p + "feed_forward.w2.weight", device),
+                            take(weights, p + "feed_forward.w3.weight", device),
+                            take(weights, p + "attention_norm.weight", device),
+                            take(weights, p + "ffn_norm.weight", device)});
+  }
+  rope_ = rope_2d_table(config_.grid_size(), config_.head_dim(), config_.rope_base, config_.cls_token_num)
+              .to(device);
+}
+
+at::Tensor LlamaGenGpt::rms_norm(const at::Tensor& x, const at::Tensor& weight) const {
+  // RMSNorm in float32: x * rsqrt(mean(x^2) + eps), then the learned scale.
+  at::Tensor xf = x.to(at::kFloat);
+  at::Tensor normed = xf * at::rsqrt(at::mean(xf * xf, {-1}, /*keepdim=*/true) + config_.norm_eps);
+  return normed.to(x.scalar_type()) * weight;
+}
+
+at::Tensor LlamaGenGpt::feed_forward(const Layer& layer, const at::Tensor& x) const {
+  // SwiGLU: w2(silu(w1 x) * w3 x)
+  return at::linear(at::silu(at::linear(x, layer.w1)) * at::linear(x, layer.w3), layer.w2);
+}
+
+at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const at::Tensor& x,
+                                  const at::Tensor& rope, KvStore* cache,
+                                  const std::vector<int64_t>& positions) const {
+  const int64_t b = x.size(0), t = x.size(1);
+  const int64_t h = config_.n_head, hkv = config_.kv_heads(), d = config_.head_dim();
+  const int64_t group = h / hkv;
+  at::Tensor qkv = at::linear(x, layer.wqkv);
+  auto parts = qkv.split_with_sizes({config_.dim, hkv * d, hkv * d}, -1);
+  at::Tensor q = apply_rope(parts[0].reshape({b, t, h, d}), rope).transpose(1, 2);      // [B,H,T,D]
+  at::Tensor k = apply_rope(parts[1].reshape({b, t, hkv, d}), rope).transpose(1, 2);    // [B,Hkv,T,D]
+  at::Tensor v = parts[2].reshape({b, t, hkv, d}).transpose(1, 2);
+
+  at::Tensor keys = k, values = v;
+  std::vector<int64_t> key_positions = positions;
+  if (cache != nullptr) {
+    cache->append(layer_index, k, v, positions);
+    keys = cache->keys(layer_index);
+    values = cache->values(layer_index);
+    key_positions = cache->positions(layer_index);
+  }
+  const int64_t l = keys.size(2);
+  // Query head j uses kv head j / group (upstream: repeat_interleave on the kv
+  // heads). Grouping the queries avoids materialising the repeated keys.
+  at::Tensor qg = q.reshape({b, hkv, group * t, d});
+  at::Tensor scores = at::matmul(qg, keys.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));
+  if (t > 1) {
+    // Causal: query at position p sees keys at positions <= p.
+    std::vector<uint8_t> blocked(static_cast<size_t>(t * l), 0);
+    bool any = false;
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t j = 0; j < l; ++j)
+        if (key_positions[j] > positions[i]) blocked[i * l + j] = 1, any = true;
+    if (any) {
+      at::Tensor mask = at::from_blob(blocked.data(), {t, l}, at::TensorOptions().dtype(at::kByte))
+                            .to(at::kBool)
+                            .to(device_);
+      scores = scores.view({b, hkv, group, t, l})
+                   .masked_fill(mask, -std::numeric_limits<float>::infinity())
+                   .view({b, hkv, group * t, l});
+    }
+  }
+  at::Tensor probs = at::softmax(scores, -1);
+  at::Tensor out = at::matmul(probs, values).view({b, h, t, d}).transpose(1, 2).reshape({b, t, config_.dim});
+  return at::linear(out, layer.wo);
+}
+
+at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache) const {
+  const int64_t t = h.size(1);
+  std::vector<int64_t> positions(static_cast<size_t>(t));
+  for (int64_t i = 0; i < t; ++i) positions[i] = first_position + i;
+  at::Tensor rope = rope_.narrow(0, first_position, t);
+  for (int64_t i = 0; i < config_.n_layer; ++i) {
+    const Layer& layer = layers_[i];
+    h = h + attention(i, layer, rms_norm(h, layer.attention_norm), rope, cache, positions);
+    h = h + feed_forward(layer, rms_norm(h, layer.ffn_norm));
+  }
+  return at::linear(rms_norm(h, norm_), output_).to(at::kFloat);
+}
+
+at::Tensor LlamaGenGpt::forward_teacher(const at::Tensor& labels, const at::Tensor& tokens) const {
+  const int64_t total = config_.cls_token_num + tokens.size(1);
+  if (total > rope_.size(0))
+    throw InvalidArgumentError("teacher forward: " + std::to_string(tokens.size(1)) +
+                               " tokens exceed the model's block size " + std::to_string(config_.block_size));
+  at::Tensor cond = at::embedding(cls_embedding_, labels.to(device_, at::kLong)).unsqueeze(1);
+  at::Tensor h = at::cat({cond, at::embedding(tok_embeddings_, tokens.to(device_, at::kLong))}, 1);
+  return run_layers(h, 0, nullptr);
+}
+
+KvStore LlamaGenGpt::make_cache(int64_t rows, int64_t capacity) const {
+  return KvStore(config_.n_layer, rows, config_.kv_heads(), config_.head_dim(), capacity,
+                 at::TensorOptions().dtype(at::kFloat).device(device_));
+}
+
+at::Tensor LlamaGenGpt::prefill(const at::Tensor& labels, KvStore& cache) const {
+  // c2i: the label embedding is one token (cls_token_num == 1, checked by validate()).
+  at::Tensor h = at::embedding(cls_embedding_, labels.to(device_, at::kLong)).unsqueeze(1);
+  at::Tensor logits = run_layers(h, 0, &cache);
+  return logits.select(1, logits.size(1) - 1);
+}
+
+at::Tensor LlamaGenGpt::decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache) const {
+  if (position >= rope_.size(0))
+    throw InvalidArgumentError("decode position " + std::to_string(position) + " is beyond the block size");
+  at::Tensor h = at::embedding(tok_embeddings_, tokens.to(device_, at::kLong).view({-1, 1}));
+  return run_layers(h, position, &cache).select(1, 0);
+}
+
+}  // namespace kvs::llamagen

@@ -1,0 +1,66 @@
+#pragma once
+// LlamaGen's class-conditional GPT (autoregressive/models/gpt.py Transformer),
+// ported to match the official code numerically. Two ways to run it:
+//   - forward_teacher: the training-style forward over a whole sequence (causal
+//     attention, no cache) — what conformance compares logits against;
+//   - prefill + decode_step: incremental decoding through a KvStore whose
+//     attention reads only the valid entries (upstream attends over a padded
+//     cache with a mask; the results are the same).
+// Keys are cached after RoPE (as upstream), so evicting a token later is a
+// plain gather and queries keep their true (row, col) positions.
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/cache/kv_store.h"
+#include "engine/models/llamagen/llamagen_config.h"
+
+namespace kvs::llamagen {
+
+using TensorMap = std::map<std::string, at::Tensor>;
+
+class LlamaGenGpt {
+ public:
+  // `weights`: gpt.py state_dict names without prefix, already shape-checked.
+  LlamaGenGpt(GptConfig config, const TensorMap& weights, at::Device device);
+
+  const GptConfig& config() const { return config_; }
+  at::Device device() const { return device_; }
+
+  // labels [B]; tokens [B, S] image tokens (S <= block_size - 1 for a full teacher
+  // pass). Returns logits [B, cls_token_num + S, vocab] (float32).
+  at::Tensor forward_teacher(const at::Tensor& labels, const at::Tensor& tokens) const;
+
+  // A cache for `rows` sequences holding up to `capacity` positions.
+  KvStore make_cache(int64_t rows, int64_t capacity) const;
+
+  // Runs the condition tokens (labels [rows], the null class for unconditional
+  // rows) at positions 0..cls_token_num-1; returns the last position's logits [rows, vocab].
+  at::Tensor prefill(const at::Tensor& labels, KvStore& cache) const;
+
+  // One image token per row (tokens [rows]) at sequence position `position`
+  // (cls_token_num + raster index); returns logits [rows, vocab].
+  at::Tensor decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache) const;
+
+ private:
+  struct Layer {
+    at::Tensor wqkv, wo, w1, w2, w3, attention_norm, ffn_norm;
+  };
+
+  at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight) const;
+  at::Tensor feed_forward(const Layer& layer, const at::Tensor& x) const;
+  // x: [B, T, dim] normalised input; positions: the T sequence positions.
+  at::Tensor attention(int64_t layer_index, const Layer& layer, const at::Tensor& x, const at::Tensor& rope,
+                       KvStore* cache, const std::vector<int64_t>& positions) const;
+  at::Tensor run_layers(at::Tensor h, int64_t first_position, KvStore* cache) const;
+
+  GptConfig config_;
+  at::Device device_;
+  at::Tensor tok_embeddings_, cls_embedding_, norm_, output_;
+  std::vector<Layer> layers_;
+  at::Tensor rope_;  // [cls + grid^2, head_dim/2, 2]
+};
+
+}  // namespace kvs::llamagen

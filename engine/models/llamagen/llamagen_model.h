@@ -1,0 +1,36 @@
+#pragma once
+// A loaded LlamaGen pipeline: GPT + VQ decoder, from a bundle or from any
+// safetensors file holding "gpt." and "vq." tensors (conformance cases).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/io/model_bundle.h"
+#include "engine/models/llamagen/llamagen_gpt.h"
+#include "engine/models/llamagen/vq_decoder.h"
+
+namespace kvs::io {
+class SafetensorsReader;
+}
+
+namespace kvs::llamagen {
+
+struct LlamaGenModel {
+  std::string name;
+  std::vector<std::string> class_names;
+  std::unique_ptr<LlamaGenGpt> gpt;
+  std::unique_ptr<VqDecoder> vq;
+
+  // Strictly checks every tensor (missing, unexpected, shape) before building.
+  static LlamaGenModel from_weights(const GptConfig& gpt_config, const VqConfig& vq_config,
+                                    const io::SafetensorsReader& weights, at::Device device);
+  static LlamaGenModel load(const io::ModelBundle& bundle, at::Device device);
+
+  int64_t image_size() const { return gpt->config().grid_size() * vq->config().downsample(); }
+};
+
+// Bundle manifest sections for a LlamaGen model.
+nlohmann::json llamagen_manifest(const std::string& name, const GptConfig& gpt, const VqConfig& vq,
+                                 const nlohmann::json& provenance);
+
+}  // namespace kvs::llamagen

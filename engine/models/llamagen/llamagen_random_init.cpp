@@ -1,0 +1,80 @@
+#include "engine/models/llamagen/llamagen_random_init.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <cmath>
+
+#include "engine/core/errors.h"
+#include "engine/io/safetensors_writer.h"
+#include "engine/models/llamagen/llamagen_model.h"
+#include "engine/models/llamagen/llamagen_weights.h"
+
+namespace kvs::llamagen {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+at::Tensor init_tensor(const io::ExpectedTensor& e, at::Generator& gen) {
+  const auto f32 = at::TensorOptions().dtype(at::kFloat);
+  const std::string& n = e.name;
+  if (ends_with(n, ".bias")) return at::zeros(e.shape, f32);
+  const bool is_norm = n.find("norm") != std::string::npos && e.shape.size() == 1;
+  if (is_norm) return at::ones(e.shape, f32);
+  if (n.find("embedding") != std::string::npos || n.find("tok_embeddings") != std::string::npos)
+    return at::normal(0.0, 1.0, e.shape, gen, f32);
+  int64_t fan_in = 1;
+  for (size_t i = 1; i < e.shape.size(); ++i) fan_in *= e.shape[i];
+  return at::normal(0.0, 1.0 / std::sqrt(static_cast<double>(fan_in)), e.shape, gen, f32);
+}
+
+}  // namespace
+
+void write_random_llamagen_bundle(const std::string& dir, const std::string& name, const GptConfig& gpt,
+                                  const VqConfig& vq, uint64_t seed, const std::string& weights_dtype) {
+  gpt.validate();
+  vq.validate();
+  if (gpt.vocab_size != vq.codebook_size)
+    throw InvalidArgumentError("vocab_size must equal the tokenizer codebook_size");
+  at::ScalarType dtype = at::kFloat;
+  if (weights_dtype == "f16") dtype = at::kHalf;
+  else if (weights_dtype == "bf16") dtype = at::kBFloat16;
+  else if (weights_dtype != "f32")
+    throw InvalidArgumentError("unknown weights dtype '" + weights_dtype + "' (expected f32, f16 or bf16)");
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  io::NamedTensors tensors;
+  for (const auto& e : gpt_expected_tensors(gpt)) tensors.emplace_back("gpt." + e.name, init_tensor(e, gen).to(dtype));
+  for (const auto& e : vq_decoder_expected_tensors(vq)) tensors.emplace_back("vq." + e.name, init_tensor(e, gen).to(dtype));
+  io::write_bundle_manifest(dir, llamagen_manifest(name, gpt, vq,
+                                                   {{"source", "random initialisation"},
+                                                    {"seed", seed},
+                                                    {"created_by", "kvstudio-cli create-random"},
+                                                    {"note", "untrained: images are structured noise"}}));
+  io::write_safetensors(dir + "/weights.safetensors", tensors, {{"format", "kvstudio"}, {"family", "llamagen"}});
+}
+
+GptConfig demo_gpt_config() {
+  GptConfig c;
+  c.dim = 256;
+  c.n_layer = 6;
+  c.n_head = 8;
+  c.vocab_size = 1024;
+  c.num_classes = 10;
+  c.block_size = 256;
+  return c;
+}
+
+VqConfig demo_vq_config() {
+  VqConfig c;
+  c.codebook_size = 1024;
+  c.codebook_embed_dim = 8;
+  c.z_channels = 64;
+  c.ch = 32;
+  c.decoder_ch_mult = {1, 1, 2};
+  return c;
+}
+
+}  // namespace kvs::llamagen

@@ -1,0 +1,86 @@
+#include "engine/models/llamagen/llamagen_weights.h"
+
+namespace kvs::llamagen {
+
+std::vector<io::ExpectedTensor> gpt_expected_tensors(const GptConfig& c) {
+  const int64_t kv = c.kv_heads() * c.head_dim();
+  const int64_t hidden = c.ffn_hidden_dim();
+  std::vector<io::ExpectedTensor> out = {
+      {"tok_embeddings.weight", {c.vocab_size, c.dim}},
+      {"cls_embedding.embedding_table.weight", {c.label_rows(), c.dim}},
+  };
+  for (int64_t i = 0; i < c.n_layer; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    out.push_back({p + "attention.wqkv.weight", {c.dim + 2 * kv, c.dim}});
+    out.push_back({p + "attention.wo.weight", {c.dim, c.dim}});
+    out.push_back({p + "feed_forward.w1.weight", {hidden, c.dim}});
+    out.push_back({p + "feed_forward.w3.weight", {hidden, c.dim}});
+    out.push_back({p + "feed_forward.w2.weight", {c.dim, hidden}});
+    out.push_back({p + "attention_norm.weight", {c.dim}});
+    out.push_back({p + "ffn_norm.weight", {c.dim}});
+  }
+  out.push_back({"norm.weight", {c.dim}});
+  out.push_back({"output.weight", {c.vocab_size, c.dim}});
+  return out;
+}
+
+namespace {
+
+void add_conv(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch, int64_t k) {
+  out.push_back({p + ".weight", {out_ch, in, k, k}});
+  out.push_back({p + ".bias", {out_ch}});
+}
+
+void add_norm(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
+  out.push_back({p + ".weight", {ch}});
+  out.push_back({p + ".bias", {ch}});
+}
+
+void add_resnet(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch) {
+  add_norm(out, p + ".norm1", in);
+  add_conv(out, p + ".conv1", in, out_ch, 3);
+  add_norm(out, p + ".norm2", out_ch);
+  add_conv(out, p + ".conv2", out_ch, out_ch, 3);
+  if (in != out_ch) add_conv(out, p + ".nin_shortcut", in, out_ch, 1);
+}
+
+void add_attn(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
+  add_norm(out, p + ".norm", ch);
+  for (const char* n : {".q", ".k", ".v", ".proj_out"}) add_conv(out, p + n, ch, ch, 1);
+}
+
+}  // namespace
+
+std::vector<io::ExpectedTensor> vq_decoder_expected_tensors(const VqConfig& c) {
+  std::vector<io::ExpectedTensor> out;
+  out.push_back({"quantize.embedding.weight", {c.codebook_size, c.codebook_embed_dim}});
+  add_conv(out, "post_quant_conv", c.codebook_embed_dim, c.z_channels, 1);
+  const int64_t levels = static_cast<int64_t>(c.decoder_ch_mult.size());
+  int64_t block_in = c.ch * c.decoder_ch_mult[levels - 1];
+  add_conv(out, "decoder.conv_in", c.z_channels, block_in, 3);
+  add_resnet(out, "decoder.mid.0", block_in, block_in);
+  add_attn(out, "decoder.mid.1", block_in);
+  add_resnet(out, "decoder.mid.2", block_in, block_in);
+  // Upstream builds conv_blocks in reversed level order: block j is level L-1-j;
+  // attention only at the lowest resolution (j = 0), upsampling after all but the last.
+  for (int64_t j = 0; j < levels; ++j) {
+    const int64_t level = levels - 1 - j;
+    const int64_t block_out = c.ch * c.decoder_ch_mult[level];
+    const std::string p = "decoder.conv_blocks." + std::to_string(j);
+    for (int64_t i = 0; i <= c.num_res_blocks; ++i) {
+      add_resnet(out, p + ".res." + std::to_string(i), block_in, block_out);
+      block_in = block_out;
+      if (j == 0) add_attn(out, p + ".attn." + std::to_string(i), block_in);
+    }
+    if (j != levels - 1) add_conv(out, p + ".upsample.conv", block_in, block_in, 3);
+  }
+  add_norm(out, "decoder.norm_out", block_in);
+  add_conv(out, "decoder.conv_out", block_in, c.out_channels, 3);
+  return out;
+}
+
+bool is_unused_vq_key(const std::string& name) {
+  return name.rfind("encoder.", 0) == 0 || name.rfind("quant_conv.", 0) == 0 || name == "quantize.codebook_used";
+}
+
+}  // namespace kvs::llamagen

@@ -1,0 +1,21 @@
+#pragma once
+// The official LlamaGen state_dict key names and shapes, derived from a config.
+// Used by the bundle loader, the converter and the conformance runner so that all
+// three check weights the same strict way.
+#include <vector>
+
+#include "engine/io/tensor_spec.h"
+#include "engine/models/llamagen/llamagen_config.h"
+
+namespace kvs::llamagen {
+
+// gpt.py Transformer.state_dict() (no prefix).
+std::vector<io::ExpectedTensor> gpt_expected_tensors(const GptConfig& config);
+// The parts of VQModel.state_dict() that decode_code uses (no prefix):
+// quantize.embedding, post_quant_conv, decoder.*.
+std::vector<io::ExpectedTensor> vq_decoder_expected_tensors(const VqConfig& config);
+// Official VQModel keys that decoding never uses (encoder.*, quant_conv.*,
+// quantize.codebook_used): accepted and dropped by the converter.
+bool is_unused_vq_key(const std::string& name);
+
+}  // namespace kvs::llamagen

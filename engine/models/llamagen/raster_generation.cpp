@@ -1,0 +1,65 @@
+#include "engine/models/llamagen/raster_generation.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include "engine/core/errors.h"
+#include "engine/sampling/token_sampler.h"
+
+namespace kvs::llamagen {
+
+RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in, const RasterParams& params,
+                             const RasterHooks& hooks) {
+  const GptConfig& config = gpt.config();
+  params.sampling.validate();
+  at::Tensor labels = labels_in.to(at::kCPU, at::kLong).reshape({-1});
+  const int64_t batch = labels.size(0);
+  if (batch <= 0) throw InvalidArgumentError("generation needs at least one class label");
+  if (labels.min().item<int64_t>() < 0 || labels.max().item<int64_t>() >= config.num_classes)
+    throw InvalidArgumentError("class label out of range [0, " + std::to_string(config.num_classes) + ")");
+  const bool use_cfg = params.cfg_scale > 1.0;
+  if (use_cfg && !config.has_null_class())
+    throw InvalidArgumentError("this model has no null class (class_dropout_prob = 0), so CFG > 1 is impossible");
+
+  const int64_t n_tokens = config.block_size;
+  at::Tensor cond = use_cfg ? at::cat({labels, at::full({batch}, config.null_class(), labels.options())}) : labels;
+  KvStore cache = gpt.make_cache(cond.size(0), config.cls_token_num + n_tokens);
+  TokenSampler sampler(params.seed);
+  RasterResult result;
+  result.tokens = at::zeros({batch, n_tokens}, at::TensorOptions().dtype(at::kLong));
+  auto check_cancel = [&] {
+    if (hooks.cancelled && hooks.cancelled()) throw CancelledError();
+  };
+  auto record = [&](const at::Tensor& logits) {
+    if (static_cast<int64_t>(result.step_logits.size()) < hooks.record_logits_steps)
+      result.step_logits.push_back(logits.to(at::kCPU).clone());
+  };
+
+  check_cancel();
+  at::Tensor logits = gpt.prefill(cond, cache);
+  if (use_cfg) logits = combine_cfg(logits, params.cfg_scale);
+  record(logits);
+  at::Tensor next = sampler.sample(logits, params.sampling);
+  result.tokens.select(1, 0).copy_(next);
+  if (hooks.on_token) hooks.on_token(1, result.tokens.narrow(1, 0, 1), cache);
+
+  bool cfg_active = use_cfg;
+  for (int64_t i = 0; i < n_tokens - 1; ++i) {
+    check_cancel();
+    if (cfg_active && params.cfg_interval > -1 && i > params.cfg_interval) {
+      cfg_active = false;
+      cache.keep_rows(0, batch);
+    }
+    at::Tensor x = cfg_active ? at::cat({next, next}) : next;
+    logits = gpt.decode_step(x, config.cls_token_num + i, cache);
+    if (cfg_active) logits = combine_cfg(logits, params.cfg_scale);
+    record(logits);
+    next = sampler.sample(logits, params.sampling);
+    result.tokens.select(1, i + 1).copy_(next);
+    if (hooks.on_token) hooks.on_token(i + 2, result.tokens.narrow(1, 0, i + 2), cache);
+  }
+  result.memory = cache.memory();
+  return result;
+}
+
+}  // namespace kvs::llamagen

@@ -1,0 +1,42 @@
+#pragma once
+// LlamaGen's generate() (autoregressive/models/generate.py), token by token:
+// prefill on the class token, then one token per step in raster order, CFG as one
+// doubled batch [cond; null class] with logits uncond + (cond - uncond) * scale,
+// `cfg_interval` as upstream (CFG off for decode steps i > cfg_interval; we then
+// drop the unconditional rows, which leaves the conditional rows' numbers
+// unchanged and halves the remaining work).
+#include <ATen/core/Tensor.h>
+
+#include <functional>
+#include <vector>
+
+#include "engine/cache/kv_store.h"
+#include "engine/models/llamagen/llamagen_gpt.h"
+#include "engine/sampling/sampling_params.h"
+
+namespace kvs::llamagen {
+
+struct RasterParams {
+  double cfg_scale = 1.0;    // > 1 enables CFG (as upstream)
+  int64_t cfg_interval = -1; // -1 = CFG on every step
+  SamplingParams sampling;
+  uint64_t seed = 0;
+};
+
+struct RasterHooks {
+  std::function<bool()> cancelled;  // checked before every token; true -> CancelledError
+  // After each token: tokens_done (1..N), all tokens so far [B, tokens_done] (CPU int64).
+  std::function<void(int64_t tokens_done, const at::Tensor& tokens, const KvStore& cache)> on_token;
+  int64_t record_logits_steps = 0;  // keep the (CFG-combined) logits of the first steps
+};
+
+struct RasterResult {
+  at::Tensor tokens;                     // [B, block_size] int64, CPU
+  std::vector<at::Tensor> step_logits;   // first record_logits_steps, each [B, vocab]
+  KvMemoryStats memory;
+};
+
+RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels, const RasterParams& params,
+                             const RasterHooks& hooks = {});
+
+}  // namespace kvs::llamagen

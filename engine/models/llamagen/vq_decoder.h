@@ -1,0 +1,39 @@
+#pragma once
+// LlamaGen's VQ tokenizer decoder (tokenizer/tokenizer_image/vq_model.py:
+// VectorQuantizer.get_codebook_entry + post_quant_conv + Decoder), for VQ-16 and
+// VQ-8 and any other level count. Codes -> RGB in roughly [-1, 1].
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+
+#include "engine/models/llamagen/llamagen_config.h"
+
+namespace kvs::llamagen {
+
+class VqDecoder {
+ public:
+  // `weights`: VQModel state_dict names without prefix (decoder parts), shape-checked.
+  VqDecoder(VqConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device);
+
+  const VqConfig& config() const { return config_; }
+
+  // codes [B, h*w] (any integer dtype) laid out row-major -> images [B, 3, h*f, w*f].
+  at::Tensor decode_codes(const at::Tensor& codes, int64_t grid_h, int64_t grid_w) const;
+
+ private:
+  const at::Tensor& w(const std::string& name) const;
+  at::Tensor conv(const at::Tensor& x, const std::string& prefix, int64_t padding) const;
+  at::Tensor group_norm(const at::Tensor& x, const std::string& prefix) const;
+  at::Tensor resnet_block(const at::Tensor& x, const std::string& prefix) const;
+  at::Tensor attn_block(const at::Tensor& x, const std::string& prefix) const;
+
+  VqConfig config_;
+  std::map<std::string, at::Tensor> weights_;
+  at::Tensor codebook_;  // rows L2-normalised if codebook_l2_norm
+};
+
+// app.py conversion: x * 127.5 + 128, clamp to [0, 255], truncate -> uint8 [B, H, W, 3].
+at::Tensor images_to_uint8_nhwc(const at::Tensor& images);
+
+}  // namespace kvs::llamagen

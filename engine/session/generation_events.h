@@ -1,0 +1,57 @@
+#pragma once
+// The one event stream of a generation. The GUI converts these into queued Qt
+// signals; the CLI draws a progress bar. Events are emitted on the thread that
+// runs the session.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "engine/image/rgb_image.h"
+
+namespace kvs {
+
+struct StartedEvent {
+  std::string model_name;
+  std::string device;
+  int64_t batch = 0;
+  int64_t grid_height = 0, grid_width = 0;  // token grid
+  int64_t tokens_total = 0;                 // per image
+  std::string unit_name = "line";
+  int64_t units_total = 0;
+};
+
+struct TokenProgressEvent {
+  int64_t tokens_done = 0, tokens_total = 0;
+  double elapsed_ms = 0;
+  double tokens_per_second = 0;  // per image (all rows advance together)
+};
+
+struct UnitDoneEvent {
+  int64_t unit_index = 0, units_total = 0;
+  double elapsed_ms = 0;
+  int64_t kv_bytes_logical = 0;
+  int64_t kv_bytes_allocated = 0;
+  int64_t kv_bytes_full_equivalent = 0;  // what the uncompressed cache would hold now
+  std::optional<std::vector<RgbImage>> preview;  // when previews are requested
+};
+
+struct FinishedEvent {
+  double elapsed_ms = 0;
+};
+
+struct FailedEvent {
+  std::string message;
+  bool cancelled = false;
+};
+
+using GenerationEvent = std::variant<StartedEvent, TokenProgressEvent, UnitDoneEvent, FinishedEvent, FailedEvent>;
+
+class EventSink {
+ public:
+  virtual ~EventSink() = default;
+  virtual void on_event(const GenerationEvent& event) = 0;
+};
+
+}  // namespace kvs

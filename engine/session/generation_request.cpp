@@ -1,0 +1,36 @@
+#include "engine/session/generation_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "engine/core/errors.h"
+
+namespace kvs {
+
+void GenerationRequest::validate() const {
+  if (class_ids.empty()) throw InvalidArgumentError("no class given (use --class <id>)");
+  for (int64_t c : class_ids)
+    if (c < 0) throw InvalidArgumentError("class id " + std::to_string(c) + " is negative");
+  if (class_ids.size() > 256) throw InvalidArgumentError("batch of " + std::to_string(class_ids.size()) + " is larger than 256");
+  if (!(cfg_scale >= 0)) throw InvalidArgumentError("cfg scale must be >= 0");
+  if (cfg_interval < -1) throw InvalidArgumentError("cfg interval must be >= -1 (-1 = always)");
+  if (threads < 0) throw InvalidArgumentError("threads must be >= 0 (0 = all cores)");
+  if (policy != "full")
+    throw InvalidArgumentError("unknown cache policy '" + policy + "' (available: full)");
+  sampling.validate();
+}
+
+nlohmann::json to_json(const GenerationRequest& r) {
+  return {{"model", r.model_path},
+          {"class_ids", r.class_ids},
+          {"seed", r.seed},
+          {"cfg_scale", r.cfg_scale},
+          {"cfg_interval", r.cfg_interval},
+          {"temperature", r.sampling.temperature},
+          {"top_k", r.sampling.top_k},
+          {"top_p", r.sampling.top_p},
+          {"sample", r.sampling.sample},
+          {"device", r.device},
+          {"policy", r.policy}};
+}
+
+}  // namespace kvs

@@ -1,0 +1,32 @@
+#pragma once
+// What a person asks for. Plain C++ (no torch, no Qt): the GUI and the CLI both
+// fill one of these and hand it to GenerationSession::run.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "engine/sampling/sampling_params.h"
+
+namespace kvs {
+
+struct GenerationRequest {
+  std::string model_path;            // bundle folder
+  std::vector<int64_t> class_ids;    // one per image in the batch
+  uint64_t seed = 0;
+  double cfg_scale = 4.0;            // > 1 enables classifier-free guidance
+  int64_t cfg_interval = -1;         // -1: CFG on every step
+  SamplingParams sampling;
+  std::string device = "auto";       // auto | cpu | cuda
+  int threads = 0;                   // 0: all hardware threads
+  std::string policy = "full";       // KV-cache policy (only "full" until the policy framework lands)
+  int preview_every_units = 0;       // decode a preview every N lines (0: off)
+
+  // Throws InvalidArgumentError with a message naming the field.
+  void validate() const;
+};
+
+nlohmann::json to_json(const GenerationRequest& request);
+
+}  // namespace kvs

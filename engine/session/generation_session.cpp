@@ -1,0 +1,148 @@
+#include "engine/session/generation_session.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <chrono>
+#include <map>
+
+#include "engine/core/device.h"
+#include "engine/core/errors.h"
+#include "engine/core/logging.h"
+#include "engine/io/model_bundle.h"
+#include "engine/models/llamagen/llamagen_model.h"
+#include "engine/models/llamagen/raster_generation.h"
+
+namespace kvs {
+namespace {
+
+RgbImage to_rgb_image(const at::Tensor& nhwc_u8_single) {
+  RgbImage img;
+  img.height = static_cast<int>(nhwc_u8_single.size(0));
+  img.width = static_cast<int>(nhwc_u8_single.size(1));
+  at::Tensor c = nhwc_u8_single.contiguous();
+  img.pixels.assign(c.data_ptr<uint8_t>(), c.data_ptr<uint8_t>() + c.numel());
+  return img;
+}
+
+std::vector<RgbImage> decode_images(const llamagen::LlamaGenModel& model, const at::Tensor& codes) {
+  const int64_t grid = model.gpt->config().grid_size();
+  at::Tensor u8 = llamagen::images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid));
+  std::vector<RgbImage> images;
+  for (int64_t i = 0; i < u8.size(0); ++i) images.push_back(to_rgb_image(u8[i]));
+  return images;
+}
+
+void emit(EventSink* sink, const GenerationEvent& e) {
+  if (sink) sink->on_event(e);
+}
+
+}  // namespace
+
+struct GenerationSession::Impl {
+  std::string loaded_key;
+  llamagen::LlamaGenModel model;
+};
+
+GenerationSession::GenerationSession() : impl_(std::make_unique<Impl>()) {}
+GenerationSession::~GenerationSession() = default;
+
+GenerationResult GenerationSession::run(const GenerationRequest& request, EventSink* sink) {
+  cancel_requested_ = false;
+  auto log = module_logger("session");
+  try {
+    request.validate();
+    const DeviceChoice device = choose_device(parse_device_kind(request.device), request.threads);
+    const at::Device torch_device = device.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    const io::ModelBundle bundle = io::ModelBundle::open(request.model_path);
+    const std::string key = bundle.dir + "@" + device.description;
+    if (impl_->loaded_key != key) {
+      if (bundle.family() != "llamagen")
+        throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported yet (supported: llamagen)");
+      impl_->model = llamagen::LlamaGenModel::load(bundle, torch_device);
+      impl_->loaded_key = key;
+      log.info("loaded model " + bundle.name() + " on " + device.description);
+    }
+    const auto& model = impl_->model;
+    const auto& config = model.gpt->config();
+    for (int64_t c : request.class_ids)
+      if (c >= config.num_classes)
+        throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: model " + model.name + " has " +
+                                   std::to_string(config.num_classes) + " classes (0.." +
+                                   std::to_string(config.num_classes - 1) + ")");
+
+    const int64_t grid = config.grid_size();
+    const int64_t batch = static_cast<int64_t>(request.class_ids.size());
+    emit(sink, StartedEvent{model.name, device.description, batch, grid, grid, config.block_size, "line", grid});
+
+    llamagen::RasterParams params;
+    params.cfg_scale = request.cfg_scale;
+    params.cfg_interval = request.cfg_interval;
+    params.sampling = request.sampling;
+    params.seed = request.seed;
+
+    const auto start = std::chrono::steady_clock::now();
+    auto elapsed_ms = [&] {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    };
+    const int64_t kv_bytes_per_token =
+        2 * config.n_layer * config.kv_heads() * config.head_dim() * static_cast<int64_t>(sizeof(float));
+    llamagen::RasterHooks hooks;
+    hooks.cancelled = [this] { return cancel_requested_.load(); };
+    hooks.on_token = [&](int64_t done, const at::Tensor& tokens, const KvStore& cache) {
+      const double ms = elapsed_ms();
+      emit(sink, TokenProgressEvent{done, config.block_size, ms, ms > 0 ? done * 1000.0 / ms : 0});
+      if (done % grid != 0) return;
+      UnitDoneEvent unit;
+      unit.unit_index = done / grid - 1;
+      unit.units_total = grid;
+      unit.elapsed_ms = ms;
+      const KvMemoryStats mem = cache.memory();
+      unit.kv_bytes_logical = mem.bytes_logical;
+      unit.kv_bytes_allocated = mem.bytes_allocated;
+      unit.kv_bytes_full_equivalent = cache.rows() * (config.cls_token_num + done) * kv_bytes_per_token;
+      if (request.preview_every_units > 0 && (unit.unit_index + 1) % request.preview_every_units == 0) {
+        // The decoder has global attention: decode the whole grid with code 0 for
+        // rows not generated yet.
+        at::Tensor codes = at::zeros({batch, config.block_size}, at::TensorOptions().dtype(at::kLong));
+        codes.narrow(1, 0, done).copy_(tokens);
+        unit.preview = decode_images(model, codes);
+      }
+      emit(sink, unit);
+    };
+    llamagen::RasterResult raster = llamagen::generate_raster(*model.gpt, at::tensor(request.class_ids), params, hooks);
+
+    GenerationResult result;
+    result.model_name = model.name;
+    result.device = device.description;
+    result.grid_height = grid;
+    result.grid_width = grid;
+    const double gen_ms = elapsed_ms();
+    result.tokens_per_second = gen_ms > 0 ? config.block_size * 1000.0 / gen_ms : 0;
+    result.images = decode_images(model, raster.tokens);
+    at::Tensor tokens32 = raster.tokens.to(at::kInt).contiguous();
+    for (int64_t i = 0; i < batch; ++i) {
+      const int32_t* p = tokens32[i].data_ptr<int32_t>();
+      result.tokens.emplace_back(p, p + config.block_size);
+    }
+    result.kv_bytes_peak = raster.memory.bytes_peak;
+    result.elapsed_ms = elapsed_ms();
+    emit(sink, FinishedEvent{result.elapsed_ms});
+    return result;
+  } catch (const CancelledError& e) {
+    emit(sink, FailedEvent{e.what(), true});
+    throw;
+  } catch (const Error& e) {
+    emit(sink, FailedEvent{e.what(), false});
+    throw;
+  } catch (const std::exception& e) {
+    // LibTorch errors (c10::Error) carry long backtraces: keep the first line.
+    std::string what = e.what();
+    const auto nl = what.find('\n');
+    if (nl != std::string::npos) what = what.substr(0, nl);
+    emit(sink, FailedEvent{"internal error: " + what, false});
+    throw Error("internal error: " + what);
+  }
+}
+
+}  // namespace kvs

@@ -1,0 +1,44 @@
+#pragma once
+// GenerationSession::run(request, sink): loads (and caches) the model, drives
+// generation, emits typed events and returns the images. Torch-free header.
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/image/rgb_image.h"
+#include "engine/session/generation_events.h"
+#include "engine/session/generation_request.h"
+
+namespace kvs {
+
+struct GenerationResult {
+  std::string model_name;
+  std::string device;
+  std::vector<RgbImage> images;                 // one per class id
+  std::vector<std::vector<int32_t>> tokens;     // raster token ids per image
+  int64_t grid_height = 0, grid_width = 0;
+  double elapsed_ms = 0;
+  double tokens_per_second = 0;                 // per image
+  int64_t kv_bytes_peak = 0;
+};
+
+class GenerationSession {
+ public:
+  GenerationSession();
+  ~GenerationSession();
+
+  // Runs to completion on the calling thread. Throws kvs::Error subclasses
+  // (CancelledError after cancel()); a FailedEvent is emitted first.
+  GenerationResult run(const GenerationRequest& request, EventSink* sink = nullptr);
+
+  // Thread-safe; the running generation stops before its next token.
+  void cancel() { cancel_requested_ = true; }
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::atomic<bool> cancel_requested_{false};
+};
+
+}  // namespace kvs
