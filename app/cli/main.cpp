@@ -21,6 +21,7 @@ commands:
   verify <case>   check the engine against a conformance case (../shared/conformance/*.json)
   convert         turn official checkpoints into a KV Studio bundle
   create-random   write a randomly initialised bundle (demo or any official size)
+  inspect <png>   print the generation parameters stored in a PNG made by KV Studio
 
 global options:
   --log-level L   trace|debug|info|warn|error|off (default warn)
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
     if (command == "verify") return kvs::cli::cmd_verify(rest);
     if (command == "convert") return kvs::cli::cmd_convert(rest);
     if (command == "create-random") return kvs::cli::cmd_create_random(rest);
+    if (command == "inspect") return kvs::cli::cmd_inspect(rest);
     throw kvs::InvalidArgumentError("unknown command '" + command + "' (see kvstudio-cli --help)");
   } catch (const kvs::CancelledError& e) {
     std::fprintf(stderr, "kvstudio-cli: %s\n", e.what());

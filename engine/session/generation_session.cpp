@@ -100,7 +100,8 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       const KvMemoryStats mem = cache.memory();
       unit.kv_bytes_logical = mem.bytes_logical;
       unit.kv_bytes_allocated = mem.bytes_allocated;
-      unit.kv_bytes_full_equivalent = cache.rows() * (config.cls_token_num + done) * kv_bytes_per_token;
+      // The token just sampled is not in the cache yet: it is fed at the next step.
+      unit.kv_bytes_full_equivalent = cache.rows() * (config.cls_token_num + done - 1) * kv_bytes_per_token;
       if (request.preview_every_units > 0 && (unit.unit_index + 1) % request.preview_every_units == 0) {
         // The decoder has global attention: decode the whole grid with code 0 for
         // rows not generated yet.

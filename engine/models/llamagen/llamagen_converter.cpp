@@ -164,6 +164,9 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
   if (opt.tokenizer.empty()) throw InvalidArgumentError("convert needs --tokenizer <vq_ds16_c2i.pt>");
   if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
   cast_for_storage(at::zeros({1}), opt.weights_dtype);  // validates the option early
+  std::error_code ec;
+  for (const auto& [what, path] : {std::pair<std::string, std::string>{"tokenizer", opt.tokenizer}, {"checkpoint", opt.checkpoint}})
+    if (!fs::exists(path, ec)) throw FileError(what + " " + path + ": does not exist");
 
   report_progress(0.0, "reading tokenizer " + opt.tokenizer);
   StateDict vq_sd = load_state_dict(opt.tokenizer, "tokenizer");
@@ -199,7 +202,6 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
     tensors.emplace_back("gpt." + e.name, cast_for_storage(gpt_sd.at(e.name), opt.weights_dtype));
   for (const auto& e : vq_decoder_expected_tensors(report.vq))
     tensors.emplace_back("vq." + e.name, cast_for_storage(vq_sd.at(e.name), opt.weights_dtype));
-  std::error_code ec;
   fs::create_directories(opt.out_dir, ec);
   if (ec) throw FileError("folder " + opt.out_dir + ": cannot create (" + ec.message() + ")");
   const std::string name = opt.name.empty() ? fs::path(opt.checkpoint).stem().string() : opt.name;

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The two README commands:
+#   installer/quickstart.sh run   install what is missing, build, run the main job
+#                                 (today: kvstudio-cli generate on the bundled demo model)
+#   installer/quickstart.sh test  install what is missing, build, run the whole test suite
+#                                 (unit, conformance, CLI, and a bounded fuzzing run);
+#                                 exits non-zero on any failure
+# Extra arguments after `run` go to `kvstudio-cli generate` (e.g. --class 7 --seed 3).
+# Environment: KVSTUDIO_PRESET (default "default"; "headless" skips the GUI),
+#              KVSTUDIO_JOBS (build parallelism, default: all cores),
+#              KVSTUDIO_SKIP_FUZZ=1 (test: skip the fuzzing stage).
+set -euo pipefail
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$repo"
+mode="${1:-}"
+[[ $# -gt 0 ]] && shift
+preset="${KVSTUDIO_PRESET:-default}"
+jobs="${KVSTUDIO_JOBS:-$(nproc)}"
+
+step() { printf '\n==> %s\n' "$*" >&2; }
+
+case "$mode" in
+  run|test) ;;
+  *) echo "usage: installer/quickstart.sh run|test [generate options]" >&2; exit 2 ;;
+esac
+
+step "dependencies"
+if [[ "$preset" == "headless" ]]; then KVSTUDIO_NO_GUI=1 bash installer/install-deps.sh; else bash installer/install-deps.sh; fi
+
+step "configure + build ($preset)"
+start=$(date +%s)
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset" -j "$jobs"
+echo "build: $(( $(date +%s) - start )) s" >&2
+cli="build/$preset/app/kvstudio-cli"
+
+if [[ "$mode" == "run" ]]; then
+  step "generate with the bundled demo model"
+  mkdir -p out
+  if [[ $# -eq 0 ]]; then set -- --class 3 --seed 0 --out out/kvstudio_demo.png; fi
+  "$cli" generate "$@"
+  exit 0
+fi
+
+step "tests"
+status=0
+ctest --preset "$preset" || status=1
+
+if [[ "${KVSTUDIO_SKIP_FUZZ:-0}" != "1" ]]; then
+  step "fuzzing the safetensors parser (libFuzzer + ASan/UBSan, 60 s)"
+  cmake --preset fuzz >/dev/null
+  cmake --build --preset fuzz -j "$jobs"
+  ctest --preset fuzz || status=1
+fi
+
+if [[ $status -ne 0 ]]; then echo "TESTS FAILED" >&2; else echo "all tests passed" >&2; fi
+exit $status

@@ -1,0 +1,58 @@
+#include "tests/engine/test_helpers.h"
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+namespace kvs::test {
+
+TempDir::TempDir() {
+  std::random_device rd;
+  path_ = std::filesystem::temp_directory_path() / ("kvstudio-test-" + std::to_string(rd()) + std::to_string(rd()));
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+llamagen::GptConfig tiny_gqa_gpt() {
+  llamagen::GptConfig c;
+  c.dim = 64;
+  c.n_layer = 2;
+  c.n_head = 4;
+  c.n_kv_head = 2;
+  c.multiple_of = 32;
+  c.vocab_size = 64;
+  c.num_classes = 5;
+  c.block_size = 16;
+  return c;
+}
+
+llamagen::VqConfig tiny_vq() {
+  llamagen::VqConfig c;
+  c.codebook_size = 64;
+  c.codebook_embed_dim = 4;
+  c.z_channels = 32;
+  c.ch = 32;
+  c.decoder_ch_mult = {1, 1};
+  c.num_res_blocks = 1;
+  return c;
+}
+
+std::string conformance_dir() { return KVSTUDIO_CONFORMANCE_DIR; }
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace kvs::test
