@@ -18,12 +18,70 @@ struct FileCloser {
 };
 
 void png_error_fn(png_structp png, png_const_charp message) {
-  auto* error = static_cast<std::string*>(png_get_error_ptr(png));
-  if (error) *error = message;
+  auto* error = static_cast<char*>(png_get_error_ptr(png));
+  if (error) std::snprintf(error, 256, "%s", message);
   png_longjmp(png, 1);
 }
 
 void png_warning_fn(png_structp, png_const_charp) {}
+
+// libpng reports errors by longjmp: keep every object with a destructor out of
+// the functions that call setjmp (they would be skipped, and -Wclobbered warns).
+bool encode_png(FILE* file, const RgbImage* image, png_text* chunks, int n_chunks, char* error, size_t error_size) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, error, png_error_fn, png_warning_fn);
+  png_infop info = png ? png_create_info_struct(png) : nullptr;
+  if (!png || !info) {
+    png_destroy_write_struct(&png, &info);
+    std::snprintf(error, error_size, "out of memory");
+    return false;
+  }
+  if (setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    return false;
+  }
+  png_init_io(png, file);
+  png_set_IHDR(png, info, image->width, image->height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
+  if (n_chunks > 0) png_set_text(png, info, chunks, n_chunks);
+  png_write_info(png, info);
+  for (int y = 0; y < image->height; ++y)
+    png_write_row(png, const_cast<png_bytep>(image->pixels.data() + static_cast<size_t>(y) * image->width * 3));
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return true;
+}
+
+struct DecodedPng {
+  int width = 0, height = 0;
+  png_structp png = nullptr;
+  png_infop info = nullptr;
+};
+
+// Reads the header and sets up RGB8 output; rows and text follow in decode_png_rows.
+bool decode_png_header(FILE* file, DecodedPng* d, char* error) {
+  d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, error, png_error_fn, png_warning_fn);
+  d->info = d->png ? png_create_info_struct(d->png) : nullptr;
+  if (!d->png || !d->info) return false;
+  if (setjmp(png_jmpbuf(d->png))) return false;
+  png_init_io(d->png, file);
+  png_set_sig_bytes(d->png, 8);
+  png_read_info(d->png, d->info);
+  png_set_expand(d->png);
+  png_set_strip_16(d->png);
+  png_set_strip_alpha(d->png);
+  png_set_gray_to_rgb(d->png);
+  png_read_update_info(d->png, d->info);
+  d->width = static_cast<int>(png_get_image_width(d->png, d->info));
+  d->height = static_cast<int>(png_get_image_height(d->png, d->info));
+  return true;
+}
+
+bool decode_png_rows(DecodedPng* d, uint8_t* pixels) {
+  if (setjmp(png_jmpbuf(d->png))) return false;
+  for (int y = 0; y < d->height; ++y) png_read_row(d->png, pixels + static_cast<size_t>(y) * d->width * 3, nullptr);
+  png_read_end(d->png, d->info);
+  return true;
+}
 
 }  // namespace
 
@@ -34,23 +92,7 @@ void write_png(const std::string& path, const RgbImage& image, const PngTextChun
   const std::string tmp = path + ".tmp-kvstudio";
   std::unique_ptr<FILE, FileCloser> file(std::fopen(tmp.c_str(), "wb"));
   if (!file) throw FileError("file " + path + ": cannot open for writing");
-  std::string error;
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, &error, png_error_fn, png_warning_fn);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  if (!png || !info) {
-    png_destroy_write_struct(&png, &info);
-    throw Error("libpng: out of memory");
-  }
   std::vector<png_text> chunks(text.size());
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_write_struct(&png, &info);
-    file.reset();
-    std::remove(tmp.c_str());
-    throw FileError("file " + path + ": PNG write failed (" + error + ")");
-  }
-  png_init_io(png, file.get());
-  png_set_IHDR(png, info, image.width, image.height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE,
-               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   for (size_t i = 0; i < text.size(); ++i) {
     chunks[i] = png_text{};
     chunks[i].compression = PNG_ITXT_COMPRESSION_NONE;
@@ -58,18 +100,14 @@ void write_png(const std::string& path, const RgbImage& image, const PngTextChun
     chunks[i].text = const_cast<char*>(text[i].second.c_str());
     chunks[i].itxt_length = text[i].second.size();
   }
-  if (!chunks.empty()) png_set_text(png, info, chunks.data(), static_cast<int>(chunks.size()));
-  png_write_info(png, info);
-  for (int y = 0; y < image.height; ++y)
-    png_write_row(png, const_cast<png_bytep>(image.pixels.data() + static_cast<size_t>(y) * image.width * 3));
-  png_write_end(png, nullptr);
-  png_destroy_write_struct(&png, &info);
-  if (std::fflush(file.get()) != 0) {
-    file.reset();
-    std::remove(tmp.c_str());
-    throw FileError("file " + path + ": write failed (disk full?)");
-  }
+  char error[256] = "";
+  const bool ok = encode_png(file.get(), &image, chunks.data(), static_cast<int>(chunks.size()), error, sizeof error);
+  const bool flushed = ok && std::fflush(file.get()) == 0;
   file.reset();
+  if (!flushed) {
+    std::remove(tmp.c_str());
+    throw FileError("file " + path + ": PNG write failed (" + (ok ? std::string("disk full?") : std::string(error)) + ")");
+  }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);
   if (ec) {
@@ -84,40 +122,33 @@ PngContents read_png(const std::string& path) {
   unsigned char sig[8] = {};
   if (std::fread(sig, 1, 8, file.get()) != 8 || png_sig_cmp(sig, 0, 8) != 0)
     throw FormatError("file " + path + ": not a PNG image");
-  std::string error;
-  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &error, png_error_fn, png_warning_fn);
-  png_infop info = png ? png_create_info_struct(png) : nullptr;
-  if (!png || !info) {
-    png_destroy_read_struct(&png, &info, nullptr);
-    throw Error("libpng: out of memory");
-  }
+  char error[256] = "";
+  DecodedPng d;
+  auto cleanup = [&] { png_destroy_read_struct(&d.png, &d.info, nullptr); };
   PngContents out;
-  if (setjmp(png_jmpbuf(png))) {
-    png_destroy_read_struct(&png, &info, nullptr);
+  bool ok = decode_png_header(file.get(), &d, error);
+  if (ok && (d.width <= 0 || d.height <= 0 || static_cast<int64_t>(d.width) * d.height > (int64_t{1} << 28))) {
+    std::snprintf(error, sizeof error, "image size %dx%d out of range", d.width, d.height);
+    ok = false;
+  }
+  if (ok) {
+    out.image.width = d.width;
+    out.image.height = d.height;
+    out.image.pixels.resize(static_cast<size_t>(d.width) * d.height * 3);
+    ok = decode_png_rows(&d, out.image.pixels.data());
+  }
+  if (!ok) {
+    cleanup();
     throw FormatError("file " + path + ": corrupt PNG (" + error + ")");
   }
-  png_init_io(png, file.get());
-  png_set_sig_bytes(png, 8);
-  png_read_info(png, info);
-  png_set_expand(png);
-  png_set_strip_16(png);
-  png_set_strip_alpha(png);
-  png_set_gray_to_rgb(png);
-  png_read_update_info(png, info);
-  out.image.width = static_cast<int>(png_get_image_width(png, info));
-  out.image.height = static_cast<int>(png_get_image_height(png, info));
-  out.image.pixels.resize(static_cast<size_t>(out.image.width) * out.image.height * 3);
-  for (int y = 0; y < out.image.height; ++y)
-    png_read_row(png, out.image.pixels.data() + static_cast<size_t>(y) * out.image.width * 3, nullptr);
-  png_read_end(png, info);
   png_textp text = nullptr;
   int n = 0;
-  png_get_text(png, info, &text, &n);
+  png_get_text(d.png, d.info, &text, &n);
   for (int i = 0; i < n; ++i) {
     const size_t len = text[i].compression >= PNG_ITXT_COMPRESSION_NONE ? text[i].itxt_length : text[i].text_length;
     out.text.emplace_back(text[i].key, std::string(text[i].text, len));
   }
-  png_destroy_read_struct(&png, &info, nullptr);
+  cleanup();
   return out;
 }
 

@@ -2,18 +2,17 @@
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
-#include <torch/csrc/jit/serialization/pickle.h>
 
 #include <filesystem>
-#include <fstream>
+#include <cctype>
 #include <cstring>
-#include <iterator>
 #include <regex>
 #include <set>
 
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/io/safetensors_writer.h"
+#include "engine/io/torch_checkpoint.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 
@@ -23,48 +22,16 @@ namespace {
 namespace fs = std::filesystem;
 using StateDict = std::map<std::string, at::Tensor>;
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-// Loads a torch.save file (zip format) and returns its state dict.
+// The state dict of a torch.save file, read by our own code-free unpickler
+// (LibTorch's pickle_load cannot read OrderedDict state dicts).
 StateDict load_state_dict(const std::string& path, const char* what) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) throw FileError(std::string(what) + " " + path + ": does not exist");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw FileError(std::string(what) + " " + path + ": cannot open");
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (bytes.size() < 4 || bytes[0] != 'P' || bytes[1] != 'K')
-    throw FormatError(std::string(what) + " " + path +
-                      ": not a PyTorch checkpoint (expected the zip format written by torch.save; "
-                      "legacy or non-torch files are not supported)");
-  c10::IValue root;
-  try {
-    root = torch::jit::pickle_load(bytes);
-  } catch (const std::exception& e) {
-    throw FormatError(std::string(what) + " " + path + ": cannot read checkpoint (" + first_line(e.what()) + ")");
-  }
-  if (!root.isGenericDict())
-    throw FormatError(std::string(what) + " " + path + ": top level is " + root.tagKind() + ", expected a dict");
-  c10::impl::GenericDict dict = root.toGenericDict();
-  // {"model": sd} / {"module": sd} / {"state_dict": sd} / raw sd
-  for (const char* key : {"model", "module", "state_dict"}) {
-    auto it = dict.find(c10::IValue(std::string(key)));
-    if (it != dict.end() && it->value().isGenericDict()) {
-      dict = it->value().toGenericDict();
-      break;
-    }
-  }
   StateDict out;
-  for (const auto& entry : dict) {
-    if (!entry.key().isString())
-      throw FormatError(std::string(what) + " " + path + ": state dict has a non-string key");
-    std::string name = entry.key().toStringRef();
-    if (!entry.value().isTensor())
-      throw FormatError(std::string(what) + " " + path + ": entry '" + name + "' is " + entry.value().tagKind() +
-                        ", expected a tensor (is this a state dict?)");
+  for (auto& [key, tensor] : io::read_torch_state_dict(path, what)) {
+    std::string name = key;
     // Wrappers used during training: DDP ("module.") and torch.compile ("_orig_mod.").
     for (const char* prefix : {"module.", "_orig_mod."})
       if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
-    out[name] = entry.value().toTensor();
+    out[name] = tensor;
   }
   if (out.empty()) throw FormatError(std::string(what) + " " + path + ": contains no tensors");
   return out;
@@ -76,13 +43,16 @@ const at::Tensor& need(const StateDict& sd, const std::string& name, const std::
   return it->second;
 }
 
+// Number of distinct N in keys "<prefix>N.<suffix>".
 int64_t count_indexed(const StateDict& sd, const std::string& prefix, const std::string& suffix) {
   std::set<int64_t> idx;
-  const std::regex re("^" + std::regex_replace(prefix, std::regex(R"(\.)"), R"(\.)") + R"((\d+)\.)" +
-                      std::regex_replace(suffix, std::regex(R"(\.)"), R"(\.)"));
-  std::smatch m;
-  for (const auto& [k, v] : sd)
-    if (std::regex_search(k, m, re)) idx.insert(std::stoll(m[1]));
+  for (const auto& [k, v] : sd) {
+    if (k.rfind(prefix, 0) != 0) continue;
+    size_t pos = prefix.size(), digits = 0;
+    while (pos + digits < k.size() && std::isdigit(static_cast<unsigned char>(k[pos + digits]))) ++digits;
+    if (digits == 0 || digits > 9 || k.compare(pos + digits, std::string::npos, "." + suffix) != 0) continue;
+    idx.insert(std::stoll(k.substr(pos, digits)));
+  }
   return static_cast<int64_t>(idx.size());
 }
 
