@@ -3,12 +3,13 @@
 #   installer/quickstart.sh run   install what is missing, build, run the main job
 #                                 (today: kvstudio-cli generate on the bundled demo model)
 #   installer/quickstart.sh test  install what is missing, build, run the whole test suite
-#                                 (unit, conformance, CLI, and a bounded fuzzing run);
+#                                 (unit, conformance, CLI; again under ASan+UBSan; and
+#                                 a bounded fuzzing run);
 #                                 exits non-zero on any failure
 # Extra arguments after `run` go to `kvstudio-cli generate` (e.g. --class 7 --seed 3).
 # Environment: KVSTUDIO_PRESET (default "default"; "headless" skips the GUI),
 #              KVSTUDIO_JOBS (build parallelism, default: all cores),
-#              KVSTUDIO_SKIP_FUZZ=1 (test: skip the fuzzing stage).
+#              KVSTUDIO_SKIP_ASAN=1 / KVSTUDIO_SKIP_FUZZ=1 (test: skip those stages).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$repo"
@@ -45,6 +46,13 @@ fi
 step "tests"
 status=0
 ctest --preset "$preset" || status=1
+
+if [[ "${KVSTUDIO_SKIP_ASAN:-0}" != "1" ]]; then
+  step "the same tests under AddressSanitizer + UBSan (asan preset)"
+  cmake --preset asan >/dev/null
+  cmake --build --preset asan -j "$jobs"
+  ctest --preset asan || status=1
+fi
 
 if [[ "${KVSTUDIO_SKIP_FUZZ:-0}" != "1" ]]; then
   step "fuzzing the safetensors parser (libFuzzer + ASan/UBSan, 60 s)"
