@@ -58,17 +58,21 @@ if [[ ! -x "$venv/bin/python" ]]; then
   "$py" -m venv "$venv"
 fi
 
-if "$venv/bin/python" -c 'import torch, sys; sys.exit(0 if int(torch.__version__.split(".")[0]) >= 2 else 1)' 2>/dev/null; then
-  log "LibTorch: $("$venv/bin/python" -c 'import torch; print(torch.__version__)') present"
+# One import answers both questions: is torch 2.x there, and which C++ ABI it uses.
+torch_probe() {
+  "$venv/bin/python" -W ignore -c 'import torch; print(torch.__version__, int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null
+}
+probe="$(torch_probe || true)"
+if [[ "$probe" =~ ^2\. ]]; then
+  log "LibTorch: ${probe%% *} present"
 else
-  log "installing $torch_req into $venv (first time: a few GB, several minutes)"
+  log "installing $torch_req into $venv (first time: about 5 GB, a few minutes)"
   start=$(date +%s)
   "$venv/bin/python" -m pip install -q --disable-pip-version-check "$torch_req"
   log "torch installed in $(( $(date +%s) - start )) s"
+  probe="$(torch_probe)"
 fi
-
-abi=$("$venv/bin/python" -c 'import torch; print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
-if [[ "$abi" != "1" ]]; then
+if [[ "${probe##* }" != "1" ]]; then
   log "warning: this torch wheel uses the pre-C++11 ABI; it will not link with Debian's Qt/OpenCV"
 fi
 log "done"

@@ -33,10 +33,17 @@ void check_tensor_set(const ShapeMap& have, const std::vector<ExpectedTensor>& e
   for (const auto& [name, shape] : have)
     if (expected_names.count(name) == 0) unexpected.push_back(name);
   if (missing.empty() && unexpected.empty() && wrong_shape.empty()) return;
-  std::string msg = origin + ":";
-  if (!wrong_shape.empty()) msg += " " + join_limited(wrong_shape, 6) + ";";
-  if (!missing.empty()) msg += " missing tensors: " + join_limited(missing) + ";";
-  if (!unexpected.empty()) msg += " unexpected tensors: " + join_limited(unexpected) + ";";
+  // Appended piece by piece (GCC 12 warns falsely on `"literal" + std::string&&` chains).
+  std::string msg = origin;
+  msg += ":";
+  auto add = [&msg](const char* label, const std::string& list) {
+    msg += label;
+    msg += list;
+    msg += ";";
+  };
+  if (!wrong_shape.empty()) add(" ", join_limited(wrong_shape, 6));
+  if (!missing.empty()) add(" missing tensors: ", join_limited(missing));
+  if (!unexpected.empty()) add(" unexpected tensors: ", join_limited(unexpected));
   msg.pop_back();
   throw ModelMismatchError(msg);
 }

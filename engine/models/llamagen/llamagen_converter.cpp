@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <cctype>
 #include <cstring>
-#include <regex>
+#include <algorithm>
 #include <set>
 
 #include "engine/core/errors.h"
@@ -80,9 +80,13 @@ GptConfig infer_gpt(const StateDict& sd, const ConvertOptions& opt, int64_t down
   if (kv_heads != c.n_head) c.n_kv_head = kv_heads;
   int64_t image_size = opt.image_size;
   if (image_size == 0) {
-    std::smatch m;
+    // Official names end in the resolution: c2i_B_384.pt, c2i_XXL_256.pt.
     const std::string stem = fs::path(opt.checkpoint).stem().string();
-    if (std::regex_search(stem, m, std::regex(R"(_(\d{3,4})$)"))) image_size = std::stoll(m[1]);
+    const size_t underscore = stem.rfind('_');
+    const std::string tail = underscore == std::string::npos ? "" : stem.substr(underscore + 1);
+    if ((tail.size() == 3 || tail.size() == 4) &&
+        std::all_of(tail.begin(), tail.end(), [](unsigned char ch) { return std::isdigit(ch); }))
+      image_size = std::stoll(tail);
   }
   if (image_size == 0)
     throw InvalidArgumentError(origin + ": cannot tell the image size from the file name; pass --image-size (256 or 384)");
