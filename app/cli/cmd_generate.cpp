@@ -33,6 +33,8 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
   --greedy            arg-max instead of sampling
   --out PATH          output PNG (default kvstudio_c<class>_s<seed>.png); with several
                       images an index is appended: NAME_<i>.png
+  --policy SPEC       KV-cache policy, e.g. full (default), linear:rho=1/6, streaming:rho=1/4,sink=4
+                      (`kvstudio-cli policies` lists them with their parameters)
   --device D          auto|cpu|cuda (default auto)
   --threads N         CPU threads (default: all cores)
   --quiet             no progress output
@@ -65,7 +67,7 @@ std::string format_number(double v) {
 int cmd_generate(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--class", "--batch", "--seed", "--cfg", "--cfg-interval", "--temperature", "--top-k",
-               "--top-p", "--out", "--device", "--threads"},
+               "--top-p", "--out", "--device", "--threads", "--policy"},
               {"--quiet", "--greedy", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -91,6 +93,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.sampling.sample = !p.flag("--greedy");
   request.device = p.get("--device", "auto");
   request.threads = static_cast<int>(p.get_int("--threads", 0));
+  request.policy = p.get("--policy", "full");
   request.validate();
 
   const std::string out = p.get("--out", "kvstudio_c" + std::to_string(classes[0]) + "_s" +
@@ -133,7 +136,7 @@ int cmd_generate(const std::vector<std::string>& args) {
                << ", Temperature: " << format_number(request.sampling.temperature) << ", Top-k: " << request.sampling.top_k
                << ", Top-p: " << format_number(request.sampling.top_p) << ", Size: " << img.width << "x" << img.height
                << ", Batch size: " << n << ", Batch pos: " << i << ", Model: " << result.model_name
-               << ", KV policy: " << request.policy << ", Version: KV Studio " << KVSTUDIO_VERSION;
+               << ", KV policy: " << result.policy << ", Version: KV Studio " << KVSTUDIO_VERSION;
     nlohmann::json meta = {{"generator", std::string("KV Studio ") + KVSTUDIO_VERSION},
                            {"request", to_json(request)},
                            {"batch_index", i},
@@ -144,13 +147,15 @@ int cmd_generate(const std::vector<std::string>& args) {
                            {"grid", {result.grid_height, result.grid_width}},
                            {"tokens", result.tokens[i]},
                            {"tokens_per_second", result.tokens_per_second},
-                           {"kv_bytes_peak", result.kv_bytes_peak}};
+                           {"kv_bytes_peak", result.kv_bytes_peak},
+                           {"kv_policy", result.policy}};
     write_png(path, img, {{"parameters", parameters.str()}, {"kvstudio", meta.dump()}});
     std::printf("%s\n", path.c_str());
   }
   if (!p.flag("--quiet"))
-    std::fprintf(stderr, "done in %.2f s (%.1f tokens/s per image, peak KV cache %.2f MiB)\n", result.elapsed_ms / 1000.0,
-                 result.tokens_per_second, result.kv_bytes_peak / 1048576.0);
+    std::fprintf(stderr, "done in %.2f s (%.1f tokens/s per image; KV cache %s: %.2f MiB retained of %.2f MiB full, peak %.2f MiB allocated)\n",
+                 result.elapsed_ms / 1000.0, result.tokens_per_second, result.policy.c_str(),
+                 result.kv_bytes_logical_final / 1048576.0, result.kv_bytes_full / 1048576.0, result.kv_bytes_peak / 1048576.0);
   return 0;
 }
 

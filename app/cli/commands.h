@@ -11,5 +11,6 @@ int cmd_verify(const std::vector<std::string>& args);
 int cmd_convert(const std::vector<std::string>& args);
 int cmd_create_random(const std::vector<std::string>& args);
 int cmd_inspect(const std::vector<std::string>& args);
+int cmd_policies(const std::vector<std::string>& args);
 
 }  // namespace kvs::cli

@@ -22,6 +22,7 @@ commands:
   convert         turn official checkpoints into a KV Studio bundle
   create-random   write a randomly initialised bundle (demo or any official size)
   inspect <png>   print the generation parameters stored in a PNG made by KV Studio
+  policies        list the KV-cache policies and their parameters
 
 global options:
   --log-level L   trace|debug|info|warn|error|off (default warn)
@@ -67,6 +68,7 @@ int main(int argc, char** argv) {
     if (command == "convert") return kvs::cli::cmd_convert(rest);
     if (command == "create-random") return kvs::cli::cmd_create_random(rest);
     if (command == "inspect") return kvs::cli::cmd_inspect(rest);
+    if (command == "policies") return kvs::cli::cmd_policies(rest);
     throw kvs::InvalidArgumentError("unknown command '" + command + "' (see kvstudio-cli --help)");
   } catch (const kvs::CancelledError& e) {
     std::fprintf(stderr, "kvstudio-cli: %s\n", e.what());

@@ -1,18 +1,30 @@
 #pragma once
 // KvStore: the one key/value cache of the engine.
 //
-// Layout (this first version is dense; the ragged per-head version with
-// evictions replaces the internals behind the same calls):
-//   per layer: keys/values [rows, kv_heads, capacity, head_dim], a valid length,
-//   and the original sequence position of every retained entry.
+// Layout. Per layer: keys/values buffers [rows, kv_heads, capacity, head_dim]
+// and, per (row, kv head) "segment", a length and the original sequence position
+// of every retained entry. Segment s holds its entries in slots [0, length(s)),
+// in the order they were appended (evictions keep that order). Different
+// segments may hold different numbers of entries: that is what lets a policy keep
+// a different token set for every layer and head.
+//
 // Mapping of the model families onto the store:
-//   - raster (LlamaGen): the condition token(s) are appended at prefill, then one
-//     entry per generated token; position = sequence index (cls_token_num + p).
-//   - next-scale (VAR): a whole scale (1, 4, 9, ... tokens) is appended per step.
-//   - masked (MAR): entries are the known tokens of the current step.
-// CFG runs as one doubled batch [cond rows; uncond rows]: both halves share the
-// positions list, which is what keeps "same positions in both halves" cheap.
-// Attention only ever reads the valid prefix: there are no padded slots.
+//   - raster (LlamaGen): prefill appends the condition token(s); then one entry per
+//     generated token; position = sequence index (cls_token_num + raster index).
+//   - next-scale (VAR): append() takes a whole scale (1, 4, 9, ... tokens) at once;
+//     positions are the flattened multi-scale sequence indices.
+//   - masked (MAR): the entries are the known tokens of the current step; a step
+//     appends the newly predicted tokens with their grid positions.
+// CFG runs as one doubled batch [cond rows; uncond rows]. retain_pairs() applies one
+// keep decision to row r and its partner r + rows/2, so both halves of a CFG pair
+// always hold the same positions.
+//
+// Memory accounting: logical bytes = retained entries x head_dim x 2 (K and V) x
+// dtype size; allocated bytes = what the buffers hold; full-equivalent = what an
+// uncompressed cache would hold for the tokens appended so far; peak = maximum of
+// allocated over the store's life. Per layer and per head breakdowns are available.
+// Allocated tracks logical when the store is created with the policy's declared
+// worst-case capacity (GenerationSession does that).
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -21,9 +33,17 @@
 namespace kvs {
 
 struct KvMemoryStats {
-  int64_t bytes_logical = 0;    // retained entries x head_dim x 2 (K and V) x dtype size
-  int64_t bytes_allocated = 0;  // what the buffers really hold
-  int64_t bytes_peak = 0;       // peak of bytes_allocated over the store's life
+  int64_t bytes_logical = 0;
+  int64_t bytes_allocated = 0;
+  int64_t bytes_full_equivalent = 0;
+  int64_t bytes_peak = 0;
+};
+
+// Attention of a step's queries over one layer of the store.
+struct KvAttention {
+  at::Tensor out;       // [rows, n_head, T, head_dim]
+  at::Tensor probs;     // [rows, n_head, T, capacity] when requested (0 for absent entries)
+  at::Tensor key_mass;  // [rows, kv_heads, capacity] when requested: probs summed over queries and grouped heads
 };
 
 class KvStore {
@@ -31,28 +51,62 @@ class KvStore {
   KvStore(int64_t n_layer, int64_t rows, int64_t kv_heads, int64_t head_dim, int64_t capacity,
           at::TensorOptions options);
 
-  // k, v: [rows, kv_heads, T, head_dim]; `positions` are the T original positions.
+  // k, v: [rows, kv_heads, T, head_dim]; `positions`: the T sequence positions.
+  // Every segment of the layer gets the T entries after its current ones.
   void append(int64_t layer, const at::Tensor& k, const at::Tensor& v, const std::vector<int64_t>& positions);
 
-  // Valid prefix views: [rows, kv_heads, length, head_dim].
-  at::Tensor keys(int64_t layer) const;
-  at::Tensor values(int64_t layer) const;
-  int64_t length(int64_t layer) const { return layers_[layer].length; }
-  const std::vector<int64_t>& positions(int64_t layer) const { return layers_[layer].positions; }
+  // Keeps, per segment, the entries whose flag is set; keep: bool [rows, kv_heads,
+  // >= max length] (CPU). Survivors move to the front in their original order.
+  void retain(int64_t layer, const at::Tensor& keep);
+  // Same, with keep given for the first rows/2 rows and mirrored onto their CFG
+  // partners (row r + rows/2). keep: bool [rows/2, kv_heads, >= max length].
+  void retain_pairs(int64_t layer, const at::Tensor& keep);
 
-  // Keeps only the given batch rows (e.g. drops the unconditional half once CFG ends).
+  // Attention of queries [rows, n_head, T, head_dim] at `query_positions` (T) over
+  // the retained entries; `causal` hides entries whose position is later than the
+  // query's. Uses dense BLAS when all segments have equal length, the ragged
+  // kernel otherwise; probs / key_mass on request.
+  KvAttention attend(int64_t layer, const at::Tensor& queries, const std::vector<int64_t>& query_positions, bool causal,
+                     bool want_probs = false, bool want_key_mass = false) const;
+
+  // Keeps only batch rows [first_row, first_row + row_count) (e.g. drops the
+  // unconditional half once CFG ends).
   void keep_rows(int64_t first_row, int64_t row_count);
 
-  int64_t rows() const { return rows_; }
   int64_t n_layer() const { return static_cast<int64_t>(layers_.size()); }
+  int64_t rows() const { return rows_; }
+  int64_t kv_heads() const { return kv_heads_; }
+  int64_t head_dim() const { return head_dim_; }
+  int64_t capacity(int64_t layer) const { return layers_.at(layer).k.size(2); }
+
+  int64_t length(int64_t layer, int64_t row, int64_t head) const;
+  int64_t max_length(int64_t layer) const;
+  bool uniform(int64_t layer) const;  // all segments hold the same number of entries
+  // Retained positions of one segment, in slot order.
+  std::vector<int64_t> positions(int64_t layer, int64_t row, int64_t head) const;
+  // All positions [rows, kv_heads, capacity] (CPU int64; slots >= length are -1) and lengths [rows, kv_heads].
+  const at::Tensor& positions_tensor(int64_t layer) const { return layers_.at(layer).positions; }
+  const at::Tensor& lengths_tensor(int64_t layer) const { return layers_.at(layer).lengths; }
+  // Raw buffers [rows, kv_heads, capacity, head_dim]; only slots < length are meaningful.
+  const at::Tensor& key_buffer(int64_t layer) const { return layers_.at(layer).k; }
+  const at::Tensor& value_buffer(int64_t layer) const { return layers_.at(layer).v; }
+  // Entries appended to each segment of the layer so far (the uncompressed length).
+  int64_t appended(int64_t layer) const { return layers_.at(layer).appended; }
+
   KvMemoryStats memory() const;
+  std::vector<KvMemoryStats> memory_per_layer() const;
+  // Retained entries per (layer, kv head), summed over rows: [n_layer][kv_heads].
+  std::vector<std::vector<int64_t>> retained_per_head() const;
+  int64_t bytes_per_entry() const;  // head_dim x 2 x dtype size
 
  private:
   struct Layer {
-    at::Tensor k, v;  // [rows, kv_heads, capacity, head_dim]
-    int64_t length = 0;
-    std::vector<int64_t> positions;
+    at::Tensor k, v;        // [rows, kv_heads, capacity, head_dim], on the compute device
+    at::Tensor lengths;     // int64 [rows, kv_heads], CPU
+    at::Tensor positions;   // int64 [rows, kv_heads, capacity], CPU, -1 past the length
+    int64_t appended = 0;
   };
+  static int64_t max_length_of(const Layer& layer);
   void grow(Layer& layer, int64_t needed);
   void update_peak();
 

@@ -34,7 +34,17 @@ struct UnitDoneEvent {
   int64_t kv_bytes_logical = 0;
   int64_t kv_bytes_allocated = 0;
   int64_t kv_bytes_full_equivalent = 0;  // what the uncompressed cache would hold now
+  int64_t kv_bytes_peak = 0;
+  std::string policy;                     // active policy spec
   std::optional<std::vector<RgbImage>> preview;  // when previews are requested
+};
+
+// A policy change requested during a run took effect (or was refused) at a line boundary.
+struct PolicyChangedEvent {
+  int64_t unit_index = 0;  // the change applies from the unit after this one
+  std::string policy;      // the spec now active
+  bool accepted = true;
+  std::string message;     // why a change was refused
 };
 
 struct FinishedEvent {
@@ -46,7 +56,8 @@ struct FailedEvent {
   bool cancelled = false;
 };
 
-using GenerationEvent = std::variant<StartedEvent, TokenProgressEvent, UnitDoneEvent, FinishedEvent, FailedEvent>;
+using GenerationEvent =
+    std::variant<StartedEvent, TokenProgressEvent, UnitDoneEvent, PolicyChangedEvent, FinishedEvent, FailedEvent>;
 
 class EventSink {
  public:

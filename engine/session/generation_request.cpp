@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
@@ -14,8 +15,11 @@ void GenerationRequest::validate() const {
   if (!(cfg_scale >= 0)) throw InvalidArgumentError("cfg scale must be >= 0");
   if (cfg_interval < -1) throw InvalidArgumentError("cfg interval must be >= -1 (-1 = always)");
   if (threads < 0) throw InvalidArgumentError("threads must be >= 0 (0 = all cores)");
-  if (policy != "full")
-    throw InvalidArgumentError("unknown cache policy '" + policy + "' (available: full)");
+  // Name and parameter names are checked here; the budget needs the model's grid
+  // and is checked when the session builds the policy.
+  const PolicySpec spec = parse_policy_spec(policy);
+  const PolicyInfo& info = find_policy(spec.name);
+  PolicyParams(spec.params, info.params, info.name);
   sampling.validate();
 }
 

@@ -20,7 +20,7 @@ struct GenerationRequest {
   SamplingParams sampling;
   std::string device = "auto";       // auto | cpu | cuda
   int threads = 0;                   // 0: all hardware threads
-  std::string policy = "full";       // KV-cache policy (only "full" until the policy framework lands)
+  std::string policy = "full";       // KV-cache policy spec, e.g. "linear:rho=1/6" (see policy_registry.h)
   int preview_every_units = 0;       // decode a preview every N lines (0: off)
 
   // Throws InvalidArgumentError with a message naming the field.

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <map>
 
+#include "engine/cache/policies/policy_registry.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
@@ -85,9 +86,26 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     auto elapsed_ms = [&] {
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     };
-    const int64_t kv_bytes_per_token =
-        2 * config.n_layer * config.kv_heads() * config.head_dim() * static_cast<int64_t>(sizeof(float));
+    PolicyContext context;
+    context.n_layer = config.n_layer;
+    context.n_head = config.n_head;
+    context.kv_heads = config.kv_heads();
+    context.head_dim = config.head_dim();
+    context.grid_height = grid;
+    context.grid_width = grid;
+    context.condition_tokens = config.cls_token_num;
+    context.batch = batch;
+    context.cfg = request.cfg_scale > 1.0;
+    context.seed = request.seed;
+    std::unique_ptr<CachePolicy> policy = make_policy(request.policy, context);
+    std::string policy_spec = request.policy;
+    {
+      std::lock_guard<std::mutex> lock(pending_mutex_);
+      pending_policy_.reset();
+    }
     llamagen::RasterHooks hooks;
+    hooks.policy = [&] { return policy.get(); };
+    hooks.cache_capacity_tokens = policy->max_entries() + 1;
     hooks.cancelled = [this] { return cancel_requested_.load(); };
     hooks.on_token = [&](int64_t done, const at::Tensor& tokens, const KvStore& cache) {
       const double ms = elapsed_ms();
@@ -100,8 +118,9 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       const KvMemoryStats mem = cache.memory();
       unit.kv_bytes_logical = mem.bytes_logical;
       unit.kv_bytes_allocated = mem.bytes_allocated;
-      // The token just sampled is not in the cache yet: it is fed at the next step.
-      unit.kv_bytes_full_equivalent = cache.rows() * (config.cls_token_num + done - 1) * kv_bytes_per_token;
+      unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
+      unit.kv_bytes_peak = mem.bytes_peak;
+      unit.policy = policy_spec;
       if (request.preview_every_units > 0 && (unit.unit_index + 1) % request.preview_every_units == 0) {
         // The decoder has global attention: decode the whole grid with code 0 for
         // rows not generated yet.
@@ -110,6 +129,22 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
         unit.preview = decode_images(model, codes);
       }
       emit(sink, unit);
+      // A change requested so far (also from a listener of this very event)
+      // takes effect for the next line: the new policy adopts the cache as is.
+      std::optional<std::string> change;
+        {
+          std::lock_guard<std::mutex> lock(pending_mutex_);
+          change.swap(pending_policy_);
+        }
+        if (change) {
+          try {
+            policy = make_policy(*change, context);
+            policy_spec = *change;
+            emit(sink, PolicyChangedEvent{done / grid - 1, policy_spec, true, ""});
+          } catch (const Error& e) {
+            emit(sink, PolicyChangedEvent{done / grid - 1, policy_spec, false, e.what()});
+          }
+        }
     };
     llamagen::RasterResult raster = llamagen::generate_raster(*model.gpt, at::tensor(request.class_ids), params, hooks);
 
@@ -127,6 +162,9 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       result.tokens.emplace_back(p, p + config.block_size);
     }
     result.kv_bytes_peak = raster.memory.bytes_peak;
+    result.kv_bytes_logical_final = raster.memory.bytes_logical;
+    result.kv_bytes_full = raster.memory.bytes_full_equivalent;
+    result.policy = policy_spec;
     result.elapsed_ms = elapsed_ms();
     emit(sink, FinishedEvent{result.elapsed_ms});
     return result;
@@ -144,6 +182,11 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     emit(sink, FailedEvent{"internal error: " + what, false});
     throw Error("internal error: " + what);
   }
+}
+
+void GenerationSession::request_policy_change(const std::string& spec) {
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  pending_policy_ = spec;
 }
 
 }  // namespace kvs

@@ -3,6 +3,8 @@
 // generation, emits typed events and returns the images. Torch-free header.
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,9 @@ struct GenerationResult {
   double elapsed_ms = 0;
   double tokens_per_second = 0;                 // per image
   int64_t kv_bytes_peak = 0;
+  int64_t kv_bytes_logical_final = 0;           // retained at the end
+  int64_t kv_bytes_full = 0;                    // the uncompressed cache at the end
+  std::string policy;                           // the spec active at the end
 };
 
 class GenerationSession {
@@ -35,10 +40,17 @@ class GenerationSession {
   // Thread-safe; the running generation stops before its next token.
   void cancel() { cancel_requested_ = true; }
 
+  // Thread-safe; a running generation switches to this policy spec at its next
+  // line boundary (the new policy adopts the cache as it stands) and reports a
+  // PolicyChangedEvent. An invalid spec is refused there, the old policy stays.
+  void request_policy_change(const std::string& spec);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
   std::atomic<bool> cancel_requested_{false};
+  std::mutex pending_mutex_;
+  std::optional<std::string> pending_policy_;
 };
 
 }  // namespace kvs

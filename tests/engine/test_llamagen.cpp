@@ -57,7 +57,8 @@ TEST(LlamaGenGpt, IncrementalDecodingMatchesFullForwardWithGroupedQueryHeads) {
     step = gpt.decode_step(tokens.select(1, i), 1 + i, cache);
     EXPECT_LT((step - full.select(1, i + 1)).abs().max().item<float>(), 1e-4) << "step " << i;
   }
-  EXPECT_EQ(cache.length(0), 16);
+  EXPECT_EQ(cache.length(0, 1, 1), 16);
+  EXPECT_TRUE(cache.uniform(0));
   // KV accounting: 2 rows x 2 kv heads x 16 entries x head_dim 16 x K,V x float32, per layer.
   EXPECT_EQ(cache.memory().bytes_logical, 2 * (2 * 2 * 16 * 16 * 2 * 4));
   EXPECT_EQ(cache.memory().bytes_allocated, cache.memory().bytes_logical);
@@ -68,9 +69,9 @@ TEST(LlamaGenGpt, ClassTokenKeyIsZeroSoItIsAPermanentSink) {
   KvStore cache = tiny.model.gpt->make_cache(1, 16);
   tiny.model.gpt->prefill(at::tensor({2}, at::kLong), cache);
   for (int64_t l = 0; l < cache.n_layer(); ++l) {
-    EXPECT_EQ(cache.keys(l).abs().sum().item<float>(), 0.0f);
-    EXPECT_GT(cache.values(l).abs().sum().item<float>(), 0.0f);
-    EXPECT_EQ(cache.positions(l), std::vector<int64_t>{0});
+    EXPECT_EQ(cache.key_buffer(l).narrow(2, 0, 1).abs().sum().item<float>(), 0.0f);
+    EXPECT_GT(cache.value_buffer(l).narrow(2, 0, 1).abs().sum().item<float>(), 0.0f);
+    EXPECT_EQ(cache.positions(l, 0, 0), std::vector<int64_t>{0});
   }
 }
 

@@ -55,7 +55,7 @@ at::Tensor LlamaGenGpt::feed_forward(const Layer& layer, const at::Tensor& x) co
 
 at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const at::Tensor& x,
                                   const at::Tensor& rope, KvStore* cache,
-                                  const std::vector<int64_t>& positions) const {
+                                  const std::vector<int64_t>& positions, const QueryObserver& observer) const {
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t h = config_.n_head, hkv = config_.kv_heads(), d = config_.head_dim();
   const int64_t group = h / hkv;
@@ -65,48 +65,40 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
   at::Tensor k = apply_rope(parts[1].reshape({b, t, hkv, d}), rope).transpose(1, 2);    // [B,Hkv,T,D]
   at::Tensor v = parts[2].reshape({b, t, hkv, d}).transpose(1, 2);
 
-  at::Tensor keys = k, values = v;
-  std::vector<int64_t> key_positions = positions;
+  if (observer) observer(layer_index, q);
   if (cache != nullptr) {
+    // Through the store: only retained entries are attended (ragged per head
+    // once a policy has evicted), with the true positions for causality.
     cache->append(layer_index, k, v, positions);
-    keys = cache->keys(layer_index);
-    values = cache->values(layer_index);
-    key_positions = cache->positions(layer_index);
+    at::Tensor out = cache->attend(layer_index, q, positions, /*causal=*/true).out;
+    return at::linear(out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
   }
-  const int64_t l = keys.size(2);
+  // Teacher forcing over the whole sequence: plain causal attention.
+  const int64_t l = k.size(2);
   // Query head j uses kv head j / group (upstream: repeat_interleave on the kv
   // heads). Grouping the queries avoids materialising the repeated keys.
   at::Tensor qg = q.reshape({b, hkv, group * t, d});
-  at::Tensor scores = at::matmul(qg, keys.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));
+  at::Tensor scores = at::matmul(qg, k.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));
   if (t > 1) {
-    // Causal: query at position p sees keys at positions <= p.
-    std::vector<uint8_t> blocked(static_cast<size_t>(t * l), 0);
-    bool any = false;
-    for (int64_t i = 0; i < t; ++i)
-      for (int64_t j = 0; j < l; ++j)
-        if (key_positions[j] > positions[i]) blocked[i * l + j] = 1, any = true;
-    if (any) {
-      at::Tensor mask = at::from_blob(blocked.data(), {t, l}, at::TensorOptions().dtype(at::kByte))
-                            .to(at::kBool)
-                            .to(device_);
-      scores = scores.view({b, hkv, group, t, l})
-                   .masked_fill(mask, -std::numeric_limits<float>::infinity())
-                   .view({b, hkv, group * t, l});
-    }
+    at::Tensor mask = at::triu(at::ones({t, l}, at::TensorOptions().dtype(at::kBool)), 1).to(device_);
+    scores = scores.view({b, hkv, group, t, l})
+                 .masked_fill(mask, -std::numeric_limits<float>::infinity())
+                 .view({b, hkv, group * t, l});
   }
   at::Tensor probs = at::softmax(scores, -1);
-  at::Tensor out = at::matmul(probs, values).view({b, h, t, d}).transpose(1, 2).reshape({b, t, config_.dim});
+  at::Tensor out = at::matmul(probs, v).view({b, h, t, d}).transpose(1, 2).reshape({b, t, config_.dim});
   return at::linear(out, layer.wo);
 }
 
-at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache) const {
+at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache,
+                                   const QueryObserver& observer) const {
   const int64_t t = h.size(1);
   std::vector<int64_t> positions(static_cast<size_t>(t));
   for (int64_t i = 0; i < t; ++i) positions[i] = first_position + i;
   at::Tensor rope = rope_.narrow(0, first_position, t);
   for (int64_t i = 0; i < config_.n_layer; ++i) {
     const Layer& layer = layers_[i];
-    h = h + attention(i, layer, rms_norm(h, layer.attention_norm), rope, cache, positions);
+    h = h + attention(i, layer, rms_norm(h, layer.attention_norm), rope, cache, positions, observer);
     h = h + feed_forward(layer, rms_norm(h, layer.ffn_norm));
   }
   return at::linear(rms_norm(h, norm_), output_).to(at::kFloat);
@@ -134,11 +126,12 @@ at::Tensor LlamaGenGpt::prefill(const at::Tensor& labels, KvStore& cache) const 
   return logits.select(1, logits.size(1) - 1);
 }
 
-at::Tensor LlamaGenGpt::decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache) const {
+at::Tensor LlamaGenGpt::decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache,
+                                    const QueryObserver& observer) const {
   if (position >= rope_.size(0))
     throw InvalidArgumentError("decode position " + std::to_string(position) + " is beyond the block size");
   at::Tensor h = at::embedding(tok_embeddings_, tokens.to(device_, at::kLong).view({-1, 1}));
-  return run_layers(h, position, &cache).select(1, 0);
+  return run_layers(h, position, &cache, observer).select(1, 0);
 }
 
 }  // namespace kvs::llamagen

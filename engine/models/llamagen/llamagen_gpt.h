@@ -10,6 +10,7 @@
 // plain gather and queries keep their true (row, col) positions.
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@
 namespace kvs::llamagen {
 
 using TensorMap = std::map<std::string, at::Tensor>;
+
+// Receives every layer's post-RoPE queries [rows, n_head, T, head_dim] of a step
+// (what cache policies such as LineAR score with).
+using QueryObserver = std::function<void(int64_t layer, const at::Tensor& queries)>;
 
 class LlamaGenGpt {
  public:
@@ -42,7 +47,8 @@ class LlamaGenGpt {
 
   // One image token per row (tokens [rows]) at sequence position `position`
   // (cls_token_num + raster index); returns logits [rows, vocab].
-  at::Tensor decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache) const;
+  at::Tensor decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache,
+                         const QueryObserver& observer = {}) const;
 
  private:
   struct Layer {
@@ -53,8 +59,8 @@ class LlamaGenGpt {
   at::Tensor feed_forward(const Layer& layer, const at::Tensor& x) const;
   // x: [B, T, dim] normalised input; positions: the T sequence positions.
   at::Tensor attention(int64_t layer_index, const Layer& layer, const at::Tensor& x, const at::Tensor& rope,
-                       KvStore* cache, const std::vector<int64_t>& positions) const;
-  at::Tensor run_layers(at::Tensor h, int64_t first_position, KvStore* cache) const;
+                       KvStore* cache, const std::vector<int64_t>& positions, const QueryObserver& observer) const;
+  at::Tensor run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const QueryObserver& observer = {}) const;
 
   GptConfig config_;
   at::Device device_;

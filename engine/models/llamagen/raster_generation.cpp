@@ -3,6 +3,8 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
+
 #include "engine/core/errors.h"
 #include "engine/sampling/token_sampler.h"
 
@@ -23,7 +25,9 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
 
   const int64_t n_tokens = config.block_size;
   at::Tensor cond = use_cfg ? at::cat({labels, at::full({batch}, config.null_class(), labels.options())}) : labels;
-  KvStore cache = gpt.make_cache(cond.size(0), config.cls_token_num + n_tokens);
+  const int64_t capacity = hooks.cache_capacity_tokens > 0 ? std::min(hooks.cache_capacity_tokens, n_tokens) : n_tokens;
+  KvStore cache = gpt.make_cache(cond.size(0), config.cls_token_num + capacity);
+  auto active_policy = [&]() -> CachePolicy* { return hooks.policy ? hooks.policy() : nullptr; };
   TokenSampler sampler(params.seed);
   RasterResult result;
   result.tokens = at::zeros({batch, n_tokens}, at::TensorOptions().dtype(at::kLong));
@@ -51,7 +55,13 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
       cache.keep_rows(0, batch);
     }
     at::Tensor x = cfg_active ? at::cat({next, next}) : next;
-    logits = gpt.decode_step(x, config.cls_token_num + i, cache);
+    CachePolicy* policy = active_policy();
+    QueryObserver observer;
+    if (policy != nullptr && policy->wants_queries())
+      observer = [policy, i](int64_t layer, const at::Tensor& q) { policy->observe_queries(layer, i, q); };
+    logits = gpt.decode_step(x, config.cls_token_num + i, cache, observer);
+    // Token i's K/V is now in every layer: the policy may evict (line ends, or per token).
+    if (policy != nullptr) policy->after_token(cache, i);
     if (cfg_active) logits = combine_cfg(logits, params.cfg_scale);
     record(logits);
     next = sampler.sample(logits, params.sampling);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/cache/kv_store.h"
+#include "engine/cache/policies/cache_policy.h"
 #include "engine/models/llamagen/llamagen_gpt.h"
 #include "engine/sampling/sampling_params.h"
 
@@ -28,6 +29,12 @@ struct RasterHooks {
   // After each token: tokens_done (1..N), all tokens so far [B, tokens_done] (CPU int64).
   std::function<void(int64_t tokens_done, const at::Tensor& tokens, const KvStore& cache)> on_token;
   int64_t record_logits_steps = 0;  // keep the (CFG-combined) logits of the first steps
+  // The active cache policy (nullptr or unset = full cache), asked before every
+  // step, so its owner may swap it at a line boundary (from on_token): the new
+  // policy adopts the cache as it stands.
+  std::function<CachePolicy*()> policy;
+  // Store capacity in image entries per segment (0 = all image tokens).
+  int64_t cache_capacity_tokens = 0;
 };
 
 struct RasterResult {

@@ -1,0 +1,29 @@
+#include <cstdio>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/commands.h"
+#include "engine/cache/policies/policy_registry.h"
+
+namespace kvs::cli {
+
+int cmd_policies(const std::vector<std::string>& args) {
+  ArgParser p(args, {}, {"--help"}, 0);
+  if (p.flag("--help")) {
+    std::puts("usage: kvstudio-cli policies\n  lists the KV-cache policies with their parameters and defaults");
+    return 0;
+  }
+  for (const auto& info : policy_registry()) {
+    std::printf("%s — %s\n    (%s)\n", info.name.c_str(), info.summary.c_str(), info.reference.c_str());
+    for (const auto& param : info.params) {
+      std::string choices;
+      for (const auto& c : param.choices) choices += (choices.empty() ? " {" : "|") + c;
+      if (!choices.empty()) choices += "}";
+      std::printf("    %-13s default %-6s %s%s\n", param.name.c_str(), param.default_value.c_str(),
+                  param.description.c_str(), choices.c_str());
+    }
+  }
+  std::puts("\nspec syntax: NAME[:KEY=VALUE,...], e.g. linear:rho=1/6,n_init=4");
+  return 0;
+}
+
+}  // namespace kvs::cli

@@ -1,0 +1,74 @@
+#pragma once
+// The one small interface every KV-cache policy implements, for the raster family
+// today (next-scale and masked families extend the context, not the interface).
+//
+// Flow per generated token i (0-based raster index): the model runs one decode
+// step whose input is token i; every layer appends token i's K/V to the store
+// and, if the policy asked, hands it the step's queries. Then after_token(store, i)
+// may evict. A "line boundary" is after_token with (i + 1) % grid_width == 0.
+// Condition tokens (positions < condition_tokens) are permanent sinks: no policy
+// evicts them and budgets do not count them.
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/cache/kv_store.h"
+
+namespace kvs {
+
+struct PolicyContext {
+  int64_t n_layer = 0, n_head = 0, kv_heads = 0, head_dim = 0;
+  int64_t grid_height = 0, grid_width = 0;  // in tokens
+  int64_t condition_tokens = 1;             // sequence positions [0, condition_tokens)
+  int64_t batch = 1;                        // images (conditional rows)
+  bool cfg = false;                         // rows = 2 x batch: [cond; uncond] pairs
+  uint64_t seed = 0;                        // for stochastic policies
+  int64_t image_tokens() const { return grid_height * grid_width; }
+};
+
+class CachePolicy {
+ public:
+  virtual ~CachePolicy() = default;
+  virtual std::string name() const = 0;
+  // The budget B in image tokens per (layer, row, head) segment; the store never
+  // holds more image entries than this after any after_token call.
+  virtual int64_t budget_tokens() const = 0;
+  // Worst case of image entries a segment holds between two after_token calls
+  // (sizes the store so allocated bytes track logical bytes).
+  virtual int64_t max_entries() const { return budget_tokens(); }
+  // Whether the model should pass this step's queries to observe_queries.
+  virtual bool wants_queries() const { return false; }
+  // queries: [rows, n_head, 1, head_dim], post-RoPE, of the step whose input is token i.
+  virtual void observe_queries(int64_t /*layer*/, int64_t /*token_index*/, const at::Tensor& /*queries*/) {}
+  virtual void after_token(KvStore& store, int64_t token_index) = 0;
+};
+
+// The number of image entries of every segment of `layer` (condition entries excluded).
+at::Tensor image_entry_counts(const KvStore& store, int64_t layer, int64_t condition_tokens);
+
+// Slot bookkeeping shared by the policies, over slots [0, length) of one layer
+// (all CPU tensors, [rows, kv_heads, length]).
+struct ImageSlots {
+  at::Tensor is_image;   // bool: slot holds an image entry (not a condition token, not empty)
+  at::Tensor rank;       // int64: order among the segment's image entries (slot order = age), -1 otherwise
+  at::Tensor count;      // int64 [rows, kv_heads]: image entries per segment
+  at::Tensor positions;  // int64: sequence positions (-1 for empty slots)
+  int64_t length = 0;
+};
+ImageSlots image_slots(const KvStore& store, int64_t layer, int64_t condition_tokens);
+
+// Keep mask that drops, per segment, the evict_count[r][h] candidates with the
+// lowest score (ties: the older entry goes first). Non-candidates are kept.
+// score: float [rows, kv, L]; candidates: bool [rows, kv, L]; evict_count: int64 [rows, kv].
+at::Tensor keep_all_but_lowest(const at::Tensor& score, const at::Tensor& candidates, const at::Tensor& evict_count);
+
+// Applies a keep mask decided on the conditional rows: when the store holds CFG
+// pairs (rows == 2 x batch) the first half's decision is mirrored onto the second.
+void apply_keep(KvStore& store, int64_t layer, const at::Tensor& keep, const PolicyContext& context);
+
+// Rows whose scores decide evictions: all rows, or the conditional half of CFG pairs.
+int64_t decision_rows(const KvStore& store, const PolicyContext& context);
+
+}  // namespace kvs

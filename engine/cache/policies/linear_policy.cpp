@@ -1,0 +1,83 @@
+#include "engine/cache/policies/linear_policy.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/core/errors.h"
+
+namespace kvs {
+
+LinearPolicy::LinearPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t n_init, int64_t recent_lines,
+                           bool decide_on_both)
+    : context_(context),
+      budget_(budget_tokens / context.grid_width * context.grid_width),
+      n_init_(n_init),
+      recent_lines_(recent_lines),
+      decide_on_both_(decide_on_both),
+      line_queries_(context.n_layer) {
+  const int64_t n = context.grid_width;
+  if (n_init_ < 0 || recent_lines_ < 0) throw InvalidArgumentError("policy linear: n_init and r must be >= 0");
+  const int64_t minimum = n_init_ + (recent_lines_ + 1) * n;
+  if (budget_ < minimum)
+    throw InvalidArgumentError("policy linear: budget " + std::to_string(budget_tokens) + " tokens is impossible: B (" +
+                               std::to_string(budget_) + " after rounding down to whole lines of " + std::to_string(n) +
+                               ") must hold " + std::to_string(n_init_) + " anchors, " + std::to_string(recent_lines_) +
+                               " recent line(s) and the one-line buffer: at least " +
+                               std::to_string(minimum) + " tokens (rho >= " +
+                               std::to_string(static_cast<double>(minimum) / context.image_tokens()).substr(0, 6) + ")");
+}
+
+void LinearPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) {
+  const int64_t n = context_.grid_width;
+  at::Tensor& buffer = line_queries_[layer];
+  if (!buffer.defined() || buffer.size(0) != queries.size(0))
+    buffer = at::zeros({queries.size(0), queries.size(1), n, queries.size(3)}, queries.options());
+  buffer.narrow(2, token_index % n, 1).copy_(queries);
+}
+
+void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
+  const int64_t n = context_.grid_width;
+  if ((token_index + 1) % n != 0) return;
+  const int64_t lines_done = (token_index + 1) / n;
+  const int64_t target = budget_ - n;
+  const int64_t recent_from = context_.condition_tokens + (lines_done - recent_lines_) * n;  // first recent position
+  const double scale = 1.0 / std::sqrt(static_cast<double>(store.head_dim()));
+  for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
+    ImageSlots s = image_slots(store, layer, context_.condition_tokens);
+    if (s.count.max().item<int64_t>() < budget_) continue;
+    // Regions by age: anchors = first n_init visual entries, recent = last r lines.
+    at::Tensor mid = s.is_image & (s.rank >= n_init_) & (s.positions < recent_from);
+    // Inter-line saliency: the finished line's queries against every slot's key,
+    // softmax restricted to the mid region, mean over queries (and grouped heads).
+    const at::Tensor& q_line = line_queries_[layer];  // [rows, H, n, D]
+    const int64_t rows = store.rows(), kv = store.kv_heads(), group = context_.n_head / kv;
+    at::Tensor keys = store.key_buffer(layer).narrow(2, 0, s.length);  // [rows, kv, L, D]
+    at::Tensor q = q_line.narrow(0, 0, rows).reshape({rows, kv, group * n, store.head_dim()});
+    at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
+    at::Tensor mid_dev = mid.to(logits.device()).unsqueeze(2);
+    logits = logits.masked_fill(~mid_dev, -std::numeric_limits<float>::infinity());
+    at::Tensor saliency = at::nan_to_num(at::softmax(logits, -1), 0.0).mean(2).to(at::kCPU, at::kFloat);  // [rows, kv, L]
+    const int64_t decide = decision_rows(store, context_);
+    at::Tensor score = saliency.narrow(0, 0, decide);
+    if (decide_on_both_ && decide != rows) score = score + saliency.narrow(0, decide, decide);
+    at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
+    apply_keep(store, layer, keep_all_but_lowest(score, mid.narrow(0, 0, decide), evict), context_);
+  }
+}
+
+PolicyInfo linear_policy_info() {
+  auto params = budget_param_specs("1/6");
+  params.push_back({"n_init", ParamType::Integer, "4", "initial anchor tokens P_init always kept (N_init)", {}});
+  params.push_back({"r", ParamType::Integer, "1", "recent lines P_rec always kept", {}});
+  params.push_back({"cfg_decision", ParamType::Choice, "cond", "CFG pairs: score on the conditional row, or on both rows", {"cond", "both"}});
+  return {"linear", "LineAR: anchors + recent lines + inter-line guided eviction of n tokens per line",
+          "Qin et al., LineAR §3.3", params, [](const PolicyParams& p, const PolicyContext& c) {
+            return std::make_unique<LinearPolicy>(c, resolve_budget_tokens(p, c, "linear"), p.integer("n_init"),
+                                                  p.integer("r"), p.text("cfg_decision") == "both");
+          }};
+}
+
+}  // namespace kvs

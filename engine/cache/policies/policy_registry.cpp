@@ -1,0 +1,161 @@
+#include "engine/cache/policies/policy_registry.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <sstream>
+
+#include "engine/cache/policies/full_policy.h"
+#include "engine/cache/policies/linear_policy.h"
+#include "engine/cache/policies/random_policy.h"
+#include "engine/cache/policies/streaming_policy.h"
+#include "engine/core/errors.h"
+
+namespace kvs {
+namespace {
+
+bool parse_number(const std::string& text, double* out) {
+  if (text.empty()) return false;
+  const auto slash = text.find('/');
+  char* end = nullptr;
+  errno = 0;
+  if (slash != std::string::npos) {
+    const std::string a = text.substr(0, slash), b = text.substr(slash + 1);
+    double num = 0, den = 0;
+    if (!parse_number(a, &num) || !parse_number(b, &den) || den == 0) return false;
+    *out = num / den;
+    return true;
+  }
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || end == nullptr || *end != '\0' || !std::isfinite(v)) return false;
+  *out = v;
+  return true;
+}
+
+std::string join_names(const std::vector<PolicyParamSpec>& specs) {
+  std::string out;
+  for (const auto& s : specs) out += (out.empty() ? "" : ", ") + s.name;
+  return out.empty() ? "none" : out;
+}
+
+}  // namespace
+
+PolicyParams::PolicyParams(std::map<std::string, std::string> values, const std::vector<PolicyParamSpec>& specs,
+                           const std::string& policy)
+    : set_(values), policy_(policy) {
+  for (const auto& [k, v] : values) {
+    const PolicyParamSpec* spec = nullptr;
+    for (const auto& s : specs)
+      if (s.name == k) spec = &s;
+    if (spec == nullptr)
+      throw InvalidArgumentError("policy " + policy + ": unknown parameter '" + k + "' (parameters: " + join_names(specs) + ")");
+    double number = 0;
+    if ((spec->type == ParamType::Real || spec->type == ParamType::Fraction || spec->type == ParamType::Integer) &&
+        !parse_number(v, &number))
+      throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects a number, got '" + v + "'");
+    if (spec->type == ParamType::Integer && number != std::floor(number))
+      throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects an integer, got '" + v + "'");
+    if (spec->type == ParamType::Choice) {
+      bool ok = false;
+      for (const auto& c : spec->choices) ok = ok || c == v;
+      if (!ok) {
+        std::string choices;
+        for (const auto& c : spec->choices) choices += (choices.empty() ? "" : ", ") + c;
+        throw InvalidArgumentError("policy " + policy + ": parameter " + k + " must be one of " + choices + ", got '" + v + "'");
+      }
+    }
+  }
+  for (const auto& s : specs) values_[s.name] = values.count(s.name) ? values.at(s.name) : s.default_value;
+}
+
+double PolicyParams::real(const std::string& name) const {
+  double v = 0;
+  auto it = values_.find(name);
+  if (it == values_.end() || !parse_number(it->second, &v))
+    throw InvalidArgumentError("policy " + policy_ + ": parameter " + name + " is not set");
+  return v;
+}
+
+int64_t PolicyParams::integer(const std::string& name) const { return static_cast<int64_t>(std::llround(real(name))); }
+
+std::string PolicyParams::text(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) throw InvalidArgumentError("policy " + policy_ + ": parameter " + name + " is not set");
+  return it->second;
+}
+
+std::vector<PolicyParamSpec> budget_param_specs(const std::string& default_rho) {
+  return {{"rho", ParamType::Fraction, default_rho, "budget as a fraction of the image tokens, B = rho x N (0 < rho <= 1)", {}},
+          {"budget", ParamType::Integer, "0", "budget in image tokens per layer and head (overrides rho when > 0)", {}}};
+}
+
+int64_t resolve_budget_tokens(const PolicyParams& params, const PolicyContext& context, const std::string& policy) {
+  const int64_t n = context.image_tokens();
+  if (params.explicitly_set("budget") && params.integer("budget") != 0) {
+    const int64_t b = params.integer("budget");
+    if (b <= 0 || b > n)
+      throw InvalidArgumentError("policy " + policy + ": budget " + std::to_string(b) + " tokens is impossible (must be in 1.." +
+                                 std::to_string(n) + " for a " + std::to_string(context.grid_height) + "x" +
+                                 std::to_string(context.grid_width) + " grid)");
+    return b;
+  }
+  const double rho = params.real("rho");
+  if (!(rho > 0 && rho <= 1))
+    throw InvalidArgumentError("policy " + policy + ": rho " + params.text("rho") + " is impossible (must be 0 < rho <= 1)");
+  const int64_t b = static_cast<int64_t>(std::floor(rho * static_cast<double>(n) + 1e-9));
+  if (b <= 0) throw InvalidArgumentError("policy " + policy + ": rho " + params.text("rho") + " leaves no tokens");
+  return b;
+}
+
+const std::vector<PolicyInfo>& policy_registry() {
+  static const std::vector<PolicyInfo> registry = {full_policy_info(), streaming_policy_info(), random_policy_info(),
+                                                   linear_policy_info()};
+  return registry;
+}
+
+const PolicyInfo& find_policy(const std::string& name) {
+  std::string known;
+  for (const auto& info : policy_registry()) {
+    if (info.name == name) return info;
+    known += (known.empty() ? "" : ", ") + info.name;
+  }
+  throw InvalidArgumentError("unknown cache policy '" + name + "' (available: " + known + ")");
+}
+
+PolicySpec parse_policy_spec(const std::string& text) {
+  PolicySpec spec;
+  const auto colon = text.find(':');
+  spec.name = text.substr(0, colon);
+  if (spec.name.empty()) throw InvalidArgumentError("empty cache policy name in '" + text + "'");
+  if (colon == std::string::npos) return spec;
+  std::stringstream ss(text.substr(colon + 1));
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw InvalidArgumentError("policy " + spec.name + ": expected key=value, got '" + item + "'");
+    const std::string key = item.substr(0, eq);
+    if (spec.params.count(key)) throw InvalidArgumentError("policy " + spec.name + ": parameter " + key + " given twice");
+    spec.params[key] = item.substr(eq + 1);
+  }
+  return spec;
+}
+
+std::string PolicySpec::text() const {
+  std::string out = name;
+  char sep = ':';
+  for (const auto& [k, v] : params) {
+    out += sep + k + "=" + v;
+    sep = ',';
+  }
+  return out;
+}
+
+std::unique_ptr<CachePolicy> make_policy(const std::string& text, const PolicyContext& context) {
+  const PolicySpec spec = parse_policy_spec(text);
+  const PolicyInfo& info = find_policy(spec.name);
+  return info.create(PolicyParams(spec.params, info.params, info.name), context);
+}
+
+}  // namespace kvs

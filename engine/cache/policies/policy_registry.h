@@ -1,0 +1,66 @@
+#pragma once
+// Name -> factory, with typed, documented parameters and defaults. The CLI, the
+// GUI (its policy form is generated from this) and the benchmarks all list and
+// build policies through here. A spec string reads "name:key=value,key=value",
+// e.g. "linear:rho=1/6,n_init=4" or "streaming:budget=96".
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/cache/policies/cache_policy.h"
+
+namespace kvs {
+
+enum class ParamType { Integer, Real, Fraction, Choice };
+
+struct PolicyParamSpec {
+  std::string name;
+  ParamType type = ParamType::Real;
+  std::string default_value;  // as text ("1/6", "4", "cond")
+  std::string description;
+  std::vector<std::string> choices;  // for Choice
+};
+
+class PolicyParams {
+ public:
+  PolicyParams(std::map<std::string, std::string> values, const std::vector<PolicyParamSpec>& specs,
+               const std::string& policy);
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  int64_t integer(const std::string& name) const;
+  double real(const std::string& name) const;  // Real and Fraction ("1/6" or "0.1667")
+  std::string text(const std::string& name) const;
+  bool explicitly_set(const std::string& name) const { return set_.count(name) > 0; }
+
+ private:
+  std::map<std::string, std::string> values_;  // with defaults filled in
+  std::map<std::string, std::string> set_;     // what the user wrote
+  std::string policy_;
+};
+
+struct PolicyInfo {
+  std::string name;
+  std::string summary;
+  std::string reference;  // paper and section
+  std::vector<PolicyParamSpec> params;
+  std::function<std::unique_ptr<CachePolicy>(const PolicyParams&, const PolicyContext&)> create;
+};
+
+const std::vector<PolicyInfo>& policy_registry();
+const PolicyInfo& find_policy(const std::string& name);  // throws InvalidArgumentError listing the known names
+
+struct PolicySpec {
+  std::string name;
+  std::map<std::string, std::string> params;
+  std::string text() const;  // canonical "name:k=v,..."
+};
+PolicySpec parse_policy_spec(const std::string& text);  // throws InvalidArgumentError
+std::unique_ptr<CachePolicy> make_policy(const std::string& spec, const PolicyContext& context);
+
+// Budget parameters shared by the compressing policies: rho (fraction of the image
+// tokens) or budget (tokens). Resolves B and checks 0 < rho <= 1.
+int64_t resolve_budget_tokens(const PolicyParams& params, const PolicyContext& context, const std::string& policy);
+std::vector<PolicyParamSpec> budget_param_specs(const std::string& default_rho);
+
+}  // namespace kvs

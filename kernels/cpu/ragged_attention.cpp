@@ -1,0 +1,175 @@
+#include "kernels/cpu/ragged_attention.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "engine/core/errors.h"
+
+namespace kvs::kernels {
+namespace {
+
+// GCC may not reorder a float reduction without -ffast-math, so a plain `sum +=
+// a[i] * b[i]` loop stays scalar. Eight independent partial sums (one per SIMD
+// lane) give the vectoriser a straight-line body it turns into vector FMAs, and
+// the fixed summation order keeps results independent of the thread count.
+constexpr int64_t kLanes = 8;
+
+inline float dot(const float* a, const float* b, int64_t n) {
+  float acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
+  float tail = 0.0f;
+  for (; i < n; ++i) tail += a[i] * b[i];
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+std::string segment_name(const RaggedKvView& kv, int64_t segment) {
+  return "segment (row " + std::to_string(segment / kv.kv_heads) + ", kv head " +
+         std::to_string(segment % kv.kv_heads) + ")";
+}
+
+void require_buffer(const void* pointer, int64_t elements, const char* name) {
+  if (pointer == nullptr && elements > 0)
+    throw InvalidArgumentError(std::string("ragged attention: ") + name + " is null but must hold " +
+                               std::to_string(elements) + " elements");
+}
+
+void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
+  const std::pair<const char*, int64_t> sizes[] = {{"rows", kv.rows},         {"kv_heads", kv.kv_heads},
+                                                   {"capacity", kv.capacity}, {"head_dim", kv.head_dim},
+                                                   {"n_head", args.n_head},   {"T", args.T}};
+  for (const auto& [name, value] : sizes)
+    if (value < 0)
+      throw InvalidArgumentError(std::string("ragged attention: ") + name + " is " + std::to_string(value) +
+                                 ", expected a non-negative size");
+  // The grouping h -> h / (n_head / kv_heads) needs a whole number of query heads per kv head.
+  if (kv.kv_heads == 0 || args.n_head == 0 || args.n_head % kv.kv_heads != 0)
+    throw InvalidArgumentError("ragged attention: n_head " + std::to_string(args.n_head) +
+                               " is not a positive multiple of kv_heads " + std::to_string(kv.kv_heads));
+  if (!std::isfinite(args.scale))
+    throw InvalidArgumentError("ragged attention: scale " + std::to_string(args.scale) + " is not finite");
+
+  const int64_t segments = kv.rows * kv.kv_heads;
+  const int64_t cache_elements = segments * kv.capacity * kv.head_dim;
+  const int64_t query_elements = kv.rows * args.n_head * args.T * kv.head_dim;
+  require_buffer(kv.keys, cache_elements, "keys");
+  require_buffer(kv.values, cache_elements, "values");
+  require_buffer(kv.lengths, segments, "lengths");
+  require_buffer(kv.positions, segments * kv.capacity, "positions");
+  require_buffer(args.queries, query_elements, "queries");
+  require_buffer(args.query_positions, args.T, "query_positions");
+  require_buffer(args.out, query_elements, "out");
+
+  for (int64_t s = 0; s < segments; ++s) {
+    const int64_t length = kv.lengths[s];
+    if (length < 0 || length > kv.capacity)
+      throw InvalidArgumentError("ragged attention: " + segment_name(kv, s) + " has length " +
+                                 std::to_string(length) + ", expected 0.." + std::to_string(kv.capacity) +
+                                 " (the capacity)");
+  }
+}
+
+// Attention of one segment's query group: the n_head / kv_heads query heads that
+// share the segment's kv head, T queries each. Their queries, outputs and probs
+// rows are contiguous blocks of `queries` / `out` / `probs`, so the group is
+// treated as one [G*T, head_dim] query matrix and every key and value row is
+// loaded once for all of them. `weights` is the calling thread's scratch.
+void attend_segment(const RaggedKvView& kv, const RaggedAttentionArgs& args, int64_t segment,
+                    std::vector<float>& weights) {
+  const int64_t d = kv.head_dim, capacity = kv.capacity, t = args.T;
+  const int64_t group = args.n_head / kv.kv_heads;
+  const int64_t n_query = group * t;
+  const int64_t row = segment / kv.kv_heads, kv_head = segment % kv.kv_heads;
+  const int64_t length = kv.lengths[segment];
+  const int64_t first_query = (row * args.n_head + kv_head * group) * t;  // index of the group's first query row
+
+  const float* keys = kv.keys + segment * capacity * d;
+  const float* values = kv.values + segment * capacity * d;
+  const int64_t* key_positions = kv.positions + segment * capacity;
+  const float* queries = args.queries + first_query * d;
+  float* out = args.out + first_query * d;
+
+  weights.resize(static_cast<size_t>(n_query * length));
+  float* w = weights.data();  // [n_query, length]: scores, then softmax weights
+
+  for (int64_t j = 0; j < length; ++j) {
+    const float* k = keys + j * d;
+    for (int64_t i = 0; i < n_query; ++i) w[i * length + j] = dot(queries + i * d, k, d) * args.scale;
+  }
+
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int64_t i = 0; i < n_query; ++i) {
+    float* wi = w + i * length;
+    if (args.causal) {
+      const int64_t query_position = args.query_positions[i % t];
+      for (int64_t j = 0; j < length; ++j) wi[j] = key_positions[j] > query_position ? kNegInf : wi[j];
+    }
+    float max_score = kNegInf;
+    for (int64_t j = 0; j < length; ++j) max_score = std::max(max_score, wi[j]);
+    if (max_score == kNegInf) {
+      // Nothing visible: zero weights (and so a zero output) rather than 0/0.
+      std::fill(wi, wi + length, 0.0f);
+      continue;
+    }
+    float sum = 0.0f;
+    for (int64_t j = 0; j < length; ++j) {
+      wi[j] = std::exp(wi[j] - max_score);
+      sum += wi[j];
+    }
+    const float inv_sum = 1.0f / sum;
+    for (int64_t j = 0; j < length; ++j) wi[j] *= inv_sum;
+  }
+
+  std::fill(out, out + n_query * d, 0.0f);
+  for (int64_t j = 0; j < length; ++j) {
+    const float* v = values + j * d;
+    for (int64_t i = 0; i < n_query; ++i) {
+      const float p = w[i * length + j];
+      float* o = out + i * d;
+      for (int64_t c = 0; c < d; ++c) o[c] += p * v[c];
+    }
+  }
+
+  if (args.probs != nullptr) {
+    float* probs = args.probs + first_query * capacity;
+    for (int64_t i = 0; i < n_query; ++i) {
+      std::copy(w + i * length, w + (i + 1) * length, probs + i * capacity);
+      std::fill(probs + i * capacity + length, probs + (i + 1) * capacity, 0.0f);
+    }
+  }
+  if (args.key_mass != nullptr) {
+    float* mass = args.key_mass + segment * capacity;
+    std::fill(mass, mass + capacity, 0.0f);
+    for (int64_t i = 0; i < n_query; ++i) {
+      const float* wi = w + i * length;
+      for (int64_t j = 0; j < length; ++j) mass[j] += wi[j];
+    }
+  }
+}
+
+}  // namespace
+
+void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
+  validate(kv, args);
+  const int64_t segments = kv.rows * kv.kv_heads;
+  // Segments write disjoint blocks of out / probs / key_mass, so they run in
+  // parallel without synchronisation. The grain (ATen's usual 32768 multiply-adds
+  // per task) keeps small problems, such as a decode step of a tiny model, on the
+  // calling thread.
+  constexpr int64_t kGrainWork = 32768;
+  const int64_t work_per_segment =
+      std::max<int64_t>(1, args.n_head / kv.kv_heads * args.T * kv.capacity * std::max<int64_t>(kv.head_dim, 1));
+  const int64_t grain = std::max<int64_t>(1, kGrainWork / work_per_segment);
+  at::parallel_for(0, segments, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> weights;
+    for (int64_t s = begin; s < end; ++s) attend_segment(kv, args, s, weights);
+  });
+}
+
+}  // namespace kvs::kernels

@@ -1,0 +1,51 @@
+#pragma once
+// Attention over one layer of a ragged KV cache (KvStore's layout), CPU twin.
+//
+// Every (batch row, kv head) segment holds its own number of retained entries, so
+// a dense kernel would have to pad every segment to the longest one and mask the
+// padding. This kernel reads only the valid entries [0, length) of each segment:
+// slots past a segment's length are never touched (they may hold stale data or
+// NaN). It is the reference the CUDA kernel will be tested against, so the header
+// is torch-free on purpose: plain pointers and sizes that the CUDA twin can share.
+#include <cstdint>
+
+namespace kvs::kernels {
+
+// One layer of a ragged KV cache. Segment s = row * kv_heads + kv_head occupies
+// entries [0, lengths[s]) of its slot in keys/values, laid out
+// [rows, kv_heads, capacity, head_dim] (row-major, contiguous, float32).
+struct RaggedKvView {
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  const int64_t* lengths = nullptr;    // [rows * kv_heads]
+  const int64_t* positions = nullptr;  // [rows * kv_heads * capacity]: original sequence position of each
+                                       // entry (only [0, length) of a segment is read)
+  int64_t rows = 0, kv_heads = 0, capacity = 0, head_dim = 0;
+};
+
+struct RaggedAttentionArgs {
+  const float* queries = nullptr;          // [rows, n_head, T, head_dim] contiguous
+  int64_t n_head = 0, T = 0;
+  const int64_t* query_positions = nullptr;  // [T] sequence positions of the T queries (same for all rows/heads)
+  bool causal = false;                     // if true, a query at position p ignores entries with position > p
+  float scale = 1.0f;                      // usually 1/sqrt(head_dim)
+  float* out = nullptr;                    // [rows, n_head, T, head_dim]
+  float* probs = nullptr;     // optional (nullptr = off): [rows, n_head, T, capacity]; the softmax weight of
+                              // each valid entry, 0 elsewhere
+  float* key_mass = nullptr;  // optional (nullptr = off): [rows, kv_heads, capacity]; probs summed over the
+                              // group's query heads and the T queries (the per-key attention mass that
+                              // policies such as H2O/SnapKV accumulate), 0 for invalid entries
+};
+
+// Query head h uses kv head h / (n_head / kv_heads) (LlamaGen's repeat_interleave
+// grouping). A query with no visible entry (empty segment, or every entry masked
+// by causality) produces zeros in out and probs. Softmax subtracts the row maximum;
+// everything accumulates in float32. Every element of out, probs and key_mass is
+// written, so the caller may pass uninitialised buffers.
+//
+// Throws kvs::InvalidArgumentError for negative sizes, n_head not a positive
+// multiple of kv_heads, a segment length outside [0, capacity], or a missing
+// buffer; nothing is written in that case.
+void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& args);
+
+}  // namespace kvs::kernels

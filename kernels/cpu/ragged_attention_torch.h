@@ -1,0 +1,25 @@
+#pragma once
+// LibTorch entry point of the CPU ragged attention kernel: checks the tensors
+// (dtype, device, shapes), makes them contiguous and hands their buffers to
+// ragged_attention_cpu(). Shapes follow KvStore's buffers (engine/cache/kv_store.h).
+#include <ATen/core/Tensor.h>
+
+namespace kvs::kernels {
+
+struct RaggedAttentionResult {
+  at::Tensor out;       // [rows, n_head, T, D]
+  at::Tensor probs;     // [rows, n_head, T, capacity]; undefined unless requested
+  at::Tensor key_mass;  // [rows, kv_heads, capacity]; undefined unless requested
+};
+
+// keys/values float32 [rows, kv_heads, capacity, D] on the CPU; lengths int64
+// [rows, kv_heads]; positions int64 [rows, kv_heads, capacity]; queries float32
+// [rows, n_head, T, D]; query_positions int64 [T]. Semantics are those of
+// ragged_attention_cpu() (kernels/cpu/ragged_attention.h). Throws
+// kvs::InvalidArgumentError naming the offending tensor.
+RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tensor& query_positions,
+                                       const at::Tensor& keys, const at::Tensor& values, const at::Tensor& lengths,
+                                       const at::Tensor& positions, bool causal, double scale, bool want_probs,
+                                       bool want_key_mass);
+
+}  // namespace kvs::kernels

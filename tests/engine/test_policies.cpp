@@ -1,0 +1,237 @@
+// Cache policies: exactly which positions survive on hand-built caches, the
+// budget is never exceeded at any step of a real generation (every policy), CFG
+// pairs keep the same positions, impossible budgets are clear errors, and a
+// policy change mid-run adopts the cache as it stands.
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <gtest/gtest.h>
+
+#include "engine/cache/policies/linear_policy.h"
+#include "engine/cache/policies/policy_registry.h"
+#include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
+#include "engine/models/llamagen/llamagen_model.h"
+#include "engine/models/llamagen/raster_generation.h"
+#include "engine/session/generation_session.h"
+#include "tests/engine/test_helpers.h"
+
+using namespace kvs;
+
+namespace {
+
+PolicyContext grid_context(int64_t grid, int64_t rows = 1, bool cfg = false) {
+  PolicyContext c;
+  c.n_layer = 1;
+  c.n_head = 1;
+  c.kv_heads = 1;
+  c.head_dim = 4;
+  c.grid_height = grid;
+  c.grid_width = grid;
+  c.batch = cfg ? rows / 2 : rows;
+  c.cfg = cfg;
+  return c;
+}
+
+// Appends one entry at `position` whose key is `key_scale` * e0 to every segment.
+void append_token(KvStore& store, int64_t position, float key_scale) {
+  at::Tensor k = at::zeros({store.rows(), store.kv_heads(), 1, store.head_dim()});
+  k.select(3, 0).fill_(key_scale);
+  store.append(0, k, at::ones_like(k) * static_cast<float>(position), {position});
+}
+
+std::string error_of(const std::string& spec, const PolicyContext& c) {
+  try {
+    make_policy(spec, c);
+  } catch (const InvalidArgumentError& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(StreamingPolicy, KeepsConditionSinksAndRecentWindow) {
+  PolicyContext c = grid_context(4);
+  auto policy = make_policy("streaming:budget=6,sink=2", c);
+  KvStore store(1, 1, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
+  append_token(store, 0, 1.0f);  // condition token
+  for (int64_t i = 0; i < 10; ++i) {
+    append_token(store, 1 + i, 1.0f);
+    policy->after_token(store, i);
+    EXPECT_LE(image_entry_counts(store, 0, 1).max().item<int64_t>(), 6);
+  }
+  EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{0, 1, 2, 7, 8, 9, 10}));
+  // Values moved with their keys.
+  EXPECT_EQ(store.value_buffer(0)[0][0][3][0].item<float>(), 7.0f);
+}
+
+TEST(LinearPolicy, EvictsTheLeastSalientMidTokensAtLineEnds) {
+  // 4x4 grid (n = 4), B = 12 (3 lines), N_init = 1, r = 1.
+  PolicyContext c = grid_context(4);
+  auto policy = make_policy("linear:budget=12,n_init=1,r=1", c);
+  KvStore store(1, 1, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
+  append_token(store, 0, 0.0f);
+  // Key strengths of image tokens 0..11: the guiding queries (all e0) favour large ones.
+  const float strength[12] = {0.1f, 5.0f, -3.0f, 4.0f, -1.0f, 2.0f, -2.0f, 3.0f, 0, 0, 0, 0};
+  at::Tensor q = at::zeros({1, 1, 1, 4});
+  q.select(3, 0).fill_(1.0f);
+  for (int64_t i = 0; i < 12; ++i) {
+    append_token(store, 1 + i, strength[i]);
+    policy->observe_queries(0, i, q);
+    policy->after_token(store, i);
+  }
+  // Anchor: token 0 (pos 1). Recent line: tokens 8..11 (pos 9..12). Mid: tokens 1..7;
+  // the n = 4 weakest (2, 6, 4, 5 -> strengths -3, -2, -1, 2) are evicted.
+  EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{0, 1, 2, 4, 8, 9, 10, 11, 12}));
+  // Next line: no eviction until the line ends, then back to B - n = 8 image entries.
+  for (int64_t i = 12; i < 16; ++i) {
+    append_token(store, 1 + i, 0.5f);
+    policy->observe_queries(0, i, q);
+    policy->after_token(store, i);
+    EXPECT_LE(image_entry_counts(store, 0, 1).max().item<int64_t>(), 12);
+  }
+  EXPECT_EQ(image_entry_counts(store, 0, 1).item<int64_t>(), 8);
+  const auto kept = store.positions(0, 0, 0);
+  EXPECT_EQ(kept.front(), 0);
+  EXPECT_EQ(kept[1], 1);  // the anchor survives
+  EXPECT_EQ(std::vector<int64_t>(kept.end() - 4, kept.end()), (std::vector<int64_t>{13, 14, 15, 16}));
+}
+
+TEST(LinearPolicy, CfgPairsKeepTheSamePositions) {
+  PolicyContext c = grid_context(4, /*rows=*/2, /*cfg=*/true);
+  auto policy = make_policy("linear:budget=12,n_init=1", c);
+  KvStore store(1, 2, 1, 4, 16, at::TensorOptions().dtype(at::kFloat));
+  store.append(0, at::zeros({2, 1, 1, 4}), at::zeros({2, 1, 1, 4}), {0});
+  for (int64_t i = 0; i < 12; ++i) {
+    at::Tensor k = at::randn({2, 1, 1, 4});  // different keys in the two rows
+    store.append(0, k, k, {1 + i});
+    policy->observe_queries(0, i, at::randn({2, 1, 1, 4}));
+    policy->after_token(store, i);
+  }
+  EXPECT_EQ(store.positions(0, 0, 0), store.positions(0, 1, 0));
+  EXPECT_EQ(image_entry_counts(store, 0, 1)[0][0].item<int64_t>(), 8);
+}
+
+TEST(RandomPolicy, ReproducibleAndNeverEvictsTheCondition) {
+  PolicyContext c = grid_context(4);
+  c.seed = 9;
+  std::vector<int64_t> first;
+  for (int run = 0; run < 2; ++run) {
+    auto policy = make_policy("random:budget=8", c);
+    KvStore store(1, 1, 1, 4, 16, at::TensorOptions().dtype(at::kFloat));
+    append_token(store, 0, 1.0f);
+    for (int64_t i = 0; i < 16; ++i) {
+      append_token(store, 1 + i, 1.0f);
+      policy->after_token(store, i);
+      EXPECT_LE(image_entry_counts(store, 0, 1).item<int64_t>(), 8);
+    }
+    auto kept = store.positions(0, 0, 0);
+    EXPECT_EQ(kept.front(), 0);
+    if (run == 0) first = kept;
+    else EXPECT_EQ(kept, first);
+  }
+}
+
+TEST(PolicyRegistry, ClearErrorsForBadSpecsAndImpossibleBudgets) {
+  PolicyContext c = grid_context(16);
+  EXPECT_NE(error_of("bogus", c).find("unknown cache policy 'bogus' (available: full, streaming, random, linear"), std::string::npos);
+  EXPECT_NE(error_of("linear:rho=0", c).find("rho 0 is impossible"), std::string::npos);
+  EXPECT_NE(error_of("linear:rho=1.5", c).find("rho 1.5 is impossible"), std::string::npos);
+  EXPECT_NE(error_of("linear:rho=-1/6", c).find("impossible"), std::string::npos);
+  EXPECT_NE(error_of("linear:rho=abc", c).find("parameter rho expects a number, got 'abc'"), std::string::npos);
+  EXPECT_NE(error_of("linear:rho=1/8", c).find("must hold 4 anchors, 1 recent line(s) and the one-line buffer"), std::string::npos);
+  EXPECT_NE(error_of("linear:colour=red", c).find("unknown parameter 'colour'"), std::string::npos);
+  EXPECT_NE(error_of("linear:cfg_decision=maybe", c).find("must be one of cond, both"), std::string::npos);
+  EXPECT_NE(error_of("streaming:budget=4,sink=4", c).find("must exceed the 4 sink tokens"), std::string::npos);
+  EXPECT_NE(error_of("streaming:budget=999", c).find("budget 999 tokens is impossible"), std::string::npos);
+  EXPECT_NE(error_of("linear:rho", c).find("expected key=value"), std::string::npos);
+  EXPECT_EQ(make_policy("linear:rho=1/6", grid_context(24))->budget_tokens(), 96);  // 576/6, whole lines
+  EXPECT_EQ(make_policy("linear:rho=1/5", grid_context(16))->budget_tokens(), 48);  // 51 -> 3 lines
+}
+
+// Every policy, on the bundled demo model (16x16 tokens) with CFG: after every
+// token no segment of any layer holds more than B image entries, and both halves
+// of each CFG pair hold the same positions.
+TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
+  auto bundle = io::ModelBundle::open(std::string(KVSTUDIO_SOURCE_DIR) + "/resources/models/llamagen-demo");
+  auto model = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU));
+  const auto& cfg = model.gpt->config();
+  PolicyContext context;
+  context.n_layer = cfg.n_layer;
+  context.n_head = cfg.n_head;
+  context.kv_heads = cfg.kv_heads();
+  context.head_dim = cfg.head_dim();
+  context.grid_height = context.grid_width = cfg.grid_size();
+  context.batch = 2;
+  context.cfg = true;
+  for (const std::string spec : {"full", "streaming:rho=1/4", "random:rho=1/4", "linear:rho=1/4", "linear:rho=1/2,cfg_decision=both"}) {
+    auto policy = make_policy(spec, context);
+    const int64_t budget = policy->budget_tokens();
+    llamagen::RasterHooks hooks;
+    hooks.policy = [&] { return policy.get(); };
+    hooks.cache_capacity_tokens = policy->max_entries() + 1;
+    int64_t checks = 0, violations = 0, mismatched_pairs = 0;
+    hooks.on_token = [&](int64_t, const at::Tensor&, const KvStore& store) {
+      for (int64_t l = 0; l < store.n_layer(); ++l) {
+        at::Tensor counts = image_entry_counts(store, l, 1);
+        violations += (counts > budget).sum().item<int64_t>();
+        const at::Tensor& pos = store.positions_tensor(l);
+        mismatched_pairs += !at::equal(pos.narrow(0, 0, 2), pos.narrow(0, 2, 2));
+        ++checks;
+      }
+    };
+    llamagen::RasterParams params;
+    params.cfg_scale = 4.0;
+    params.seed = 5;
+    auto result = llamagen::generate_raster(*model.gpt, at::tensor({1, 7}, at::kLong), params, hooks);
+    EXPECT_EQ(checks, 256 * cfg.n_layer) << spec;
+    EXPECT_EQ(violations, 0) << spec;
+    EXPECT_EQ(mismatched_pairs, 0) << spec;
+    if (spec != "full") {
+      EXPECT_LE(result.memory.bytes_logical, (budget + 1) * 4 * cfg.n_layer * cfg.kv_heads() * cfg.head_dim() * 2 * 4) << spec;
+      EXPECT_LT(result.memory.bytes_logical, result.memory.bytes_full_equivalent) << spec;
+      // Allocated tracks logical: the store was sized from the declared worst case.
+      EXPECT_LE(result.memory.bytes_allocated, result.memory.bytes_logical * 1.1 + 1) << spec;
+    }
+  }
+}
+
+TEST(PolicySwitch, ChangeMidRunAdoptsTheCacheAndBadSpecsAreRefused) {
+  struct Switcher : EventSink {
+    GenerationSession* session = nullptr;
+    std::vector<PolicyChangedEvent> changes;
+    std::vector<UnitDoneEvent> units;
+    void on_event(const GenerationEvent& e) override {
+      if (auto* u = std::get_if<UnitDoneEvent>(&e)) {
+        units.push_back(*u);
+        if (u->unit_index == 5) session->request_policy_change("linear:rho=nonsense");
+        if (u->unit_index == 7) session->request_policy_change("linear:rho=1/4");
+      }
+      if (auto* c = std::get_if<PolicyChangedEvent>(&e)) changes.push_back(*c);
+    }
+  };
+  GenerationSession session;
+  Switcher sink;
+  sink.session = &session;
+  GenerationRequest r;
+  r.model_path = std::string(KVSTUDIO_SOURCE_DIR) + "/resources/models/llamagen-demo";
+  r.class_ids = {2};
+  r.device = "cpu";
+  GenerationResult result = session.run(r, &sink);
+  ASSERT_EQ(sink.changes.size(), 2u);
+  EXPECT_FALSE(sink.changes[0].accepted);
+  EXPECT_NE(sink.changes[0].message.find("expects a number"), std::string::npos);
+  EXPECT_TRUE(sink.changes[1].accepted);
+  EXPECT_EQ(sink.changes[1].unit_index, 7);
+  EXPECT_EQ(sink.units[7].policy, "full");
+  EXPECT_EQ(sink.units[8].policy, "linear:rho=1/4");
+  // Bytes per cached token: 2 CFG rows x 6 layers x 8 heads x 32 dims x (K, V) x float32.
+  const int64_t per_token = 2 * 6 * 8 * 32 * 2 * 4;
+  // A unit ends when its last token is sampled; that token enters the cache at the
+  // next step. So at unit 7 the full cache holds the condition + 127 tokens.
+  EXPECT_EQ(sink.units[7].kv_bytes_logical, (1 + 127) * per_token);
+  // The next step feeds token 127, ending line 7 in the cache: LineAR cuts the
+  // adopted cache to B - n = 48 image entries; each later unit adds 15 more.
+  for (int u = 8; u < 16; ++u) EXPECT_EQ(sink.units[u].kv_bytes_logical, (1 + 48 + 15) * per_token) << u;
+  EXPECT_EQ(result.policy, "linear:rho=1/4");
+}
