@@ -42,6 +42,16 @@ class CachePolicy {
   virtual bool wants_queries() const { return false; }
   // queries: [rows, n_head, 1, head_dim], post-RoPE, of the step whose input is token i.
   virtual void observe_queries(int64_t /*layer*/, int64_t /*token_index*/, const at::Tensor& /*queries*/) {}
+  // Whether the step's attention should also yield the per-key attention mass,
+  // handed to observe_attention (costs a little: only asked for when needed).
+  virtual bool wants_key_mass() const { return false; }
+  // key_mass: [rows, kv_heads, L] (L = the layer's max length, on the compute
+  // device): the attention of this step's queries (summed over the query heads of
+  // each KV head) on slot j; positions: [rows, kv_heads, L] CPU, the sequence
+  // position of each slot (-1 for empty slots). Positions identify entries
+  // across evictions; slots do not.
+  virtual void observe_attention(int64_t /*layer*/, int64_t /*token_index*/, const at::Tensor& /*key_mass*/,
+                                 const at::Tensor& /*positions*/) {}
   virtual void after_token(KvStore& store, int64_t token_index) = 0;
 };
 

@@ -55,7 +55,7 @@ at::Tensor LlamaGenGpt::feed_forward(const Layer& layer, const at::Tensor& x) co
 
 at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const at::Tensor& x,
                                   const at::Tensor& rope, KvStore* cache,
-                                  const std::vector<int64_t>& positions, const QueryObserver& observer) const {
+                                  const std::vector<int64_t>& positions, const StepObserver& observer) const {
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t h = config_.n_head, hkv = config_.kv_heads(), d = config_.head_dim();
   const int64_t group = h / hkv;
@@ -65,13 +65,14 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
   at::Tensor k = apply_rope(parts[1].reshape({b, t, hkv, d}), rope).transpose(1, 2);    // [B,Hkv,T,D]
   at::Tensor v = parts[2].reshape({b, t, hkv, d}).transpose(1, 2);
 
-  if (observer) observer(layer_index, q);
+  if (observer.on_queries) observer.on_queries(layer_index, q);
   if (cache != nullptr) {
     // Through the store: only retained entries are attended (ragged per head
     // once a policy has evicted), with the true positions for causality.
     cache->append(layer_index, k, v, positions);
-    at::Tensor out = cache->attend(layer_index, q, positions, /*causal=*/true).out;
-    return at::linear(out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
+    KvAttention attention = cache->attend(layer_index, q, positions, /*causal=*/true, false, observer.want_key_mass);
+    if (observer.on_attention) observer.on_attention(layer_index, attention, *cache);
+    return at::linear(attention.out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
   }
   // Teacher forcing over the whole sequence: plain causal attention.
   const int64_t l = k.size(2);
@@ -91,7 +92,7 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
 }
 
 at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache,
-                                   const QueryObserver& observer) const {
+                                   const StepObserver& observer) const {
   const int64_t t = h.size(1);
   std::vector<int64_t> positions(static_cast<size_t>(t));
   for (int64_t i = 0; i < t; ++i) positions[i] = first_position + i;
@@ -127,7 +128,7 @@ at::Tensor LlamaGenGpt::prefill(const at::Tensor& labels, KvStore& cache) const 
 }
 
 at::Tensor LlamaGenGpt::decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache,
-                                    const QueryObserver& observer) const {
+                                    const StepObserver& observer) const {
   if (position >= rope_.size(0))
     throw InvalidArgumentError("decode position " + std::to_string(position) + " is beyond the block size");
   at::Tensor h = at::embedding(tok_embeddings_, tokens.to(device_, at::kLong).view({-1, 1}));

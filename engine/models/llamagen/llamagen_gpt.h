@@ -22,9 +22,14 @@ namespace kvs::llamagen {
 
 using TensorMap = std::map<std::string, at::Tensor>;
 
-// Receives every layer's post-RoPE queries [rows, n_head, T, head_dim] of a step
-// (what cache policies such as LineAR score with).
-using QueryObserver = std::function<void(int64_t layer, const at::Tensor& queries)>;
+// What a cache policy sees of a decode step, per layer: the post-RoPE queries
+// [rows, n_head, T, head_dim] (LineAR scores with them) and, when want_key_mass,
+// the attention output with its per-key mass (H2O-style accumulators).
+struct StepObserver {
+  std::function<void(int64_t layer, const at::Tensor& queries)> on_queries;
+  bool want_key_mass = false;
+  std::function<void(int64_t layer, const KvAttention& attention, const KvStore& cache)> on_attention;
+};
 
 class LlamaGenGpt {
  public:
@@ -48,7 +53,7 @@ class LlamaGenGpt {
   // One image token per row (tokens [rows]) at sequence position `position`
   // (cls_token_num + raster index); returns logits [rows, vocab].
   at::Tensor decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache,
-                         const QueryObserver& observer = {}) const;
+                         const StepObserver& observer = {}) const;
 
  private:
   struct Layer {
@@ -59,8 +64,8 @@ class LlamaGenGpt {
   at::Tensor feed_forward(const Layer& layer, const at::Tensor& x) const;
   // x: [B, T, dim] normalised input; positions: the T sequence positions.
   at::Tensor attention(int64_t layer_index, const Layer& layer, const at::Tensor& x, const at::Tensor& rope,
-                       KvStore* cache, const std::vector<int64_t>& positions, const QueryObserver& observer) const;
-  at::Tensor run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const QueryObserver& observer = {}) const;
+                       KvStore* cache, const std::vector<int64_t>& positions, const StepObserver& observer) const;
+  at::Tensor run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const StepObserver& observer = {}) const;
 
   GptConfig config_;
   at::Device device_;

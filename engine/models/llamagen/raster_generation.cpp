@@ -56,9 +56,16 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
     }
     at::Tensor x = cfg_active ? at::cat({next, next}) : next;
     CachePolicy* policy = active_policy();
-    QueryObserver observer;
+    StepObserver observer;
     if (policy != nullptr && policy->wants_queries())
-      observer = [policy, i](int64_t layer, const at::Tensor& q) { policy->observe_queries(layer, i, q); };
+      observer.on_queries = [policy, i](int64_t layer, const at::Tensor& q) { policy->observe_queries(layer, i, q); };
+    if (policy != nullptr && policy->wants_key_mass()) {
+      observer.want_key_mass = true;
+      observer.on_attention = [policy, i](int64_t layer, const KvAttention& a, const KvStore& store) {
+        policy->observe_attention(layer, i, a.key_mass,
+                                  store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
+      };
+    }
     logits = gpt.decode_step(x, config.cls_token_num + i, cache, observer);
     // Token i's K/V is now in every layer: the policy may evict (line ends, or per token).
     if (policy != nullptr) policy->after_token(cache, i);
