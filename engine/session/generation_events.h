@@ -28,6 +28,19 @@ struct TokenProgressEvent {
   double tokens_per_second = 0;  // per image (all rows advance together)
 };
 
+// Which sequence positions are still cached, per (layer, KV head), for the first
+// image of the batch: one bit per position over [0, positions) — the condition
+// token(s) first, then the image tokens in raster order.
+struct RetainedMasks {
+  int64_t n_layer = 0, kv_heads = 0, positions = 0;
+  std::vector<uint64_t> bits;  // [layer][head][words], words = ceil(positions / 64)
+  int64_t words() const { return (positions + 63) / 64; }
+  bool retained(int64_t layer, int64_t head, int64_t position) const {
+    const uint64_t w = bits[static_cast<size_t>((layer * kv_heads + head) * words() + position / 64)];
+    return (w >> (position % 64)) & 1u;
+  }
+};
+
 struct UnitDoneEvent {
   int64_t unit_index = 0, units_total = 0;
   double elapsed_ms = 0;
@@ -36,6 +49,8 @@ struct UnitDoneEvent {
   int64_t kv_bytes_full_equivalent = 0;  // what the uncompressed cache would hold now
   int64_t kv_bytes_peak = 0;
   std::string policy;                     // active policy spec
+  std::vector<int64_t> retained_per_layer;  // image 0: retained entries per layer, summed over KV heads
+  std::optional<RetainedMasks> retained;    // when the request asks for cache maps
   std::optional<std::vector<RgbImage>> preview;  // when previews are requested
 };
 

@@ -22,6 +22,7 @@ struct GenerationRequest {
   int threads = 0;                   // 0: all hardware threads
   std::string policy = "full";       // KV-cache policy spec, e.g. "linear:rho=1/6" (see policy_registry.h)
   int preview_every_units = 0;       // decode a preview every N lines (0: off)
+  bool emit_retained_masks = false;  // per-line retained-position bitsets (for the UI overlays)
 
   // Throws InvalidArgumentError with a message naming the field.
   void validate() const;

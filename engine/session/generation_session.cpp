@@ -34,6 +34,28 @@ std::vector<RgbImage> decode_images(const llamagen::LlamaGenModel& model, const 
   return images;
 }
 
+// Bitsets of the positions retained for batch row 0, per (layer, KV head).
+RetainedMasks retained_masks(const KvStore& store, int64_t total_positions) {
+  RetainedMasks masks;
+  masks.n_layer = store.n_layer();
+  masks.kv_heads = store.kv_heads();
+  masks.positions = total_positions;
+  masks.bits.assign(static_cast<size_t>(masks.n_layer * masks.kv_heads * masks.words()), 0);
+  for (int64_t l = 0; l < masks.n_layer; ++l) {
+    at::Tensor pos = store.positions_tensor(l)[0].contiguous();  // [kv_heads, capacity]
+    const int64_t capacity = pos.size(1);
+    const int64_t* p = pos.data_ptr<int64_t>();
+    for (int64_t h = 0; h < masks.kv_heads; ++h)
+      for (int64_t j = 0; j < capacity; ++j) {
+        const int64_t position = p[h * capacity + j];
+        if (position < 0 || position >= total_positions) continue;
+        masks.bits[static_cast<size_t>((l * masks.kv_heads + h) * masks.words() + position / 64)] |=
+            uint64_t{1} << (position % 64);
+      }
+  }
+  return masks;
+}
+
 void emit(EventSink* sink, const GenerationEvent& e) {
   if (sink) sink->on_event(e);
 }
@@ -121,6 +143,9 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
       unit.kv_bytes_peak = mem.bytes_peak;
       unit.policy = policy_spec;
+      for (int64_t l = 0; l < cache.n_layer(); ++l)
+        unit.retained_per_layer.push_back(cache.lengths_tensor(l)[0].sum().item<int64_t>());
+      if (request.emit_retained_masks) unit.retained = retained_masks(cache, config.cls_token_num + config.block_size);
       if (request.preview_every_units > 0 && (unit.unit_index + 1) % request.preview_every_units == 0) {
         // The decoder has global attention: decode the whole grid with code 0 for
         // rows not generated yet.

@@ -196,6 +196,41 @@ TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
   }
 }
 
+TEST(SessionEvents, RetainedMasksShowWhatTheCacheHolds) {
+  struct Recorder : EventSink {
+    std::vector<UnitDoneEvent> units;
+    void on_event(const GenerationEvent& e) override {
+      if (auto* u = std::get_if<UnitDoneEvent>(&e)) units.push_back(*u);
+    }
+  };
+  GenerationSession session;
+  Recorder rec;
+  GenerationRequest r;
+  r.model_path = std::string(KVSTUDIO_SOURCE_DIR) + "/resources/models/llamagen-demo";
+  r.class_ids = {4};
+  r.device = "cpu";
+  r.policy = "streaming:budget=40,sink=4";
+  r.emit_retained_masks = true;
+  session.run(r, &rec);
+  ASSERT_EQ(rec.units.size(), 16u);
+  const UnitDoneEvent& last = rec.units.back();
+  ASSERT_TRUE(last.retained.has_value());
+  const RetainedMasks& m = *last.retained;
+  EXPECT_EQ(m.positions, 257);
+  // At the last unit 255 tokens were fed: the condition, the 4 sinks (positions
+  // 1..4) and the 36 most recent (positions 220..255) remain, in every layer and head.
+  for (int64_t l = 0; l < m.n_layer; ++l)
+    for (int64_t h = 0; h < m.kv_heads; ++h)
+      for (int64_t p = 0; p < m.positions; ++p)
+        ASSERT_EQ(m.retained(l, h, p), p <= 4 || (p >= 220 && p <= 255)) << l << " " << h << " " << p;
+  EXPECT_EQ(last.retained_per_layer, std::vector<int64_t>(6, 41 * 8));
+  // Masks cost nothing unless asked for.
+  r.emit_retained_masks = false;
+  Recorder quiet;
+  session.run(r, &quiet);
+  EXPECT_FALSE(quiet.units.back().retained.has_value());
+}
+
 TEST(PolicySwitch, ChangeMidRunAdoptsTheCacheAndBadSpecsAreRefused) {
   struct Switcher : EventSink {
     GenerationSession* session = nullptr;
