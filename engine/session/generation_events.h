@@ -41,6 +41,17 @@ struct RetainedMasks {
   }
 };
 
+// The attention that generated a line's last token (image 0; the query is the
+// token fed at query_position) over the sequence positions [0, positions): per
+// layer/head, or averaged (-1) over layers and/or heads. Evicted positions have
+// weight 0.
+struct AttentionMap {
+  int64_t layer = -1, head = -1;  // -1: mean
+  int64_t query_position = 0;
+  int64_t positions = 0;
+  std::vector<float> weights;
+};
+
 struct UnitDoneEvent {
   int64_t unit_index = 0, units_total = 0;
   double elapsed_ms = 0;
@@ -51,6 +62,7 @@ struct UnitDoneEvent {
   std::string policy;                     // active policy spec
   std::vector<int64_t> retained_per_layer;  // image 0: retained entries per layer, summed over KV heads
   std::optional<RetainedMasks> retained;    // when the request asks for cache maps
+  std::optional<AttentionMap> attention;    // when the request asks for attention maps
   std::optional<std::vector<RgbImage>> preview;  // when previews are requested
 };
 

@@ -23,6 +23,9 @@ struct GenerationRequest {
   std::string policy = "full";       // KV-cache policy spec, e.g. "linear:rho=1/6" (see policy_registry.h)
   int preview_every_units = 0;       // decode a preview every N lines (0: off)
   bool emit_retained_masks = false;  // per-line retained-position bitsets (for the UI overlays)
+  bool emit_attention_map = false;   // per-line attention map of the line's last token
+  int64_t attention_layer = -1;      // -1: mean over layers
+  int64_t attention_head = -1;       // KV head, -1: mean over heads
 
   // Throws InvalidArgumentError with a message naming the field.
   void validate() const;

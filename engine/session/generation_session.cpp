@@ -127,6 +127,40 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     }
     llamagen::RasterHooks hooks;
     hooks.policy = [&] { return policy.get(); };
+    // Attention map of the step that generates each line's last token (its query
+    // is the token before), accumulated over the layers/heads asked for; paid
+    // only when requested.
+    const int64_t total_positions = config.cls_token_num + config.block_size;
+    if (request.attention_layer < -1 || request.attention_layer >= config.n_layer)
+      throw InvalidArgumentError("attention layer " + std::to_string(request.attention_layer) + " does not exist (model has " +
+                                 std::to_string(config.n_layer) + " layers; -1 = mean)");
+    if (request.attention_head < -1 || request.attention_head >= config.kv_heads())
+      throw InvalidArgumentError("attention head " + std::to_string(request.attention_head) + " does not exist (model has " +
+                                 std::to_string(config.kv_heads()) + " KV heads; -1 = mean)");
+    at::Tensor attention_sum;
+    int64_t attention_count = 0, attention_query = 0;
+    if (request.emit_attention_map) {
+      hooks.wants_attention = [grid](int64_t i) { return (i + 2) % grid == 0; };
+      hooks.on_attention = [&](int64_t layer, int64_t i, const KvAttention& a, const KvStore& store) {
+        if (request.attention_layer >= 0 && layer != request.attention_layer) return;
+        if (layer == 0 || request.attention_layer >= 0) {
+          attention_sum = at::zeros({total_positions}, at::TensorOptions().dtype(at::kFloat));
+          attention_count = 0;
+          attention_query = config.cls_token_num + i;
+        }
+        const int64_t group = config.n_head / config.kv_heads();
+        at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / static_cast<double>(group);  // [kv, L]: mean over grouped heads
+        at::Tensor pos = store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1));       // [kv, L]
+        if (request.attention_head >= 0) {
+          mass = mass.narrow(0, request.attention_head, 1);
+          pos = pos.narrow(0, request.attention_head, 1);
+        }
+        at::Tensor valid = pos >= 0;
+        attention_sum.index_add_(0, at::where(valid, pos, at::zeros_like(pos)).reshape({-1}),
+                                 at::where(valid, mass, at::zeros_like(mass)).reshape({-1}));
+        attention_count += mass.size(0);
+      };
+    }
     hooks.cache_capacity_tokens = policy->max_entries() + 1;
     hooks.cancelled = [this] { return cancel_requested_.load(); };
     hooks.on_token = [&](int64_t done, const at::Tensor& tokens, const KvStore& cache) {
@@ -145,7 +179,18 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       unit.policy = policy_spec;
       for (int64_t l = 0; l < cache.n_layer(); ++l)
         unit.retained_per_layer.push_back(cache.lengths_tensor(l)[0].sum().item<int64_t>());
-      if (request.emit_retained_masks) unit.retained = retained_masks(cache, config.cls_token_num + config.block_size);
+      if (request.emit_retained_masks) unit.retained = retained_masks(cache, total_positions);
+      if (request.emit_attention_map && attention_count > 0) {
+        AttentionMap map;
+        map.layer = request.attention_layer;
+        map.head = request.attention_head;
+        map.query_position = attention_query;
+        map.positions = total_positions;
+        at::Tensor mean = (attention_sum / static_cast<double>(attention_count)).contiguous();
+        map.weights.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + total_positions);
+        unit.attention = std::move(map);
+        attention_count = 0;
+      }
       if (request.preview_every_units > 0 && (unit.unit_index + 1) % request.preview_every_units == 0) {
         // The decoder has global attention: decode the whole grid with code 0 for
         // rows not generated yet.

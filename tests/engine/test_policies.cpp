@@ -127,8 +127,11 @@ TEST(RandomPolicy, ReproducibleAndNeverEvictsTheCondition) {
     }
     auto kept = store.positions(0, 0, 0);
     EXPECT_EQ(kept.front(), 0);
-    if (run == 0) first = kept;
-    else EXPECT_EQ(kept, first);
+    if (run == 0) {
+      first = kept;
+    } else {
+      EXPECT_EQ(kept, first);
+    }
   }
 }
 
@@ -224,7 +227,29 @@ TEST(SessionEvents, RetainedMasksShowWhatTheCacheHolds) {
       for (int64_t p = 0; p < m.positions; ++p)
         ASSERT_EQ(m.retained(l, h, p), p <= 4 || (p >= 220 && p <= 255)) << l << " " << h << " " << p;
   EXPECT_EQ(last.retained_per_layer, std::vector<int64_t>(6, 41 * 8));
-  // Masks cost nothing unless asked for.
+  // Attention maps: a distribution over positions that sums to 1, zero on future
+  // positions and on positions streaming evicted long before this step (between
+  // the sinks and the 36-token window).
+  r.emit_attention_map = true;
+  r.attention_layer = 2;
+  r.attention_head = 5;
+  Recorder maps;
+  session.run(r, &maps);
+  for (const auto& u : maps.units) {
+    ASSERT_TRUE(u.attention.has_value());
+    const int64_t q = u.attention->query_position;
+    double total = 0;
+    for (int64_t p = 0; p < u.attention->positions; ++p) {
+      total += u.attention->weights[p];
+      if (p > q || (p > 4 && p < q - 40)) {
+        EXPECT_EQ(u.attention->weights[p], 0.0f) << p;
+      }
+    }
+    EXPECT_NEAR(total, 1.0, 1e-4);
+  }
+  EXPECT_EQ(maps.units[3].attention->query_position, 1 + 62);  // generated token 63
+  // Masks and maps cost nothing unless asked for.
+  r.emit_attention_map = false;
   r.emit_retained_masks = false;
   Recorder quiet;
   session.run(r, &quiet);

@@ -59,11 +59,15 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
     StepObserver observer;
     if (policy != nullptr && policy->wants_queries())
       observer.on_queries = [policy, i](int64_t layer, const at::Tensor& q) { policy->observe_queries(layer, i, q); };
-    if (policy != nullptr && policy->wants_key_mass()) {
+    const bool policy_attention = policy != nullptr && policy->wants_key_mass();
+    const bool probe_attention = hooks.wants_attention && hooks.on_attention && hooks.wants_attention(i);
+    if (policy_attention || probe_attention) {
       observer.want_key_mass = true;
-      observer.on_attention = [policy, i](int64_t layer, const KvAttention& a, const KvStore& store) {
-        policy->observe_attention(layer, i, a.key_mass,
-                                  store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
+      observer.on_attention = [&, policy, i, policy_attention, probe_attention](int64_t layer, const KvAttention& a,
+                                                                               const KvStore& store) {
+        if (policy_attention)
+          policy->observe_attention(layer, i, a.key_mass, store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
+        if (probe_attention) hooks.on_attention(layer, i, a, store);
       };
     }
     logits = gpt.decode_step(x, config.cls_token_num + i, cache, observer);

@@ -33,6 +33,10 @@ struct RasterHooks {
   // step, so its owner may swap it at a line boundary (from on_token): the new
   // policy adopts the cache as it stands.
   std::function<CachePolicy*()> policy;
+  // Attention probe for the UI: when wants_attention(i) is true for the step that
+  // feeds token i, every layer's attention (with per-key mass) is passed on.
+  std::function<bool(int64_t token_index)> wants_attention;
+  std::function<void(int64_t layer, int64_t token_index, const KvAttention& attention, const KvStore& cache)> on_attention;
   // Store capacity in image entries per segment (0 = all image tokens).
   int64_t cache_capacity_tokens = 0;
 };
