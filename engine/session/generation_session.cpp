@@ -108,17 +108,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     auto elapsed_ms = [&] {
       return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     };
-    PolicyContext context;
-    context.n_layer = config.n_layer;
-    context.n_head = config.n_head;
-    context.kv_heads = config.kv_heads();
-    context.head_dim = config.head_dim();
-    context.grid_height = grid;
-    context.grid_width = grid;
-    context.condition_tokens = config.cls_token_num;
-    context.batch = batch;
-    context.cfg = request.cfg_scale > 1.0;
-    context.seed = request.seed;
+    const PolicyContext context = llamagen::raster_policy_context(config, batch, request.cfg_scale > 1.0, request.seed);
     std::unique_ptr<CachePolicy> policy = make_policy(request.policy, context);
     std::string policy_spec = request.policy;
     {

@@ -159,14 +159,7 @@ TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
   auto bundle = io::ModelBundle::open(std::string(KVSTUDIO_SOURCE_DIR) + "/resources/models/llamagen-demo");
   auto model = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU));
   const auto& cfg = model.gpt->config();
-  PolicyContext context;
-  context.n_layer = cfg.n_layer;
-  context.n_head = cfg.n_head;
-  context.kv_heads = cfg.kv_heads();
-  context.head_dim = cfg.head_dim();
-  context.grid_height = context.grid_width = cfg.grid_size();
-  context.batch = 2;
-  context.cfg = true;
+  const PolicyContext context = llamagen::raster_policy_context(cfg, /*batch=*/2, /*cfg=*/true, /*seed=*/5);
   for (const std::string spec : {"full", "streaming:rho=1/4", "random:rho=1/4", "linear:rho=1/4", "linear:rho=1/2,cfg_decision=both"}) {
     auto policy = make_policy(spec, context);
     const int64_t budget = policy->budget_tokens();

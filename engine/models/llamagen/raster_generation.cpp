@@ -10,6 +10,21 @@
 
 namespace kvs::llamagen {
 
+PolicyContext raster_policy_context(const GptConfig& config, int64_t batch, bool cfg, uint64_t seed) {
+  PolicyContext context;
+  context.n_layer = config.n_layer;
+  context.n_head = config.n_head;
+  context.kv_heads = config.kv_heads();
+  context.head_dim = config.head_dim();
+  context.grid_height = config.grid_size();
+  context.grid_width = config.grid_size();
+  context.condition_tokens = config.cls_token_num;
+  context.batch = batch;
+  context.cfg = cfg;
+  context.seed = seed;
+  return context;
+}
+
 RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in, const RasterParams& params,
                              const RasterHooks& hooks) {
   const GptConfig& config = gpt.config();

@@ -47,6 +47,9 @@ struct RasterResult {
   KvMemoryStats memory;
 };
 
+// The policy context of a LlamaGen generation: geometry and head counts.
+PolicyContext raster_policy_context(const GptConfig& config, int64_t batch, bool cfg, uint64_t seed);
+
 RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels, const RasterParams& params,
                              const RasterHooks& hooks = {});
 
