@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "engine/cache/policies/full_policy.h"
+#include "engine/cache/policies/headkv_policy.h"
 #include "engine/cache/policies/linear_policy.h"
 #include "engine/cache/policies/random_policy.h"
 #include "engine/cache/policies/streaming_policy.h"
@@ -109,7 +110,7 @@ int64_t resolve_budget_tokens(const PolicyParams& params, const PolicyContext& c
 
 const std::vector<PolicyInfo>& policy_registry() {
   static const std::vector<PolicyInfo> registry = {full_policy_info(), streaming_policy_info(), random_policy_info(),
-                                                   linear_policy_info()};
+                                                   linear_policy_info(), headkv_policy_info()};
   return registry;
 }
 
