@@ -23,6 +23,7 @@ commands:
   create-random   write a randomly initialised bundle (demo or any official size)
   inspect <png>   print the generation parameters stored in a PNG made by KV Studio
   policies        list the KV-cache policies and their parameters
+  bench           compare KV-cache policies with the full cache (memory, speed, PSNR, SSIM)
 
 global options:
   --log-level L   trace|debug|info|warn|error|off (default warn)
@@ -69,6 +70,7 @@ int main(int argc, char** argv) {
     if (command == "create-random") return kvs::cli::cmd_create_random(rest);
     if (command == "inspect") return kvs::cli::cmd_inspect(rest);
     if (command == "policies") return kvs::cli::cmd_policies(rest);
+    if (command == "bench") return kvs::cli::cmd_bench(rest);
     throw kvs::InvalidArgumentError("unknown command '" + command + "' (see kvstudio-cli --help)");
   } catch (const kvs::CancelledError& e) {
     std::fprintf(stderr, "kvstudio-cli: %s\n", e.what());

@@ -86,5 +86,40 @@ else
   fail batch-files
 fi
 
+# bench: full is the reference (agreement 1), compressed policies keep less KV.
+if "$cli" bench --policies full,streaming:rho=1/4,linear:rho=1/4 --batch 2 --images 2 --seed 1 \
+     --json "$work/bench.json" --chart "$work/bench.png" --quiet >/dev/null; then
+  pass bench-runs
+  if python3 -c '
+import json, sys
+records = json.load(open(sys.argv[1]))
+required = ["policy", "params", "kv_bytes_logical", "kv_bytes_allocated", "kv_bytes_peak", "kv_bytes_full",
+            "process_peak_bytes", "process_rss_delta_bytes", "tokens_per_s", "speedup_vs_full", "token_agreement",
+            "psnr", "ssim", "images", "batch", "model", "device", "grid"]
+assert len(records) == 3, len(records)
+for r in records:
+    missing = [k for k in required if k not in r]
+    assert not missing, (r.get("policy"), missing)
+full = records[0]
+assert full["policy"] == "full" and full["token_agreement"] == 1, full
+for r in records[1:]:
+    assert r["kv_bytes_logical"] < full["kv_bytes_logical"], r
+' "$work/bench.json" 2>&1; then
+    pass bench-json
+  else
+    fail bench-json
+  fi
+  if python3 -c 'import sys; assert open(sys.argv[1], "rb").read(8) == b"\x89PNG\r\n\x1a\n"' "$work/bench.png" 2>/dev/null; then
+    pass bench-chart
+  else
+    fail bench-chart
+  fi
+else
+  fail bench-runs
+fi
+expect_error bench-unknown-policy "unknown cache policy 'nosuch'" -- bench --policies full,nosuch:rho=1/4 --quiet
+expect_error bench-impossible-budget "policy linear: .*impossible" -- bench --policies linear:rho=1/100 --quiet
+expect_error bench-bad-random "--random: unknown architecture 'llamagen-Q@256'" -- bench --random llamagen-Q@256 --policies full --quiet
+
 echo "cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

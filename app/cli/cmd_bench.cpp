@@ -1,0 +1,184 @@
+// kvstudio-cli bench: a thin shell over run_policy_bench (engine/bench/policy_bench.h).
+#include <nlohmann/json.hpp>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "app/cli/arg_parser.h"
+#include "app/cli/commands.h"
+#include "app/cli/default_paths.h"
+#include "engine/bench/bench_chart.h"
+#include "engine/bench/policy_bench.h"
+#include "engine/core/errors.h"
+#include "engine/image/png_file.h"
+
+namespace kvs::cli {
+namespace {
+namespace fs = std::filesystem;
+
+const char* kHelp = R"(usage: kvstudio-cli bench --policies SPEC[,SPEC...] [options]
+
+Generates the same classes and seeds under each policy and compares it with the
+full cache: KV memory, speed, token agreement, PSNR and SSIM. "full" always runs
+first as the reference.
+
+  --model DIR         model bundle (default: the bundled demo model)
+  --random ARCH       an official architecture with seeded random weights instead of --model:
+                      llamagen-demo, llamagen-B@256, llamagen-L@384, llamagen-XL@384, ...
+                      (written to a temporary folder in f16 and removed afterwards)
+  --policies LIST     comma-separated specs; a comma before KEY= continues a spec:
+                      full,streaming:rho=1/4,sink=4,linear:rho=1/6,n_init=4
+  --batch N           images per generation run (default 1)
+  --images M          images per policy (default: --batch); runs of --batch, the last may be smaller
+  --seed S            run r uses seed S + r (default 0)
+  --classes IDS       class ids cycled over the images (default 0, 1, 2, ...)
+  --cfg F             classifier-free guidance scale (default: the model's, else 4.0)
+  --temperature F, --top-k N, --top-p F   sampling (default: the model's)
+  --no-warmup         skip the untimed full-cache run made before measuring
+  --device D          auto|cpu|cuda (default auto)
+  --threads N         CPU threads (default: all cores)
+  --json FILE         write the records as a JSON array
+  --chart FILE.png    write a bar chart (KV share of full, tokens/s)
+  --quiet             no progress output
+)";
+
+volatile std::sig_atomic_t g_interrupted = 0;
+void on_sigint(int) { g_interrupted = 1; }
+
+std::vector<int64_t> parse_id_list(const std::string& option, const std::string& text) {
+  std::vector<int64_t> ids;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) ids.push_back(parse_int(option, item));
+  if (ids.empty()) throw InvalidArgumentError("option " + option + " needs at least one id");
+  return ids;
+}
+
+void check_output(const std::string& option, const std::string& path, const std::string& extension) {
+  if (!extension.empty() && fs::path(path).extension() != extension)
+    throw InvalidArgumentError(option + " must name a " + extension + " file, got '" + path + "'");
+  const fs::path dir = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && !fs::is_directory(dir, ec)) throw FileError("output folder " + dir.string() + " does not exist");
+}
+
+std::string fixed(double v, int digits) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return "inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+void print_table(const std::vector<BenchRecord>& records) {
+  const std::vector<std::string> header{"policy", "KV MiB", "% full", "alloc MiB", "alloc/log", "tok/s",
+                                        "speedup", "agree %", "PSNR dB", "SSIM"};
+  std::vector<std::vector<std::string>> rows{header};
+  for (const auto& r : records) {
+    const double mib = 1048576.0;
+    rows.push_back({r.policy, fixed(r.kv_bytes_logical / mib, 2),
+                    fixed(r.kv_bytes_full > 0 ? 100.0 * r.kv_bytes_logical / r.kv_bytes_full : NAN, 1),
+                    fixed(r.kv_bytes_allocated / mib, 2),
+                    fixed(r.kv_bytes_logical > 0 ? static_cast<double>(r.kv_bytes_allocated) / r.kv_bytes_logical : NAN, 2),
+                    fixed(r.tokens_per_s, 1), fixed(r.speedup_vs_full, 2), fixed(100.0 * r.token_agreement, 1),
+                    // every image equal to the reference: PSNR is infinite
+                    r.identical_images == r.images ? "inf" : fixed(r.psnr, 2), fixed(r.ssim, 4)});
+  }
+  std::vector<size_t> width(header.size(), 0);
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += c == 0 ? row[c] + pad : "  " + pad + row[c];  // policy left, numbers right-aligned
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  if (!records.empty())
+    std::printf("model %s on %s, %dx%d tokens, %lld images per policy in runs of %lld\n", records[0].model.c_str(),
+                records[0].device.c_str(), static_cast<int>(records[0].grid_height),
+                static_cast<int>(records[0].grid_width), static_cast<long long>(records[0].images),
+                static_cast<long long>(records[0].batch));
+}
+
+}  // namespace
+
+int cmd_bench(const std::vector<std::string>& args) {
+  ArgParser p(args,
+              {"--model", "--random", "--policies", "--batch", "--images", "--seed", "--classes", "--cfg",
+               "--temperature", "--top-k", "--top-p", "--device", "--threads", "--json", "--chart"},
+              {"--quiet", "--no-warmup", "--help"}, 0);
+  if (p.flag("--help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  if (p.has("--model") && p.has("--random")) throw InvalidArgumentError("options --model and --random exclude each other");
+  BenchOptions options;
+  if (p.has("--random")) options.random_arch = p.get("--random", "");
+  else options.model_path = p.get("--model", default_model_path());
+  options.policies = split_policy_list(p.require("--policies"));
+  options.batch = p.get_int("--batch", 1);
+  if (options.batch < 1 || options.batch > 64) throw InvalidArgumentError("option --batch must be between 1 and 64");
+  options.images = p.get_int("--images", options.batch);
+  if (options.images < 1 || options.images > 100000) throw InvalidArgumentError("option --images must be between 1 and 100000");
+  options.seed = p.get_u64("--seed", 0);
+  if (p.has("--classes")) options.classes = parse_id_list("--classes", p.get("--classes", ""));
+  if (p.has("--cfg")) options.cfg = p.get_double("--cfg", 0);
+  if (p.has("--temperature")) options.temperature = p.get_double("--temperature", 0);
+  if (p.has("--top-k")) options.top_k = p.get_int("--top-k", 0);
+  if (p.has("--top-p")) options.top_p = p.get_double("--top-p", 0);
+  options.warmup = !p.flag("--no-warmup");
+  options.device = p.get("--device", "auto");
+  options.threads = static_cast<int>(p.get_int("--threads", 0));
+  const std::string json_path = p.get("--json", "");
+  const std::string chart_path = p.get("--chart", "");
+  if (!json_path.empty()) check_output("--json", json_path, "");
+  if (!chart_path.empty()) check_output("--chart", chart_path, ".png");
+
+  const bool quiet = p.flag("--quiet");
+  const bool tty = ::isatty(STDERR_FILENO) != 0;
+  auto progress = [&](const BenchProgress& b) {
+    if (quiet) return;
+    if (b.run_finished) {
+      std::fprintf(stderr, "%s[%lld/%lld] %-28s run %lld/%lld done in %.2f s\n", tty ? "\r\033[K" : "",
+                   static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
+                   static_cast<long long>(b.run_index + 1), static_cast<long long>(b.run_count), b.run_elapsed_ms / 1000.0);
+    } else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total)) {
+      std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s run %lld/%lld  token %lld/%lld", static_cast<long long>(b.policy_index + 1),
+                   static_cast<long long>(b.policy_count), b.policy.c_str(), static_cast<long long>(b.run_index + 1),
+                   static_cast<long long>(b.run_count), static_cast<long long>(b.tokens_done),
+                   static_cast<long long>(b.tokens_total));
+    }
+    std::fflush(stderr);
+  };
+
+  g_interrupted = 0;
+  auto previous = std::signal(SIGINT, on_sigint);
+  std::vector<BenchRecord> records;
+  try {
+    records = run_policy_bench(options, progress, [] { return g_interrupted != 0; });
+  } catch (...) {
+    std::signal(SIGINT, previous);
+    if (!quiet && tty) std::fputs("\r\033[K", stderr);
+    throw;
+  }
+  std::signal(SIGINT, previous);
+
+  print_table(records);
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << to_json(records).dump(2) << "\n";
+    if (!out) throw FileError("cannot write " + json_path);
+  }
+  if (!chart_path.empty()) write_png(chart_path, draw_bench_chart(records));
+  return 0;
+}
+
+}  // namespace kvs::cli

@@ -1,0 +1,344 @@
+#include "engine/bench/policy_bench.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <system_error>
+#include <unistd.h>
+
+#include "engine/cache/policies/policy_registry.h"
+#include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
+#include "engine/metrics/image_metrics.h"
+#include "engine/metrics/process_memory.h"
+#include "engine/models/llamagen/llamagen_config.h"
+#include "engine/models/llamagen/llamagen_random_init.h"
+#include "engine/models/llamagen/raster_generation.h"
+#include "engine/session/generation_session.h"
+
+namespace kvs {
+namespace {
+namespace fs = std::filesystem;
+
+bool is_policy_name(const std::string& name) {
+  for (const auto& info : policy_registry())
+    if (info.name == name) return true;
+  return false;
+}
+
+// "llamagen-demo" or "llamagen-<SIZE>[@<pixels>]" (SIZE as in gpt_preset without "GPT-").
+struct RandomArch {
+  llamagen::GptConfig gpt;
+  llamagen::VqConfig vq;
+  std::string name;
+};
+
+RandomArch parse_random_arch(const std::string& text) {
+  std::string sizes;
+  for (const auto& n : llamagen::gpt_preset_names()) sizes += (sizes.empty() ? "" : "|") + n.substr(4);
+  const std::string expected = "expected llamagen-demo or llamagen-<" + sizes + ">@<image size, e.g. 256 or 384>";
+  RandomArch arch;
+  arch.name = text + "-random";
+  if (text == "llamagen-demo") {
+    arch.gpt = llamagen::demo_gpt_config();
+    arch.vq = llamagen::demo_vq_config();
+    return arch;
+  }
+  const std::string prefix = "llamagen-";
+  if (text.rfind(prefix, 0) != 0) throw InvalidArgumentError("--random: unknown architecture '" + text + "' (" + expected + ")");
+  std::string size = text.substr(prefix.size());
+  int64_t image_size = 256;
+  const auto at = size.find('@');
+  if (at != std::string::npos) {
+    const std::string px = size.substr(at + 1);
+    size = size.substr(0, at);
+    if (px.empty() || px.size() > 5 || px.find_first_not_of("0123456789") != std::string::npos)
+      throw InvalidArgumentError("--random: bad image size '" + px + "' in '" + text + "' (" + expected + ")");
+    image_size = std::stoll(px);
+  }
+  const auto names = llamagen::gpt_preset_names();
+  if (std::find(names.begin(), names.end(), "GPT-" + size) == names.end())
+    throw InvalidArgumentError("--random: unknown architecture '" + text + "' (" + expected + ")");
+  arch.vq = llamagen::vq_preset("VQ-16");
+  const int64_t down = arch.vq.downsample();
+  if (image_size <= 0 || image_size % down != 0 || image_size > 2048)
+    throw InvalidArgumentError("--random: image size " + std::to_string(image_size) + " in '" + text +
+                               "' must be a positive multiple of " + std::to_string(down) + " up to 2048");
+  arch.gpt = llamagen::gpt_preset("GPT-" + size, image_size, down, 1000, arch.vq.codebook_size);
+  return arch;
+}
+
+// A temporary bundle folder, removed when the benchmark ends (also on errors).
+struct TemporaryDir {
+  fs::path path;
+  TemporaryDir() {
+    std::random_device rd;
+    path = fs::temp_directory_path() /
+           ("kvstudio-bench-" + std::to_string(::getpid()) + "-" + std::to_string(rd() % 1000000));
+  }
+  ~TemporaryDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  TemporaryDir(const TemporaryDir&) = delete;
+  TemporaryDir& operator=(const TemporaryDir&) = delete;
+};
+
+// Collects what GenerationResult does not carry: the largest allocation and the
+// generation time up to the last token (VQ decoding excluded).
+class RunSink : public EventSink {
+ public:
+  RunSink(GenerationSession& session, BenchProgress base, const BenchProgressFn& progress,
+          const std::function<bool()>& cancelled)
+      : session_(session), base_(std::move(base)), progress_(progress), cancelled_(cancelled) {}
+
+  void on_event(const GenerationEvent& event) override {
+    if (const auto* t = std::get_if<TokenProgressEvent>(&event)) {
+      generation_ms = t->elapsed_ms;
+      if (cancelled_ && cancelled_()) session_.cancel();
+      if (progress_) {
+        BenchProgress p = base_;
+        p.tokens_done = t->tokens_done;
+        p.tokens_total = t->tokens_total;
+        p.run_elapsed_ms = t->elapsed_ms;
+        progress_(p);
+      }
+    } else if (const auto* u = std::get_if<UnitDoneEvent>(&event)) {
+      allocated_peak = std::max(allocated_peak, u->kv_bytes_allocated);
+    }
+  }
+
+  double generation_ms = 0;
+  int64_t allocated_peak = 0;
+
+ private:
+  GenerationSession& session_;
+  BenchProgress base_;
+  const BenchProgressFn& progress_;
+  const std::function<bool()>& cancelled_;
+};
+
+double mean(const std::vector<double>& v) {
+  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double s = 0;
+  for (double x : v) s += x;
+  return s / static_cast<double>(v.size());
+}
+
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+}  // namespace
+
+std::vector<std::string> split_policy_list(const std::string& text) {
+  std::vector<std::string> specs;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) continue;
+    const auto stop = item.find_first_of(":=");
+    const std::string head = item.substr(0, stop);
+    const bool continues = stop != std::string::npos && item[stop] == '=' && !is_policy_name(head);
+    if (continues) {
+      if (specs.empty())
+        throw InvalidArgumentError("--policies: parameter '" + item + "' comes before any policy name");
+      specs.back() += (specs.back().find(':') == std::string::npos ? ":" : ",") + item;
+    } else {
+      find_policy(head);  // unknown names: one error listing the known ones
+      specs.push_back(item);
+    }
+  }
+  if (specs.empty()) throw InvalidArgumentError("--policies: no policy given");
+  return specs;
+}
+
+nlohmann::json to_json(const BenchRecord& r) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const auto& [k, v] : r.params) params[k] = v;
+  return {{"policy", r.policy},
+          {"params", params},
+          {"kv_bytes_logical", r.kv_bytes_logical},
+          {"kv_bytes_allocated", r.kv_bytes_allocated},
+          {"kv_bytes_peak", r.kv_bytes_peak},
+          {"kv_bytes_full", r.kv_bytes_full},
+          {"process_peak_bytes", r.process_peak_bytes},
+          {"process_rss_delta_bytes", r.process_rss_delta_bytes},
+          {"generation_ms", r.generation_ms},
+          {"tokens_per_s", r.tokens_per_s},
+          {"speedup_vs_full", r.speedup_vs_full},
+          {"token_agreement", r.token_agreement},
+          {"psnr", number_or_null(r.psnr)},
+          {"ssim", number_or_null(r.ssim)},
+          {"identical_images", r.identical_images},
+          {"images", r.images},
+          {"batch", r.batch},
+          {"model", r.model},
+          {"device", r.device},
+          {"grid", {r.grid_height, r.grid_width}}};
+}
+
+nlohmann::json to_json(const std::vector<BenchRecord>& records) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& r : records) out.push_back(to_json(r));
+  return out;
+}
+
+std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const BenchProgressFn& progress,
+                                          const std::function<bool()>& cancelled) {
+  if (options.model_path.empty() == options.random_arch.empty())
+    throw InvalidArgumentError("bench needs exactly one of a model folder or a random architecture");
+  if (options.batch < 1 || options.batch > 64) throw InvalidArgumentError("bench: batch must be between 1 and 64");
+  if (options.images < 1) throw InvalidArgumentError("bench: images must be at least 1");
+
+  // Policies: canonical specs, "full" first, duplicates once.
+  std::vector<PolicySpec> specs{parse_policy_spec("full")};
+  for (const auto& text : options.policies) {
+    PolicySpec spec = parse_policy_spec(text);
+    find_policy(spec.name);
+    const bool seen = std::any_of(specs.begin(), specs.end(), [&](const PolicySpec& s) { return s.text() == spec.text(); });
+    if (!seen) specs.push_back(spec);
+  }
+
+  // The architecture, known before any weights are written or loaded.
+  std::optional<RandomArch> random;
+  llamagen::GptConfig gpt;
+  nlohmann::json defaults = nlohmann::json::object();
+  if (!options.random_arch.empty()) {
+    random = parse_random_arch(options.random_arch);
+    gpt = random->gpt;
+  } else {
+    const io::ModelBundle bundle = io::ModelBundle::open(options.model_path);
+    if (bundle.family() != "llamagen")
+      throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported by bench yet (supported: llamagen)");
+    gpt = llamagen::gpt_config_from_json(bundle.manifest.at("architecture").at("gpt"));
+    defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
+  }
+
+  GenerationRequest base;
+  base.cfg_scale = options.cfg.value_or(defaults.value("cfg_scale", 4.0));
+  base.sampling.temperature = options.temperature.value_or(defaults.value("temperature", 1.0));
+  base.sampling.top_k = options.top_k.value_or(defaults.value("top_k", int64_t{0}));
+  base.sampling.top_p = options.top_p.value_or(defaults.value("top_p", 1.0));
+  base.device = options.device;
+  base.threads = options.threads;
+
+  // Classes per image, checked against the model.
+  std::vector<int64_t> classes(static_cast<size_t>(options.images));
+  for (int64_t i = 0; i < options.images; ++i)
+    classes[static_cast<size_t>(i)] = options.classes.empty()
+                                          ? i % gpt.num_classes
+                                          : options.classes[static_cast<size_t>(i) % options.classes.size()];
+  for (int64_t c : classes)
+    if (c < 0 || c >= gpt.num_classes)
+      throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: the model has " +
+                                 std::to_string(gpt.num_classes) + " classes (0.." + std::to_string(gpt.num_classes - 1) + ")");
+
+  // Every policy is built once on the real geometry, so impossible budgets are
+  // refused before the first (possibly long) run.
+  for (int64_t b : {options.batch, (options.images - 1) % options.batch + 1}) {
+    const PolicyContext context = llamagen::raster_policy_context(gpt, b, base.cfg_scale > 1.0, options.seed);
+    for (const auto& spec : specs) make_policy(spec.text(), context);
+  }
+  {
+    GenerationRequest check = base;
+    check.model_path = ".";
+    check.class_ids = {0};
+    check.validate();
+  }
+
+  std::optional<TemporaryDir> temp;
+  std::string model_path = options.model_path;
+  if (random) {
+    temp.emplace();
+    llamagen::write_random_llamagen_bundle(temp->path.string(), random->name, random->gpt, random->vq, options.seed, "f16");
+    model_path = temp->path.string();
+  }
+  base.model_path = model_path;
+
+  const int64_t runs = (options.images + options.batch - 1) / options.batch;
+  auto run_request = [&](int64_t r, const std::string& policy) {
+    GenerationRequest req = base;
+    req.policy = policy;
+    req.seed = options.seed + static_cast<uint64_t>(r);
+    const int64_t first = r * options.batch, last = std::min(options.images, first + options.batch);
+    req.class_ids.assign(classes.begin() + first, classes.begin() + last);
+    return req;
+  };
+
+  GenerationSession session;
+  if (options.warmup) {
+    BenchProgress p{"full (warm-up)", 0, static_cast<int64_t>(specs.size()), 0, 1};
+    RunSink sink(session, p, progress, cancelled);
+    session.run(run_request(0, "full"), &sink);
+  }
+
+  std::vector<BenchRecord> records;
+  std::vector<std::vector<int32_t>> ref_tokens;
+  std::vector<RgbImage> ref_images;
+  for (size_t pi = 0; pi < specs.size(); ++pi) {
+    const std::string policy = specs[pi].text();
+    BenchRecord rec;
+    rec.policy = policy;
+    rec.params = specs[pi].params;
+    rec.images = options.images;
+    rec.batch = options.batch;
+    const int64_t rss_before = process_resident_bytes();
+    std::vector<std::vector<int32_t>> tokens;
+    std::vector<RgbImage> images;
+    for (int64_t r = 0; r < runs; ++r) {
+      BenchProgress p{policy, static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()), r, runs};
+      RunSink sink(session, p, progress, cancelled);
+      GenerationResult result = session.run(run_request(r, policy), &sink);
+      rec.generation_ms += sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
+      rec.kv_bytes_logical = std::max(rec.kv_bytes_logical, result.kv_bytes_logical_final);
+      rec.kv_bytes_allocated = std::max(rec.kv_bytes_allocated, sink.allocated_peak);
+      rec.kv_bytes_peak = std::max(rec.kv_bytes_peak, result.kv_bytes_peak);
+      rec.kv_bytes_full = std::max(rec.kv_bytes_full, result.kv_bytes_full);
+      rec.model = result.model_name;
+      rec.device = result.device;
+      rec.grid_height = result.grid_height;
+      rec.grid_width = result.grid_width;
+      for (auto& t : result.tokens) tokens.push_back(std::move(t));
+      for (auto& im : result.images) images.push_back(std::move(im));
+      if (progress) {
+        p.run_finished = true;
+        p.tokens_done = p.tokens_total = result.grid_height * result.grid_width;
+        p.run_elapsed_ms = sink.generation_ms;
+        progress(p);
+      }
+    }
+    rec.process_peak_bytes = process_peak_resident_bytes();
+    rec.process_rss_delta_bytes = process_resident_bytes() - rss_before;
+    const double image_tokens = static_cast<double>(options.images * rec.grid_height * rec.grid_width);
+    rec.tokens_per_s = rec.generation_ms > 0 ? image_tokens * 1000.0 / rec.generation_ms : 0;
+    if (pi == 0) {
+      ref_tokens = tokens;
+      ref_images = images;
+    }
+    std::vector<double> agreement, psnrs, ssims;
+    for (size_t i = 0; i < tokens.size(); ++i) {
+      agreement.push_back(token_agreement(tokens[i], ref_tokens[i]));
+      if (tokens[i] == ref_tokens[i]) ++rec.identical_images;
+      const double p = psnr(images[i], ref_images[i]);
+      if (std::isfinite(p)) psnrs.push_back(p);
+      ssims.push_back(ssim(images[i], ref_images[i]));
+    }
+    rec.token_agreement = mean(agreement);
+    rec.psnr = mean(psnrs);
+    rec.ssim = mean(ssims);
+    rec.speedup_vs_full = records.empty() ? 1.0
+                          : records[0].tokens_per_s > 0 ? rec.tokens_per_s / records[0].tokens_per_s
+                                                        : 0.0;
+    records.push_back(std::move(rec));
+  }
+  return records;
+}
+
+}  // namespace kvs

@@ -1,0 +1,105 @@
+#pragma once
+// `kvstudio-cli bench`: the same classes and seeds generated under several KV-cache
+// policies, compared with the full cache on memory, speed and agreement (tokens,
+// PSNR, SSIM). One GenerationSession serves every run, so the model loads once.
+// Torch-free header.
+//
+// Choices:
+// - "full" always runs first (it is the reference), whether listed or not; a spec
+//   listed twice runs once.
+// - Images are generated in runs of `batch` (the last run may be smaller); run r
+//   uses seed `seed + r` and images i = r*batch.. use class classes[i % size]
+//   (default: class ids 0, 1, 2, ... cycling over the model's classes). Every
+//   policy sees exactly the same runs, so image i of a policy is compared with
+//   image i of the full cache.
+// - Memory per policy is per run: kv_bytes_* are the maximum over the runs
+//   (kv_bytes_logical: retained at the end of a run; kv_bytes_allocated: the
+//   largest allocation seen at a line boundary; kv_bytes_peak: the store's peak).
+// - tokens_per_s counts image tokens of every image over generation time only
+//   (up to the last token; excludes model loading and VQ decoding).
+// - psnr is the mean over the images whose pixels differ from the full cache's;
+//   identical images (PSNR +inf) are left out of the mean (identical_images counts
+//   the images whose tokens equal the full cache's), and psnr is NaN (JSON null)
+//   when every image is identical.
+// - process_peak_bytes is VmHWM, which never decreases: it is the peak of the
+//   whole process so far (model loading and, with random_arch, writing the
+//   random weights included); process_rss_delta_bytes isolates the policy's runs. ssim and token_agreement
+//   are means over all images (see engine/metrics/image_metrics.h).
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace kvs {
+
+struct BenchOptions {
+  std::string model_path;   // a bundle folder, or
+  std::string random_arch;  // "llamagen-B@384", "llamagen-XL@256", "llamagen-demo": seeded random
+                            // weights written (f16) to a temporary bundle, removed afterwards
+  std::vector<std::string> policies;  // specs, e.g. "linear:rho=1/6,n_init=4"
+  int64_t batch = 1;                  // images per generation run
+  int64_t images = 1;                 // images per policy
+  uint64_t seed = 0;
+  std::vector<int64_t> classes;       // cycled over the images; empty: 0, 1, 2, ...
+  // Unset: the model's sampling_defaults, else CFG 4, temperature 1, no top-k/top-p.
+  std::optional<double> cfg, temperature, top_p;
+  std::optional<int64_t> top_k;
+  bool warmup = true;                 // one untimed full-cache run first (thread pools,
+                                      // allocator and caches warm up; else the first policy
+                                      // measured, full, would pay for them)
+  std::string device = "auto";
+  int threads = 0;
+};
+
+struct BenchRecord {
+  std::string policy;                          // canonical spec
+  std::map<std::string, std::string> params;   // the spec's parameters as written
+  int64_t kv_bytes_logical = 0;
+  int64_t kv_bytes_allocated = 0;
+  int64_t kv_bytes_peak = 0;
+  int64_t kv_bytes_full = 0;
+  int64_t process_peak_bytes = 0;              // VmHWM after the policy's runs (never decreases)
+  int64_t process_rss_delta_bytes = 0;         // RSS after minus before the policy's runs
+  double generation_ms = 0;                    // summed over runs
+  double tokens_per_s = 0;                     // image tokens of all images / generation time
+  double speedup_vs_full = 0;
+  double token_agreement = 0;
+  double psnr = 0;                             // NaN when every image equals the full cache's
+  double ssim = 0;
+  int64_t identical_images = 0;                // images whose tokens equal the full cache's
+  int64_t images = 0, batch = 0;
+  std::string model, device;
+  int64_t grid_height = 0, grid_width = 0;
+};
+
+nlohmann::json to_json(const BenchRecord& record);
+nlohmann::json to_json(const std::vector<BenchRecord>& records);
+
+struct BenchProgress {
+  std::string policy;
+  int64_t policy_index = 0, policy_count = 0;
+  int64_t run_index = 0, run_count = 0;
+  int64_t tokens_done = 0, tokens_total = 0;  // within the current run (per image)
+  bool run_finished = false;
+  double run_elapsed_ms = 0;
+};
+using BenchProgressFn = std::function<void(const BenchProgress&)>;
+
+// Splits "full,linear:rho=1/6,n_init=4,streaming:rho=1/4" into specs: a comma
+// followed by "key=" continues the previous spec, one followed by a policy name
+// (policy_registry()) starts a new spec. Throws InvalidArgumentError for an
+// empty list or an item that is neither.
+std::vector<std::string> split_policy_list(const std::string& text);
+
+// Runs the benchmark; records are in run order (full first). Throws kvs::Error
+// subclasses before any generation for unknown policies, impossible budgets,
+// bad --random architectures or classes; CancelledError when `cancelled`
+// returns true (polled every token). A temporary random bundle is always removed.
+std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const BenchProgressFn& progress = {},
+                                          const std::function<bool()>& cancelled = {});
+
+}  // namespace kvs

@@ -1,0 +1,89 @@
+#include "engine/cache/policies/rkv_policy.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <limits>
+
+#include "engine/core/errors.h"
+
+namespace kvs {
+
+at::Tensor key_redundancy(const KvStore& store, int64_t layer, const at::Tensor& is_image) {
+  const int64_t length = is_image.size(-1);
+  at::Tensor keys = store.key_buffer(layer).narrow(2, 0, length).to(at::kFloat);  // [rows, kv, L, D]
+  at::Tensor unit = keys / at::clamp_min(at::sqrt((keys * keys).sum(-1, /*keepdim=*/true)), 1e-12);
+  at::Tensor similarity = at::matmul(unit, unit.transpose(-1, -2));  // [rows, kv, L, L]
+  at::Tensor others = is_image.unsqueeze(2) & ~at::eye(length, at::TensorOptions().dtype(at::kBool)).view({1, 1, length, length});
+  at::Tensor total = (similarity * others.to(similarity.device(), at::kFloat)).sum(-1).to(at::kCPU);  // [rows, kv, L]
+  at::Tensor count = at::clamp_min(is_image.sum(-1, /*keepdim=*/true) - 1, 1).to(at::kFloat);
+  return at::where(is_image, total / count, at::zeros_like(total));
+}
+
+RkvPolicy::RkvPolicy(const PolicyContext& context, int64_t budget_tokens, double lambda, int64_t window, int64_t kernel,
+                     bool decide_on_both)
+    : context_(context),
+      budget_(budget_tokens),
+      kernel_(kernel),
+      lambda_(lambda),
+      decide_on_both_(decide_on_both),
+      window_(context.n_layer, window < 1 ? 1 : window) {
+  if (!(lambda_ >= 0 && lambda_ <= 1))
+    throw InvalidArgumentError("policy rkv: lambda " + std::to_string(lambda_) + " is impossible (must be 0 <= lambda <= 1)");
+  check_observation_budget("rkv", context, budget_tokens, window, kernel);
+}
+
+void RkvPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) {
+  window_.observe(layer, token_index, queries);
+}
+
+void RkvPolicy::after_token(KvStore& store, int64_t token_index) {
+  const int64_t n = context_.grid_width;
+  if ((token_index + 1) % n != 0) return;
+  const int64_t target = budget_ - n;
+  const int64_t window_from = context_.condition_tokens + token_index + 1 - window_.window();  // first window position
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
+    ImageSlots s = image_slots(store, layer, context_.condition_tokens);
+    if (s.count.max().item<int64_t>() <= target) continue;
+    at::Tensor candidates = s.is_image & (s.positions < window_from);
+    // Importance: the SnapKV vote, normalised over the candidates.
+    std::vector<int64_t> tokens;
+    at::Tensor queries = window_.recent(layer, token_index, &tokens);
+    at::Tensor importance = at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);
+    if (queries.defined()) {
+      std::vector<int64_t> query_positions;
+      for (int64_t t : tokens) query_positions.push_back(context_.condition_tokens + t);
+      at::Tensor votes = observation_importance(store, layer, queries, query_positions, candidates, kernel_);
+      votes = at::where(candidates, votes, at::zeros_like(votes));
+      importance = votes / at::clamp_min(votes.sum(-1, /*keepdim=*/true), std::numeric_limits<float>::min());
+    }
+    // Redundancy: mean key similarity, softmax-normalised over the candidates.
+    at::Tensor similarity = key_redundancy(store, layer, s.is_image);
+    at::Tensor redundancy =
+        at::nan_to_num(at::softmax(at::where(candidates, similarity, at::full_like(similarity, minus_inf)), -1), 0.0);
+    at::Tensor z = importance * lambda_ - redundancy * (1.0 - lambda_);  // [rows, kv, L]
+    const int64_t decide = decision_rows(store, context_);
+    at::Tensor score = z.narrow(0, 0, decide);
+    if (decide_on_both_ && decide != store.rows()) score = score + z.narrow(0, decide, decide);
+    at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
+    apply_keep(store, layer, keep_all_but_lowest(score, candidates.narrow(0, 0, decide), evict), context_);
+  }
+}
+
+PolicyInfo rkv_policy_info() {
+  auto params = budget_param_specs("1/4");
+  params.push_back({"lambda", ParamType::Real, "0.1", "weight of importance against redundancy, Z = lambda I - (1 - lambda) R", {}});
+  params.push_back({"window", ParamType::Integer, "0", "observation window in queries (0: one line; R-KV's alpha is 8), always kept", {}});
+  params.push_back({"kernel", ParamType::Integer, "7", "max-pooling kernel of the importance over slot order (odd)", {}});
+  params.push_back({"cfg_decision", ParamType::Choice, "cond", "CFG pairs: score on the conditional row, or on both rows", {"cond", "both"}});
+  return {"rkv", "R-KV: importance minus key redundancy; cut to B - n at each line end",
+          "Cai et al. 2025 (R-KV) §3, baseline in LineAR §4.2 / HeadKV §5.2", params,
+          [](const PolicyParams& p, const PolicyContext& c) {
+            const int64_t window = p.integer("window") == 0 ? c.grid_width : p.integer("window");
+            return std::make_unique<RkvPolicy>(c, resolve_budget_tokens(p, c, "rkv"), p.real("lambda"), window,
+                                               p.integer("kernel"), p.text("cfg_decision") == "both");
+          }};
+}
+
+}  // namespace kvs

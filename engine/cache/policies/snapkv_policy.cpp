@@ -1,0 +1,145 @@
+#include "engine/cache/policies/snapkv_policy.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/core/errors.h"
+
+namespace kvs {
+
+ObservationWindow::ObservationWindow(int64_t n_layer, int64_t window)
+    : window_(window), buffers_(n_layer), tokens_(n_layer, std::vector<int64_t>(window, -1)) {}
+
+void ObservationWindow::observe(int64_t layer, int64_t token_index, const at::Tensor& queries) {
+  at::Tensor& buffer = buffers_.at(layer);
+  std::vector<int64_t>& tokens = tokens_.at(layer);
+  const int64_t rows = queries.size(0);
+  const bool same_shape = buffer.defined() && buffer.size(1) == queries.size(1) && buffer.size(3) == queries.size(3);
+  // CFG dropped: the conditional rows come first, so their window stays valid.
+  if (same_shape && buffer.size(0) > rows) buffer = buffer.narrow(0, 0, rows).clone();
+  if (!same_shape || buffer.size(0) != rows) {
+    buffer = at::zeros({rows, queries.size(1), window_, queries.size(3)}, queries.options());
+    tokens.assign(window_, -1);
+  }
+  const int64_t slot = token_index % window_;
+  buffer.narrow(2, slot, 1).copy_(queries);
+  tokens[slot] = token_index;
+}
+
+at::Tensor ObservationWindow::recent(int64_t layer, int64_t token_index, std::vector<int64_t>* token_indices) const {
+  const at::Tensor& buffer = buffers_.at(layer);
+  const std::vector<int64_t>& tokens = tokens_.at(layer);
+  std::vector<int64_t> slots;
+  token_indices->clear();
+  for (int64_t s = 0; s < window_; ++s) {
+    const int64_t t = tokens[s];
+    if (t >= 0 && t <= token_index && t > token_index - window_) {
+      slots.push_back(s);
+      token_indices->push_back(t);
+    }
+  }
+  if (slots.empty() || !buffer.defined()) return at::Tensor();
+  at::Tensor index = at::tensor(slots, at::TensorOptions().dtype(at::kLong)).to(buffer.device());
+  return buffer.index_select(2, index);
+}
+
+at::Tensor observation_importance(const KvStore& store, int64_t layer, const at::Tensor& queries,
+                                  const std::vector<int64_t>& query_positions, const at::Tensor& candidates,
+                                  int64_t kernel) {
+  const int64_t rows = store.rows(), kv = store.kv_heads(), d = store.head_dim();
+  const int64_t length = store.max_length(layer);
+  const int64_t group = queries.size(1) / kv, w = queries.size(2);
+  at::Tensor keys = store.key_buffer(layer).narrow(2, 0, length).to(at::kFloat);  // [rows, kv, L, D]
+  at::Tensor q = queries.narrow(0, 0, rows).to(keys.device(), at::kFloat).reshape({rows, kv, group * w, d});
+  at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));  // [rows, kv, g*w, L]
+  // Causal visibility, as in the model's own attention: entry position <= query position.
+  at::Tensor positions = store.positions_tensor(layer).narrow(2, 0, length).unsqueeze(2);  // [rows, kv, 1, L]
+  at::Tensor query_pos = at::tensor(query_positions, at::TensorOptions().dtype(at::kLong)).view({1, 1, w, 1});
+  at::Tensor visible = (positions >= 0) & (positions <= query_pos);  // [rows, kv, w, L]
+  visible = visible.unsqueeze(2).expand({rows, kv, group, w, length}).reshape({rows, kv, group * w, length});
+  logits = logits.masked_fill(~visible.to(logits.device()), -std::numeric_limits<float>::infinity());
+  at::Tensor votes = at::nan_to_num(at::softmax(logits, -1), 0.0).sum(2).to(at::kCPU, at::kFloat);  // [rows, kv, L]
+  // Max pooling over the candidates' slot order (others are -inf, so they never win).
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  at::Tensor masked = at::where(candidates, votes, at::full_like(votes, minus_inf));
+  at::Tensor pooled = at::max_pool1d(masked.reshape({rows * kv, 1, length}), {kernel}, {1}, {kernel / 2}).reshape({rows, kv, length});
+  return at::where(candidates, pooled, at::full_like(pooled, minus_inf));
+}
+
+void check_observation_budget(const std::string& policy, const PolicyContext& context, int64_t budget_tokens,
+                              int64_t window, int64_t kernel) {
+  if (window < 1)
+    throw InvalidArgumentError("policy " + policy + ": window must be >= 1 (queries in the observation window), got " +
+                               std::to_string(window));
+  if (kernel < 1 || kernel % 2 == 0)
+    throw InvalidArgumentError("policy " + policy + ": kernel must be an odd number >= 1 (max pooling with same padding), got " +
+                               std::to_string(kernel));
+  const int64_t n = context.grid_width;
+  const int64_t minimum = window + n + 1;
+  if (budget_tokens < minimum)
+    throw InvalidArgumentError("policy " + policy + ": budget " + std::to_string(budget_tokens) +
+                               " tokens is impossible: B must hold the " + std::to_string(window) +
+                               "-token observation window, the one-line buffer (" + std::to_string(n) +
+                               " tokens) and at least one scored token: at least " + std::to_string(minimum) +
+                               " tokens (rho >= " +
+                               std::to_string(static_cast<double>(minimum) / context.image_tokens()).substr(0, 6) + ")");
+}
+
+SnapKvPolicy::SnapKvPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t window, int64_t kernel,
+                           bool decide_on_both)
+    : context_(context),
+      budget_(budget_tokens),
+      kernel_(kernel),
+      decide_on_both_(decide_on_both),
+      window_(context.n_layer, window < 1 ? 1 : window) {
+  check_observation_budget("snapkv", context, budget_tokens, window, kernel);
+}
+
+void SnapKvPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) {
+  window_.observe(layer, token_index, queries);
+}
+
+void SnapKvPolicy::after_token(KvStore& store, int64_t token_index) {
+  const int64_t n = context_.grid_width;
+  if ((token_index + 1) % n != 0) return;
+  const int64_t target = budget_ - n;
+  const int64_t window_from = context_.condition_tokens + token_index + 1 - window_.window();  // first window position
+  for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
+    ImageSlots s = image_slots(store, layer, context_.condition_tokens);
+    if (s.count.max().item<int64_t>() <= target) continue;
+    at::Tensor candidates = s.is_image & (s.positions < window_from);
+    const int64_t decide = decision_rows(store, context_);
+    std::vector<int64_t> tokens;
+    at::Tensor queries = window_.recent(layer, token_index, &tokens);
+    at::Tensor score;
+    if (queries.defined()) {
+      std::vector<int64_t> query_positions;
+      for (int64_t t : tokens) query_positions.push_back(context_.condition_tokens + t);
+      at::Tensor importance = observation_importance(store, layer, queries, query_positions, candidates, kernel_);
+      score = importance.narrow(0, 0, decide);
+      if (decide_on_both_ && decide != store.rows()) score = score + importance.narrow(0, decide, decide);
+    } else {
+      score = at::zeros({decide, store.kv_heads(), s.length}, at::kFloat);
+    }
+    at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
+    apply_keep(store, layer, keep_all_but_lowest(score, candidates.narrow(0, 0, decide), evict), context_);
+  }
+}
+
+PolicyInfo snapkv_policy_info() {
+  auto params = budget_param_specs("1/4");
+  params.push_back({"window", ParamType::Integer, "0", "observation window in queries (0: one line), always kept", {}});
+  params.push_back({"kernel", ParamType::Integer, "7", "max-pooling kernel over slot order (odd)", {}});
+  params.push_back({"cfg_decision", ParamType::Choice, "cond", "CFG pairs: score on the conditional row, or on both rows", {"cond", "both"}});
+  return {"snapkv", "SnapKV: observation-window attention votes, max-pooled; cut to B - n at each line end",
+          "Li et al. 2024 (SnapKV) §4", params, [](const PolicyParams& p, const PolicyContext& c) {
+            const int64_t window = p.integer("window") == 0 ? c.grid_width : p.integer("window");
+            return std::make_unique<SnapKvPolicy>(c, resolve_budget_tokens(p, c, "snapkv"), window, p.integer("kernel"),
+                                                  p.text("cfg_decision") == "both");
+          }};
+}
+
+}  // namespace kvs

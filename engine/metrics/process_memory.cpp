@@ -1,0 +1,31 @@
+#include "engine/metrics/process_memory.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace kvs {
+namespace {
+
+// A "Name:   1234 kB" line of /proc/self/status, in bytes.
+int64_t status_field_bytes(const std::string& field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field + ":", 0) != 0) continue;
+    std::istringstream ss(line.substr(field.size() + 1));
+    int64_t value = 0;
+    std::string unit;
+    if (!(ss >> value)) return 0;
+    ss >> unit;
+    return unit == "kB" ? value * 1024 : value;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int64_t process_peak_resident_bytes() { return status_field_bytes("VmHWM"); }
+int64_t process_resident_bytes() { return status_field_bytes("VmRSS"); }
+
+}  // namespace kvs
