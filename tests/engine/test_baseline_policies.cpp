@@ -8,6 +8,7 @@
 
 #include <map>
 
+#include "tests/engine/test_helpers.h"
 #include "engine/cache/policies/h2o_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
@@ -15,19 +16,6 @@
 using namespace kvs;
 
 namespace {
-
-PolicyContext small_context(int64_t grid, int64_t rows = 1, bool cfg = false, int64_t n_head = 1, int64_t kv_heads = 1) {
-  PolicyContext c;
-  c.n_layer = 1;
-  c.n_head = n_head;
-  c.kv_heads = kv_heads;
-  c.head_dim = 4;
-  c.grid_height = grid;
-  c.grid_width = grid;
-  c.batch = cfg ? rows / 2 : rows;
-  c.cfg = cfg;
-  return c;
-}
 
 at::Tensor unit(int64_t axis, float scale = 1.0f) {
   at::Tensor v = at::zeros({4});
@@ -52,20 +40,11 @@ at::Tensor queries(const KvStore& store, int64_t n_head, const at::Tensor& q) {
 
 int64_t image_count(const KvStore& store, int64_t row = 0) { return image_entry_counts(store, 0, 1)[row][0].item<int64_t>(); }
 
-std::string error_of(const std::string& spec, const PolicyContext& c) {
-  try {
-    make_policy(spec, c);
-  } catch (const InvalidArgumentError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 }  // namespace
 
 TEST(H2OPolicy, KeepsHeavyHittersByAccumulatedAttentionPerPosition) {
   // 4x4 grid, B = 4: recent window 2, heavy hitters 2. Evicts every token.
-  PolicyContext c = small_context(4);
+  PolicyContext c = test::small_policy_context(4);
   auto policy = make_policy("h2o:budget=4", c);
   EXPECT_EQ(policy->max_entries(), 5);
   EXPECT_TRUE(policy->wants_key_mass());
@@ -92,7 +71,7 @@ TEST(H2OPolicy, KeepsHeavyHittersByAccumulatedAttentionPerPosition) {
 }
 
 TEST(H2OPolicy, CfgPairsFollowTheConditionalRowAndSurviveDroppingCfg) {
-  PolicyContext c = small_context(4, /*rows=*/2, /*cfg=*/true);
+  PolicyContext c = test::small_policy_context(4, /*rows=*/2, /*cfg=*/true);
   for (const std::string spec : {"h2o:budget=4", "h2o:budget=4,cfg_decision=both"}) {
     auto policy = make_policy(spec, c);
     KvStore store(1, 2, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
@@ -133,7 +112,7 @@ TEST(SnapKvPolicy, KeepsTheObservationWindowAndTheMostVotedEntries) {
            // Kernel 3: pooled votes are s0, s2, s2, s2 -> token 0 goes, then the older
            // of the tied tokens 1..3.
            {"snapkv:budget=10,kernel=3", {0, 3, 4, 5, 6, 7, 8}}}) {
-    PolicyContext c = small_context(4);
+    PolicyContext c = test::small_policy_context(4);
     auto policy = make_policy(spec, c);
     EXPECT_EQ(policy->max_entries(), 10);
     EXPECT_TRUE(policy->wants_queries());
@@ -162,7 +141,7 @@ TEST(SnapKvPolicy, KeepsTheObservationWindowAndTheMostVotedEntries) {
 TEST(SnapKvPolicy, GroupedQueryHeadsVoteTogetherAndCfgPairsMatch) {
   // Two query heads share one KV head: head 0 asks e0, head 1 asks e1. Token 1's key
   // (3 e1) only wins head 1's vote; with both heads summed it beats token 2 (e0).
-  PolicyContext c = small_context(4, /*rows=*/2, /*cfg=*/true, /*n_head=*/2, /*kv_heads=*/1);
+  PolicyContext c = test::small_policy_context(4, /*rows=*/2, /*cfg=*/true, /*n_head=*/2, /*kv_heads=*/1);
   auto policy = make_policy("snapkv:budget=10,kernel=1", c);
   KvStore store(1, 2, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
   append_key(store, 0, unit(0, 0.0f));
@@ -184,7 +163,7 @@ TEST(RkvPolicy, EvictsTheMostRedundantKeysWhenRedundancyDecides) {
   // lambda = 0: only redundancy. Tokens 0..2 share one key direction (mean cosine
   // 2/7 to the other image keys), token 3 is orthogonal to all (0): the two oldest
   // duplicates go, token 2 (the last copy) and token 3 stay.
-  PolicyContext c = small_context(4);
+  PolicyContext c = test::small_policy_context(4);
   auto policy = make_policy("rkv:budget=10,lambda=0,kernel=1", c);
   EXPECT_EQ(policy->max_entries(), 10);
   KvStore store(1, 1, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
@@ -202,7 +181,7 @@ TEST(RkvPolicy, EvictsTheMostRedundantKeysWhenRedundancyDecides) {
 TEST(RkvPolicy, ImportanceDecidesAtLambdaOneRedundancyAtZero) {
   const float strength[4] = {2.0f, -1.0f, 3.0f, 0.5f};
   auto run = [&](const std::string& spec, const std::vector<at::Tensor>& extra) {
-    PolicyContext c = small_context(4);
+    PolicyContext c = test::small_policy_context(4);
     auto policy = make_policy(spec, c);
     KvStore store(1, 1, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
     append_key(store, 0, unit(0, 0.0f));
@@ -226,7 +205,7 @@ TEST(RkvPolicy, ImportanceDecidesAtLambdaOneRedundancyAtZero) {
 TEST(BaselinePolicies, AdoptABiggerCacheAndSurviveCfgEnding) {
   for (const std::string spec : {"h2o:budget=6", "snapkv:budget=10", "rkv:budget=10"}) {
     // Adoption: 12 tokens cached uncompressed, the policy takes over at token 8.
-    PolicyContext c = small_context(4);
+    PolicyContext c = test::small_policy_context(4);
     auto policy = make_policy(spec, c);
     const int64_t budget = policy->budget_tokens();
     KvStore store(1, 1, 1, 4, 18, at::TensorOptions().dtype(at::kFloat));
@@ -248,7 +227,7 @@ TEST(BaselinePolicies, AdoptABiggerCacheAndSurviveCfgEnding) {
     EXPECT_EQ(store.positions(0, 0, 0).back(), 16) << spec;
 
     // CFG pairs, then CFG dropped mid-run: the conditional row goes on alone.
-    PolicyContext cc = small_context(4, /*rows=*/2, /*cfg=*/true, /*n_head=*/2, /*kv_heads=*/1);
+    PolicyContext cc = test::small_policy_context(4, /*rows=*/2, /*cfg=*/true, /*n_head=*/2, /*kv_heads=*/1);
     auto cfg_policy = make_policy(spec, cc);
     KvStore pairs(1, 2, 1, 4, 1 + cfg_policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
     append_key(pairs, 0, unit(0, 0.0f));
@@ -276,24 +255,24 @@ TEST(BaselinePolicies, RegisteredWithClearErrorsForImpossibleBudgets) {
   EXPECT_EQ(registry[registry.size() - 3].name, "h2o");
   EXPECT_EQ(registry[registry.size() - 2].name, "snapkv");
   EXPECT_EQ(registry[registry.size() - 1].name, "rkv");
-  PolicyContext c = small_context(16);
+  PolicyContext c = test::small_policy_context(16);
   EXPECT_EQ(make_policy("h2o:rho=1/4", c)->budget_tokens(), 64);
   EXPECT_EQ(dynamic_cast<H2OPolicy&>(*make_policy("h2o:rho=1/4", c)).recent_tokens(), 32);
   EXPECT_EQ(dynamic_cast<H2OPolicy&>(*make_policy("h2o:budget=9,recent=1/3", c)).recent_tokens(), 3);
-  EXPECT_NE(error_of("h2o:budget=8,recent=1", c).find("policy h2o: budget 8 tokens is impossible: it must exceed the 8 recent-window tokens"),
+  EXPECT_NE(test::policy_error("h2o:budget=8,recent=1", c).find("policy h2o: budget 8 tokens is impossible: it must exceed the 8 recent-window tokens"),
             std::string::npos);
-  EXPECT_NE(error_of("h2o:recent=3/2", c).find("policy h2o: recent"), std::string::npos);
-  EXPECT_NE(error_of("h2o:cfg_decision=maybe", c).find("must be one of cond, both"), std::string::npos);
-  EXPECT_NE(error_of("h2o:rho=0", c).find("rho 0 is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("h2o:recent=3/2", c).find("policy h2o: recent"), std::string::npos);
+  EXPECT_NE(test::policy_error("h2o:cfg_decision=maybe", c).find("must be one of cond, both"), std::string::npos);
+  EXPECT_NE(test::policy_error("h2o:rho=0", c).find("rho 0 is impossible"), std::string::npos);
   // SnapKV / R-KV: B must hold the window, the one-line buffer and one scored token.
-  EXPECT_NE(error_of("snapkv:budget=32", c).find("policy snapkv: budget 32 tokens is impossible"), std::string::npos);
-  EXPECT_NE(error_of("snapkv:budget=32", c).find("at least 33 tokens"), std::string::npos);
+  EXPECT_NE(test::policy_error("snapkv:budget=32", c).find("policy snapkv: budget 32 tokens is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("snapkv:budget=32", c).find("at least 33 tokens"), std::string::npos);
   EXPECT_EQ(make_policy("snapkv:budget=33", c)->budget_tokens(), 33);
-  EXPECT_NE(error_of("snapkv:kernel=4", c).find("policy snapkv: kernel must be an odd number"), std::string::npos);
-  EXPECT_NE(error_of("snapkv:window=-2", c).find("policy snapkv: window must be >= 1"), std::string::npos);
-  EXPECT_NE(error_of("rkv:budget=24,window=8", c).find("policy rkv: budget 24 tokens is impossible"), std::string::npos);
-  EXPECT_NE(error_of("rkv:budget=24,window=8", c).find("at least 25 tokens"), std::string::npos);
-  EXPECT_NE(error_of("rkv:lambda=2", c).find("policy rkv: lambda"), std::string::npos);
-  EXPECT_NE(error_of("rkv:lambda=abc", c).find("parameter lambda expects a number"), std::string::npos);
+  EXPECT_NE(test::policy_error("snapkv:kernel=4", c).find("policy snapkv: kernel must be an odd number"), std::string::npos);
+  EXPECT_NE(test::policy_error("snapkv:window=-2", c).find("policy snapkv: window must be >= 1"), std::string::npos);
+  EXPECT_NE(test::policy_error("rkv:budget=24,window=8", c).find("policy rkv: budget 24 tokens is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("rkv:budget=24,window=8", c).find("at least 25 tokens"), std::string::npos);
+  EXPECT_NE(test::policy_error("rkv:lambda=2", c).find("policy rkv: lambda"), std::string::npos);
+  EXPECT_NE(test::policy_error("rkv:lambda=abc", c).find("parameter lambda expects a number"), std::string::npos);
   EXPECT_EQ(make_policy("rkv:rho=1/4", c)->max_entries(), 64);
 }

@@ -9,6 +9,7 @@
 
 #include <cmath>
 
+#include "tests/engine/test_helpers.h"
 #include "engine/cache/policies/headkv_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
@@ -19,16 +20,9 @@ namespace {
 
 constexpr int64_t kDim = 4;
 
+// 4x4 grid (n = 4, N = 16), two KV heads.
 PolicyContext small_context(int64_t n_head, int64_t rows = 1, bool cfg = false) {
-  PolicyContext c;
-  c.n_layer = 1;
-  c.n_head = n_head;
-  c.kv_heads = 2;
-  c.head_dim = kDim;
-  c.grid_height = c.grid_width = 4;  // n = 4, N = 16
-  c.batch = cfg ? rows / 2 : rows;
-  c.cfg = cfg;
-  return c;
+  return test::small_policy_context(4, rows, cfg, n_head, /*kv_heads=*/2);
 }
 
 HeadKvPolicy& as_headkv(const std::unique_ptr<CachePolicy>& p) { return dynamic_cast<HeadKvPolicy&>(*p); }
@@ -76,15 +70,6 @@ void feed(CachePolicy& policy, KvStore& store, int64_t first, int64_t last, cons
     policy.observe_queries(0, i, queries(store.rows(), local_heads));
     policy.after_token(store, i);
   }
-}
-
-std::string error_of(const std::string& spec, const PolicyContext& c) {
-  try {
-    make_policy(spec, c);
-  } catch (const InvalidArgumentError& e) {
-    return e.what();
-  }
-  return "no error";
 }
 
 const char* kExactSpec = "headkv:budget=12,threshold=14,local_window=4,recent_lines=1,match_total=false";
@@ -299,26 +284,26 @@ TEST(HeadKvPolicy, BudgetNeverExceededOverWholeSequences) {
 TEST(HeadKvPolicy, ClearErrorsForImpossibleParameters) {
   PolicyContext c = small_context(2);
   c.grid_height = c.grid_width = 16;
-  EXPECT_NE(error_of("headkv:tau=0", c).find("policy headkv: tau 0 is impossible (must be 0 < tau <= 1)"), std::string::npos);
-  EXPECT_NE(error_of("headkv:tau=1.5", c).find("tau 1.5 is impossible"), std::string::npos);
-  EXPECT_NE(error_of("headkv:alpha=-0.1", c).find("policy headkv: alpha -0.1 is impossible (must be 0 <= alpha <= 1)"),
+  EXPECT_NE(test::policy_error("headkv:tau=0", c).find("policy headkv: tau 0 is impossible (must be 0 < tau <= 1)"), std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:tau=1.5", c).find("tau 1.5 is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:alpha=-0.1", c).find("policy headkv: alpha -0.1 is impossible (must be 0 <= alpha <= 1)"),
             std::string::npos);
-  EXPECT_NE(error_of("headkv:alpha=3/2", c).find("alpha 1.5 is impossible"), std::string::npos);
-  EXPECT_NE(error_of("headkv:rho=1/8", c)
+  EXPECT_NE(test::policy_error("headkv:alpha=3/2", c).find("alpha 1.5 is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:rho=1/8", c)
                 .find("policy headkv: budget 32 tokens is impossible: B (32 after rounding down to whole lines of 16) must "
                       "hold the 2 recent line(s) and the one-line buffer of global heads: at least 48 tokens"),
             std::string::npos);
-  EXPECT_NE(error_of("headkv:rho=1/4,local_window=50", c)
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,local_window=50", c)
                 .find("local_window 50 tokens is impossible with B = 64: a local head holds its window plus the one-line "
                       "buffer, which must fit in B (local_window must be in 1..48)"),
             std::string::npos);
-  EXPECT_NE(error_of("headkv:rho=1/4,threshold=300", c).find("threshold 300 is impossible (must be in 1..256"),
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,threshold=300", c).find("threshold 300 is impossible (must be in 1..256"),
             std::string::npos);
-  EXPECT_NE(error_of("headkv:rho=1/4,threshold=0", c).find("threshold 0 is impossible"), std::string::npos);
-  EXPECT_NE(error_of("headkv:rho=1/4,match_total=maybe", c).find("must be one of true, false"), std::string::npos);
-  EXPECT_NE(error_of("headkv:rho=1/4,cond_mass=half", c).find("must be one of exclude, free, include"), std::string::npos);
-  EXPECT_NE(error_of("headkv:rho=0", c).find("rho 0 is impossible"), std::string::npos);
-  EXPECT_EQ(error_of("headkv:rho=1/4", c), "no error");
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,threshold=0", c).find("threshold 0 is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,match_total=maybe", c).find("must be one of true, false"), std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,cond_mass=half", c).find("must be one of exclude, free, include"), std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:rho=0", c).find("rho 0 is impossible"), std::string::npos);
+  EXPECT_EQ(test::policy_error("headkv:rho=1/4", c), "no error");
   // Registered, so the CLI, GUI and benchmarks list it.
   EXPECT_NO_THROW(find_policy("headkv"));
   // 1/5 of 256 = 51 -> 3 whole lines.

@@ -1,6 +1,9 @@
 #include "tests/engine/test_helpers.h"
 
 #include <fstream>
+
+#include "engine/cache/policies/policy_registry.h"
+#include "engine/core/errors.h"
 #include <random>
 #include <sstream>
 
@@ -39,6 +42,28 @@ llamagen::VqConfig tiny_vq() {
   c.decoder_ch_mult = {1, 1};
   c.num_res_blocks = 1;
   return c;
+}
+
+PolicyContext small_policy_context(int64_t grid, int64_t rows, bool cfg, int64_t n_head, int64_t kv_heads) {
+  PolicyContext c;
+  c.n_layer = 1;
+  c.n_head = n_head;
+  c.kv_heads = kv_heads;
+  c.head_dim = 4;
+  c.grid_height = grid;
+  c.grid_width = grid;
+  c.batch = cfg ? rows / 2 : rows;
+  c.cfg = cfg;
+  return c;
+}
+
+std::string policy_error(const std::string& spec, const PolicyContext& context) {
+  try {
+    make_policy(spec, context);
+  } catch (const InvalidArgumentError& e) {
+    return e.what();
+  }
+  return "no error";
 }
 
 std::string conformance_dir() { return KVSTUDIO_CONFORMANCE_DIR; }

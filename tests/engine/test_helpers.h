@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <string>
 
+#include "engine/cache/policies/cache_policy.h"
 #include "engine/models/llamagen/llamagen_config.h"
 
 namespace kvs::test {
@@ -22,6 +23,13 @@ class TempDir {
 // A tiny grouped-query configuration (4 query heads, 2 kv heads, 4x4 tokens).
 llamagen::GptConfig tiny_gqa_gpt();
 llamagen::VqConfig tiny_vq();
+
+// A one-layer policy context on a grid x grid token grid with head_dim 4 (for
+// hand-built caches); rows counts both halves of CFG pairs when cfg is set.
+PolicyContext small_policy_context(int64_t grid, int64_t rows = 1, bool cfg = false, int64_t n_head = 1,
+                                   int64_t kv_heads = 1);
+// The InvalidArgumentError message make_policy(spec, context) throws, or "no error".
+std::string policy_error(const std::string& spec, const PolicyContext& context);
 
 std::string conformance_dir();  // ../shared/conformance beside the checkout
 void write_bytes(const std::string& path, const std::string& bytes);

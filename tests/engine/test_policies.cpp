@@ -19,19 +19,6 @@ using namespace kvs;
 
 namespace {
 
-PolicyContext grid_context(int64_t grid, int64_t rows = 1, bool cfg = false) {
-  PolicyContext c;
-  c.n_layer = 1;
-  c.n_head = 1;
-  c.kv_heads = 1;
-  c.head_dim = 4;
-  c.grid_height = grid;
-  c.grid_width = grid;
-  c.batch = cfg ? rows / 2 : rows;
-  c.cfg = cfg;
-  return c;
-}
-
 // Appends one entry at `position` whose key is `key_scale` * e0 to every segment.
 void append_token(KvStore& store, int64_t position, float key_scale) {
   at::Tensor k = at::zeros({store.rows(), store.kv_heads(), 1, store.head_dim()});
@@ -39,19 +26,10 @@ void append_token(KvStore& store, int64_t position, float key_scale) {
   store.append(0, k, at::ones_like(k) * static_cast<float>(position), {position});
 }
 
-std::string error_of(const std::string& spec, const PolicyContext& c) {
-  try {
-    make_policy(spec, c);
-  } catch (const InvalidArgumentError& e) {
-    return e.what();
-  }
-  return "no error";
-}
-
 }  // namespace
 
 TEST(StreamingPolicy, KeepsConditionSinksAndRecentWindow) {
-  PolicyContext c = grid_context(4);
+  PolicyContext c = test::small_policy_context(4);
   auto policy = make_policy("streaming:budget=6,sink=2", c);
   KvStore store(1, 1, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
   append_token(store, 0, 1.0f);  // condition token
@@ -67,7 +45,7 @@ TEST(StreamingPolicy, KeepsConditionSinksAndRecentWindow) {
 
 TEST(LinearPolicy, EvictsTheLeastSalientMidTokensAtLineEnds) {
   // 4x4 grid (n = 4), B = 12 (3 lines), N_init = 1, r = 1.
-  PolicyContext c = grid_context(4);
+  PolicyContext c = test::small_policy_context(4);
   auto policy = make_policy("linear:budget=12,n_init=1,r=1", c);
   KvStore store(1, 1, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
   append_token(store, 0, 0.0f);
@@ -98,7 +76,7 @@ TEST(LinearPolicy, EvictsTheLeastSalientMidTokensAtLineEnds) {
 }
 
 TEST(LinearPolicy, CfgPairsKeepTheSamePositions) {
-  PolicyContext c = grid_context(4, /*rows=*/2, /*cfg=*/true);
+  PolicyContext c = test::small_policy_context(4, /*rows=*/2, /*cfg=*/true);
   auto policy = make_policy("linear:budget=12,n_init=1", c);
   KvStore store(1, 2, 1, 4, 16, at::TensorOptions().dtype(at::kFloat));
   store.append(0, at::zeros({2, 1, 1, 4}), at::zeros({2, 1, 1, 4}), {0});
@@ -113,7 +91,7 @@ TEST(LinearPolicy, CfgPairsKeepTheSamePositions) {
 }
 
 TEST(RandomPolicy, ReproducibleAndNeverEvictsTheCondition) {
-  PolicyContext c = grid_context(4);
+  PolicyContext c = test::small_policy_context(4);
   c.seed = 9;
   std::vector<int64_t> first;
   for (int run = 0; run < 2; ++run) {
@@ -136,20 +114,20 @@ TEST(RandomPolicy, ReproducibleAndNeverEvictsTheCondition) {
 }
 
 TEST(PolicyRegistry, ClearErrorsForBadSpecsAndImpossibleBudgets) {
-  PolicyContext c = grid_context(16);
-  EXPECT_NE(error_of("bogus", c).find("unknown cache policy 'bogus' (available: full, streaming, random, linear"), std::string::npos);
-  EXPECT_NE(error_of("linear:rho=0", c).find("rho 0 is impossible"), std::string::npos);
-  EXPECT_NE(error_of("linear:rho=1.5", c).find("rho 1.5 is impossible"), std::string::npos);
-  EXPECT_NE(error_of("linear:rho=-1/6", c).find("impossible"), std::string::npos);
-  EXPECT_NE(error_of("linear:rho=abc", c).find("parameter rho expects a number, got 'abc'"), std::string::npos);
-  EXPECT_NE(error_of("linear:rho=1/8", c).find("must hold 4 anchors, 1 recent line(s) and the one-line buffer"), std::string::npos);
-  EXPECT_NE(error_of("linear:colour=red", c).find("unknown parameter 'colour'"), std::string::npos);
-  EXPECT_NE(error_of("linear:cfg_decision=maybe", c).find("must be one of cond, both"), std::string::npos);
-  EXPECT_NE(error_of("streaming:budget=4,sink=4", c).find("must exceed the 4 sink tokens"), std::string::npos);
-  EXPECT_NE(error_of("streaming:budget=999", c).find("budget 999 tokens is impossible"), std::string::npos);
-  EXPECT_NE(error_of("linear:rho", c).find("expected key=value"), std::string::npos);
-  EXPECT_EQ(make_policy("linear:rho=1/6", grid_context(24))->budget_tokens(), 96);  // 576/6, whole lines
-  EXPECT_EQ(make_policy("linear:rho=1/5", grid_context(16))->budget_tokens(), 48);  // 51 -> 3 lines
+  PolicyContext c = test::small_policy_context(16);
+  EXPECT_NE(test::policy_error("bogus", c).find("unknown cache policy 'bogus' (available: full, streaming, random, linear"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:rho=0", c).find("rho 0 is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:rho=1.5", c).find("rho 1.5 is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:rho=-1/6", c).find("impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:rho=abc", c).find("parameter rho expects a number, got 'abc'"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:rho=1/8", c).find("must hold 4 anchors, 1 recent line(s) and the one-line buffer"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:colour=red", c).find("unknown parameter 'colour'"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:cfg_decision=maybe", c).find("must be one of cond, both"), std::string::npos);
+  EXPECT_NE(test::policy_error("streaming:budget=4,sink=4", c).find("must exceed the 4 sink tokens"), std::string::npos);
+  EXPECT_NE(test::policy_error("streaming:budget=999", c).find("budget 999 tokens is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:rho", c).find("expected key=value"), std::string::npos);
+  EXPECT_EQ(make_policy("linear:rho=1/6", test::small_policy_context(24))->budget_tokens(), 96);  // 576/6, whole lines
+  EXPECT_EQ(make_policy("linear:rho=1/5", test::small_policy_context(16))->budget_tokens(), 48);  // 51 -> 3 lines
 }
 
 // Every policy, on the bundled demo model (16x16 tokens) with CFG: after every
