@@ -13,5 +13,6 @@ int cmd_create_random(const std::vector<std::string>& args);
 int cmd_inspect(const std::vector<std::string>& args);
 int cmd_policies(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
+int cmd_world(const std::vector<std::string>& args);
 
 }  // namespace kvs::cli

@@ -24,6 +24,7 @@ commands:
   inspect <png>   print the generation parameters stored in a PNG made by KV Studio
   policies        list the KV-cache policies and their parameters
   bench           compare KV-cache policies with the full cache (memory, speed, PSNR, SSIM)
+  world           the procedural image world of the demo models: list classes, render a grid
 
 global options:
   --log-level L   trace|debug|info|warn|error|off (default warn)
@@ -71,6 +72,7 @@ int main(int argc, char** argv) {
     if (command == "inspect") return kvs::cli::cmd_inspect(rest);
     if (command == "policies") return kvs::cli::cmd_policies(rest);
     if (command == "bench") return kvs::cli::cmd_bench(rest);
+    if (command == "world") return kvs::cli::cmd_world(rest);
     throw kvs::InvalidArgumentError("unknown command '" + command + "' (see kvstudio-cli --help)");
   } catch (const kvs::CancelledError& e) {
     std::fprintf(stderr, "kvstudio-cli: %s\n", e.what());

@@ -1,0 +1,38 @@
+#pragma once
+// The procedural image world the demo models are trained on (issue 4): a
+// deterministic, seeded generator of class-conditional scenes whose structure
+// spans the whole picture. Torch-free and Qt-free: the training tool, the CLI, the
+// tests and (later) the GUI all use it through these plain types.
+//
+// Determinism contract: render_scene(c, seed, size) returns the same pixels on
+// every run and machine (no global RNG, no threads, no time), so datasets are
+// reproducible from (class, seed) pairs alone.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/image/rgb_image.h"
+
+namespace kvs::world {
+
+struct SceneClass {
+  std::string name;         // short id used in bundles and CLI, e.g. "mountains"
+  std::string description;  // one sentence for tooltips / README
+};
+
+// The classes, in label order (label i = scene_classes()[i]). At least 10.
+const std::vector<SceneClass>& scene_classes();
+
+inline constexpr int kMinSceneSize = 16;
+inline constexpr int kMaxSceneSize = 2048;
+
+// Renders scene `class_id` for `seed` as a size_px × size_px RGB image. The layout,
+// colours and lighting vary with the seed; the class stays recognisable at any
+// size from 32 px up (drawn supersampled — at least 2× and at least 256 px — and
+// area-downsampled, so small sizes are anti-aliased, not aliased). The layout does
+// not depend on size_px: the same (class, seed) at 64 px is the 256 px picture
+// scaled down. Throws kvs::InvalidArgumentError for an unknown class or size_px
+// outside [kMinSceneSize, kMaxSceneSize].
+RgbImage render_scene(int class_id, uint64_t seed, int size_px);
+
+}  // namespace kvs::world
