@@ -85,7 +85,7 @@ void paint_sunset_sea(Canvas& canvas, SceneRng& rng) {
     const float gy = horizon + d * d * (1.f - horizon);
     const float w = path_w * (1.f + 2.5f * (gy - horizon) / (1.f - horizon));
     const float gx = sx + rng.normal(0.f, 0.55f) * w;
-    canvas.fill_ellipse({gx, gy}, w * rng.uniform(0.25f, 0.7f), 0.006f + 0.008f * d, 0.f, mix(sun, low, 0.3f),
+    canvas.fill_ellipse({gx, gy}, w * rng.uniform(0.25f, 0.7f), 0.005f + 0.006f * d, 0.f, mix(sun, low, 0.3f),
                         rng.uniform(0.35f, 0.75f));
   }
 }
@@ -304,15 +304,21 @@ void paint_night_sky(Canvas& canvas, SceneRng& rng) {
   const Point m{rng.uniform(0.15f, 0.85f), rng.uniform(0.12f, 0.4f)};
   const Color moon = jitter(hex(0xf3efd8), rng, 0.04f);
   canvas.glow(m, mr * 3.f, hex(0x8090b0), 0.3f);
-  canvas.fill_circle(m, mr, 1.f, [&](float x, float y) {
-    const float d = ((x - m.x) + (y - m.y)) / (2.8f * mr);
-    return moon * (1.f - 0.12f * smoothstep(-0.3f, 0.5f, d));
+  // The disc, or a crescent (the disc minus an offset disc), anti-aliased analytically.
+  const bool crescent = rng.chance(0.5);
+  const float a = rng.uniform(0.f, 2.f * kPi);
+  const Point o{m.x + std::cos(a) * mr * 0.55f, m.y + std::sin(a) * mr * 0.55f};
+  const float px = canvas.pixel();
+  canvas.paint(m.y - mr - 2.f * px, m.y + mr + 2.f * px, [&](float x, float y, Color cur) {
+    const float d = std::hypot(x - m.x, y - m.y);
+    if (d > mr + px) return cur;
+    float cover = clamp01((mr - d) / px + 0.5f);
+    if (crescent) cover *= clamp01((std::hypot(x - o.x, y - o.y) - mr * 0.95f) / px + 0.5f);
+    const float shade = ((x - m.x) + (y - m.y)) / (2.8f * mr);
+    const Color lit = moon * (1.f - 0.12f * smoothstep(-0.3f, 0.5f, shade));
+    return mix(cur, lit, cover);
   });
-  if (rng.chance(0.5)) {
-    const float a = rng.uniform(0.f, 2.f * kPi);
-    const Point o{m.x + std::cos(a) * mr * 0.55f, m.y + std::sin(a) * mr * 0.55f};
-    canvas.fill_circle(o, mr * 0.95f, 1.f, [&](float, float y) { return sky.at(y) * 1.2f; });
-  } else {
+  if (!crescent) {
     for (int i = 0; i < 3; ++i)
       canvas.fill_circle({m.x + rng.uniform(-0.45f, 0.45f) * mr, m.y + rng.uniform(-0.45f, 0.45f) * mr},
                          mr * rng.uniform(0.15f, 0.3f), moon * 0.82f, 0.5f);
@@ -334,37 +340,45 @@ void paint_night_sky(Canvas& canvas, SceneRng& rng) {
 
 // ---------------------------------------------------------------------------
 void paint_forest(Canvas& canvas, SceneRng& rng) {
-  const bool misty = rng.chance(0.5);
-  const Color sky_top = jitter(misty ? hex(0xc9d8d6) : hex(0x86b8d8), rng, 0.08f);
-  const Color sky_low = jitter(misty ? hex(0xeef0e4) : hex(0xe4efe6), rng, 0.05f);
-  paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, 0.7f);
-  if (!misty && rng.chance(0.5))
-    canvas.glow({rng.uniform(0.1f, 0.9f), rng.uniform(0.05f, 0.2f)}, 0.15f, hex(0xfff4d0), 0.5f);
+  const int light = rng.below(3);  // 0 clear day, 1 mist, 2 golden evening
+  static const uint32_t kSkyTop[] = {0x7fb4da, 0xc2d2d0, 0xe9c98e};
+  static const uint32_t kSkyLow[] = {0xe2eee6, 0xedf0e6, 0xfbeccb};
+  static const uint32_t kLitTint[] = {0xb8e0a0, 0xd0e4c8, 0xf2d27a};
+  const Color sky_top = jitter(hex(kSkyTop[light]), rng, 0.07f);
+  const Color sky_low = jitter(hex(kSkyLow[light]), rng, 0.04f);
+  const Color tint = hex(kLitTint[light]);
+  paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, 0.75f);
+  if (light != 1 && rng.chance(0.6))
+    canvas.glow({rng.uniform(0.1f, 0.9f), rng.uniform(0.08f, 0.25f)}, 0.16f, hex(0xfff2c8), 0.55f);
   const float hue = rng.uniform(0.27f, 0.4f);
-  const int layers = 4;
   const Color near = hsv(hue, rng.uniform(0.55f, 0.75f), rng.uniform(0.22f, 0.32f));
-  const Color far = mix(hsv(hue + 0.05f, 0.35f, 0.55f), sky_low, 0.35f);
+  const float haze_far = light == 1 ? 0.72f : 0.55f;
+  const int layers = 4;
+  static const float kBase[] = {0.4f, 0.56f, 0.74f, 0.98f};
+  static const float kHeight[] = {0.15f, 0.22f, 0.32f, 0.58f};
   for (int i = 0; i < layers; ++i) {
     const float depth = static_cast<float>(i) / static_cast<float>(layers - 1);
-    const float base = 0.42f + 0.5f * depth;
-    const float height = 0.13f + 0.42f * depth * depth + rng.uniform(-0.02f, 0.02f);
-    const Color crown = mix(far, near, depth);
-    const Color lit = mix(crown * 1.35f, hex(0xd8e8a0), 0.1f);
-    const Curve floor = rolling_curve(rng, base - 0.02f, 0.015f, 2, 0.5f, 2.f);
-    canvas.fill_polygon(floor.area_below(), crown * 0.9f);
+    const float base = kBase[i] + rng.uniform(-0.02f, 0.02f);
+    const float height = kHeight[i] * rng.uniform(0.9f, 1.1f);
+    const float haze = haze_far * (1.f - depth);
+    const Color crown = mix(near, sky_low, haze);
+    const Color lit = mix(crown, mix(near * 1.6f, tint, 0.45f), 0.55f * (1.f - 0.6f * haze));
+    const Color trunk = mix(hex(0x4a3426), sky_low, haze);
+    const Curve floor = rolling_curve(rng, base - 0.03f, 0.015f, 2, 0.5f, 2.f);
+    canvas.fill_polygon(floor.area_below(), crown * 0.95f);
     float x = rng.uniform(-0.08f, 0.f);
     while (x < 1.08f) {
       const float h = height * rng.uniform(0.75f, 1.2f);
-      const float w = h * rng.uniform(0.34f, 0.45f);
-      draw_conifer(canvas, {x, floor.at(x) + 0.02f}, h, w, crown * rng.uniform(0.85f, 1.05f), lit,
-                   mix(hex(0x4a3426), crown, 0.5f));
-      x += w * rng.uniform(0.45f, 0.8f);
+      const float w = h * rng.uniform(0.34f, 0.46f);
+      draw_conifer(canvas, {x, floor.at(x) + 0.03f}, h, w, crown * rng.uniform(0.85f, 1.08f), lit, trunk);
+      x += w * rng.uniform(0.5f, 0.9f);
     }
     if (i < layers - 1) {
-      // Haze between layers gives depth.
-      const float mist = misty ? 0.3f : 0.14f;
-      canvas.paint(0.f, 1.f, [&](float, float y, Color c) {
-        return mix(c, sky_low, mist * smoothstep(0.1f, base + 0.05f, y));
+      // Ground mist at the foot of each layer gives depth.
+      const float mist = light == 1 ? 0.45f : 0.25f;
+      const float top = base - height;
+      canvas.paint(top, base + 0.05f, [&](float, float y, Color c) {
+        return mix(c, sky_low, mist * smoothstep(top, base + 0.05f, y));
       });
     }
   }
@@ -373,14 +387,16 @@ void paint_forest(Canvas& canvas, SceneRng& rng) {
 // ---------------------------------------------------------------------------
 void paint_desert(Canvas& canvas, SceneRng& rng) {
   const float horizon = rng.uniform(0.36f, 0.5f);
-  const Color sky_top = jitter(hex(0x3d8fd1), rng, 0.1f);
-  const Color sky_low = jitter(hex(0xf3e2c0), rng, 0.04f);
+  const float afternoon = rng.chance(0.4) ? rng.uniform(0.5f, 1.f) : 0.f;  // warmer light, lower sun
+  const Color sky_top = jitter(mix(hex(0x3d8fd1), hex(0x4a78c0), afternoon), rng, 0.1f);
+  const Color sky_low = jitter(mix(hex(0xf3e2c0), hex(0xf6cf9a), afternoon), rng, 0.04f);
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, horizon + 0.05f);
-  const Point sun{rng.uniform(0.1f, 0.9f), rng.uniform(0.08f, 0.22f)};
+  const Point sun{rng.uniform(0.1f, 0.9f), rng.uniform(0.08f, 0.22f) + 0.1f * afternoon};
   canvas.glow(sun, 0.22f, hex(0xfff6dc), 0.55f);
   canvas.fill_circle(sun, rng.uniform(0.035f, 0.05f), hex(0xfffbef));
   const bool sun_left = sun.x < 0.5f;
-  const Color sand = jitter(rng.chance(0.5) ? hex(0xe7b272) : hex(0xd99a5e), rng, 0.07f);
+  const Color sand = mix(jitter(rng.chance(0.5) ? hex(0xe7b272) : hex(0xd99a5e), rng, 0.07f), hex(0xd9804a),
+                         0.35f * afternoon);
   const int layers = rng.range(3, 4);
   for (int i = 0; i < layers; ++i) {
     const float depth = static_cast<float>(i) / static_cast<float>(layers - 1);
@@ -439,15 +455,20 @@ void paint_hills(Canvas& canvas, SceneRng& rng) {
   }
   // A winding path in the foreground, sometimes.
   if (rng.chance(0.35)) {
-    std::vector<Point> path;
     const float x0 = rng.uniform(0.3f, 0.7f), wiggle = rng.uniform(0.05f, 0.12f), ph = rng.uniform(0.f, 6.f);
-    const float top = front.at(x0) + 0.02f;
-    for (int k = 0; k <= 20; ++k) {
-      const float t = static_cast<float>(k) / 20.f;
-      path.push_back({x0 + wiggle * std::sin(ph + 5.f * t) * t, top + (1.05f - top) * t});
+    const float top = front.at(x0) + 0.01f;
+    std::vector<Point> left, right;
+    for (int k = 0; k <= 24; ++k) {
+      const float t = static_cast<float>(k) / 24.f;
+      const float cx = x0 + wiggle * std::sin(ph + 5.f * t) * t, cy = top + (1.03f - top) * t;
+      const float half = 0.004f + 0.07f * t * t;
+      left.push_back({cx - half, cy});
+      right.push_back({cx + half, cy});
     }
-    for (int k = 0; k < 20; ++k)
-      canvas.stroke({path[k], path[k + 1]}, 0.01f + 0.05f * static_cast<float>(k) / 20.f, hex(0xd8c48a), 0.9f);
+    left.insert(left.end(), right.rbegin(), right.rend());
+    canvas.fill_polygon(left, 1.f, [&](float, float y) {
+      return mix(hex(0xcdbb88), hex(0xe2d3a4), smoothstep(top, 1.f, y));
+    });
   }
 }
 
@@ -471,9 +492,9 @@ void paint_flower_fields(Canvas& canvas, SceneRng& rng) {
   const Color leaf = jitter(hex(0x3f7a32), rng, 0.1f);
   const Color haze = mix(sky_low, leaf, 0.3f);
   const float vx = rng.uniform(0.25f, 0.75f);
-  const float density = rng.uniform(2.f, 3.5f);  // rows per unit of (x - vx) / depth
+  const float density = rng.uniform(1.6f, 2.6f);  // rows per unit of (x - vx) / depth
   const float phase = rng.uniform(0.f, 1.f);
-  const float duty = rng.uniform(0.55f, 0.7f);
+  const float duty = rng.uniform(0.62f, 0.75f);
   const float pixel = canvas.pixel();
   const Color mean_field = mix(leaf, mean, duty);
   canvas.paint(horizon, 1.f, [&](float x, float y, Color) {
@@ -490,7 +511,7 @@ void paint_flower_fields(Canvas& canvas, SceneRng& rng) {
     // Rounded rows: lighter in the middle of a row.
     const float bulge = std::sin(kPi * clamp01(f / duty));
     Color c = mix(leaf * 0.8f, flower * (0.85f + 0.2f * bulge), cover);
-    c = mix(c, mean_field, smoothstep(0.25f, 0.9f, per_px));
+    c = mix(c, mean_field, smoothstep(0.12f, 0.45f, per_px));
     return mix(c, haze, 0.55f * (1.f - smoothstep(0.f, 0.35f, depth)));
   });
   // A tree line on the horizon, and sometimes a windmill.

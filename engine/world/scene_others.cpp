@@ -28,15 +28,15 @@ void draw_building(Canvas& canvas, SceneRng& rng, float x0, float x1, float top,
     canvas.fill_rect((x0 + x1) / 2.f - 0.005f, top - rng.uniform(0.04f, 0.08f), (x0 + x1) / 2.f + 0.005f, top, wall);
   }
   if (!windows) return;
-  const float cw = 0.024f, ch = 0.03f;
-  const int cols = std::max(1, static_cast<int>((w - 0.012f) / cw));
+  const float cw = 0.036f, ch = 0.042f;
+  const int cols = std::max(1, static_cast<int>((w - 0.01f) / cw));
   const float margin = (w - static_cast<float>(cols) * cw) / 2.f;
   const Color dark = mix(wall, lit_window, 0.08f);
-  for (float y = top + 0.02f; y + ch < 1.0f; y += ch) {
+  for (float y = top + 0.025f; y + ch < 0.97f; y += ch) {
     for (int c = 0; c < cols; ++c) {
       const float wx = x0 + margin + static_cast<float>(c) * cw;
       const bool on = rng.chance(lit_fraction);
-      canvas.fill_rect(wx + cw * 0.22f, y + ch * 0.2f, wx + cw * 0.78f, y + ch * 0.8f,
+      canvas.fill_rect(wx + cw * 0.2f, y + ch * 0.18f, wx + cw * 0.8f, y + ch * 0.82f,
                        on ? lit_window * rng.uniform(0.8f, 1.f) : dark);
     }
   }
@@ -70,7 +70,7 @@ void paint_city_dusk(Canvas& canvas, SceneRng& rng) {
   const float lit = rng.uniform(0.3f, 0.6f);
   x = rng.uniform(-0.08f, -0.01f);
   while (x < 1.f) {
-    const float w = rng.uniform(0.08f, 0.17f);
+    const float w = rng.uniform(0.1f, 0.2f);
     const float top_y = rng.uniform(0.42f, 0.78f);
     draw_building(canvas, rng, x, x + w, top_y, wall * rng.uniform(0.8f, 1.2f), lamp, lit, true);
     x += w + rng.uniform(-0.02f, 0.03f);
@@ -90,7 +90,7 @@ void paint_tiling(Canvas& canvas, SceneRng& rng) {
   const Color b = hsv(hue2, rng.uniform(0.15f, 0.6f), rng.uniform(0.75f, 0.98f));
   const Color c = hsv(hue + 0.5f * (hue2 - hue), rng.uniform(0.4f, 0.8f), rng.uniform(0.25f, 0.5f));
   const int kind = rng.below(6);
-  const float cell = 1.f / static_cast<float>(rng.range(4, 8));
+  const float cell = 1.f / static_cast<float>(rng.range(3, 7));
   const float angle = rng.chance(0.5) ? 0.f : rng.uniform(-0.6f, 0.6f);
   const float ca = std::cos(angle), sa = std::sin(angle);
   // Lattice coordinates (u, v) → image, rotated about the centre.
@@ -294,9 +294,11 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
   for (int i = 0; i < rocks; ++i) {
     const float rx = rng.uniform(0.f, 1.f), rr = rng.uniform(0.04f, 0.09f);
     const Point c{rx, floor.at(rx) + rr * 0.3f};
-    const Color stone = mix(hex(0x4a5a6a), deep, 0.3f);
-    canvas.fill_ellipse(c, rr * 1.3f, rr * 0.75f, 0.f, 1.f,
-                        [&](float x, float y) { return sphere_shade(stone, (x - c.x) / (rr * 1.3f), (y - c.y) / rr); });
+    const Color stone = mix(hex(0x6e6a5c), deep, 0.35f);
+    canvas.fill_ellipse(c, rr * 1.3f, rr * 0.75f, 0.f, 1.f, [&](float x, float y) {
+      const float t = 0.5f * ((y - c.y) / (rr * 0.75f) + 0.4f * (x - c.x) / (rr * 1.3f));
+      return mix(stone * 1.25f, stone * 0.6f, smoothstep(-0.8f, 0.6f, t));
+    });
   }
   // Seaweed swaying upward.
   const int weeds = rng.range(3, 8);
