@@ -27,22 +27,28 @@ float slope_light(float slope, bool sun_left, float sharpness) {
 void paint_sunset_sea(Canvas& canvas, SceneRng& rng) {
   const float horizon = rng.uniform(0.48f, 0.64f);
   const float late = rng.uniform(0.f, 1.f);  // 0 golden hour … 1 late dusk
-  const Color top = jitter(mix(hex(0x34408f), hex(0x1a1238), late), rng, 0.08f);
-  const Color mid = jitter(mix(hex(0xe07a7a), hex(0xa8457a), late), rng, 0.08f);
-  const Color low = jitter(mix(hex(0xffbf5a), hex(0xff6a34), late), rng, 0.06f);
+  // Palettes: golden, rose, fiery red; each darkens towards dusk with `late`.
+  static const uint32_t kTop[] = {0x3b5a9a, 0x34408f, 0x2a1a48};
+  static const uint32_t kMid[] = {0xe8a070, 0xe07a7a, 0xc8405a};
+  static const uint32_t kLow[] = {0xffd66a, 0xffbf5a, 0xff7a30};
+  const int palette = rng.below(3);
+  const Color top = jitter(mix(hex(kTop[palette]), hex(0x1a1238), 0.7f * late), rng, 0.08f);
+  const Color mid = jitter(mix(hex(kMid[palette]), hex(0xa8457a), 0.6f * late), rng, 0.08f);
+  const Color low = jitter(mix(hex(kLow[palette]), hex(0xff6a34), 0.6f * late), rng, 0.06f);
   const Gradient sky({{0.f, top}, {0.55f, mid}, {1.f, low}});
   paint_gradient(canvas, sky, 0.f, horizon);
 
   // Sun, low and partly set.
   const float sx = rng.uniform(0.22f, 0.78f);
   const float sr = rng.uniform(0.045f, 0.085f);
-  const float sy = horizon - sr * rng.uniform(-0.4f, 1.3f);
+  // Mostly touching the horizon; sometimes still a little above it.
+  const float sy = horizon - sr * (rng.chance(0.25) ? rng.uniform(1.5f, 3.5f) : rng.uniform(-0.4f, 1.3f));
   const Color sun = mix(hex(0xfff2c4), hex(0xffa866), late);
   canvas.glow({sx, sy}, sr * 5.f, sr * 3.f, mix(low, sun, 0.5f), 0.45f);
   canvas.fill_circle({sx, sy}, sr, sun);
 
   // Long cloud streaks lit from below.
-  const int streaks = rng.range(2, 5);
+  const int streaks = rng.range(0, 6);
   for (int i = 0; i < streaks; ++i) {
     const float cy = rng.uniform(0.1f, horizon - 0.08f);
     const float cx = rng.uniform(0.05f, 0.95f);
@@ -172,8 +178,10 @@ void draw_range(Canvas& canvas, SceneRng& rng, float base, float height, int pea
 
 void paint_mountains(Canvas& canvas, SceneRng& rng) {
   const float hue = rng.uniform(0.56f, 0.63f);
-  const Color sky_top = hsv(hue, rng.uniform(0.55f, 0.72f), rng.uniform(0.62f, 0.85f));
-  const Color sky_low = hsv(hue - 0.02f, rng.uniform(0.1f, 0.22f), rng.uniform(0.9f, 0.98f));
+  // Daylight, or the pink alpenglow of dawn.
+  const float glow = rng.chance(0.3) ? rng.uniform(0.5f, 1.f) : 0.f;
+  const Color sky_top = mix(hsv(hue, rng.uniform(0.55f, 0.72f), rng.uniform(0.62f, 0.85f)), hex(0x4a4a90), glow);
+  const Color sky_low = mix(hsv(hue - 0.02f, rng.uniform(0.1f, 0.22f), rng.uniform(0.9f, 0.98f)), hex(0xf2c0b0), glow);
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {0.8f, sky_low}, {1.f, sky_low}}), 0.f, 1.f);
   if (rng.chance(0.5)) {
     const int clouds = rng.range(1, 2);
@@ -194,7 +202,7 @@ void paint_mountains(Canvas& canvas, SceneRng& rng) {
     const Color r = mix(rock, sky_low, 0.5f * (1.f - depth) * (1.f - depth));
     st.lit = mix(r * 1.3f, sky_low, 0.1f);
     st.shadow = r * 0.7f;
-    st.snow_lit = mix(hex(0xf8fafd), sky_low, 0.2f * (1.f - depth));
+    st.snow_lit = mix(mix(hex(0xf8fafd), hex(0xffd2c0), glow), sky_low, 0.2f * (1.f - depth));
     st.snow_shadow = mix(hex(0x9fb0cf), sky_low, 0.3f * (1.f - depth));
     const float base = 0.6f + 0.16f * depth + rng.uniform(-0.03f, 0.03f);
     draw_range(canvas, rng, base, rng.uniform(0.26f, 0.4f) * (1.f - 0.35f * depth), rng.range(3, 5), st);
@@ -434,7 +442,7 @@ void paint_hills(Canvas& canvas, SceneRng& rng) {
   for (int i = 0; i < clouds; ++i)
     draw_cloud(canvas, rng, {rng.uniform(0.05f, 0.95f), rng.uniform(0.08f, horizon - 0.12f)},
                rng.uniform(0.15f, 0.3f), hex(0xffffff), mix(sky_low, sky_top, 0.3f), 0.95f);
-  const float hue = rng.uniform(0.2f, 0.3f);
+  const float hue = rng.uniform(0.15f, 0.32f);  // late-summer yellow … spring green
   const int layers = 4;
   Curve front;
   for (int i = 0; i < layers; ++i) {

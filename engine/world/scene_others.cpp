@@ -47,9 +47,14 @@ void draw_building(Canvas& canvas, SceneRng& rng, float x0, float x1, float top,
 // ---------------------------------------------------------------------------
 void paint_city_dusk(Canvas& canvas, SceneRng& rng) {
   const float late = rng.uniform(0.f, 1.f);
-  const Color top = jitter(mix(hex(0x2a3a7a), hex(0x121538), late), rng, 0.08f);
-  const Color mid = jitter(mix(hex(0x8a5a9a), hex(0x5a3a7a), late), rng, 0.08f);
-  const Color low = jitter(mix(hex(0xffa060), hex(0xe8704a), late), rng, 0.06f);
+  // Palettes: violet-orange dusk, the blue hour, a red dusk.
+  static const uint32_t kTop[] = {0x2a3a7a, 0x142a66, 0x2a1e50};
+  static const uint32_t kMid[] = {0x8a5a9a, 0x3f64a8, 0x9a4a70};
+  static const uint32_t kLow[] = {0xffa060, 0xc8b8c8, 0xff7048};
+  const int palette = rng.below(3);
+  const Color top = jitter(mix(hex(kTop[palette]), hex(0x121538), 0.6f * late), rng, 0.08f);
+  const Color mid = jitter(mix(hex(kMid[palette]), hex(0x4a3a7a), 0.4f * late), rng, 0.08f);
+  const Color low = jitter(mix(hex(kLow[palette]), hex(0xe8704a), 0.3f * late), rng, 0.06f);
   const Gradient sky({{0.f, top}, {0.5f, mid}, {0.85f, low}, {1.f, low}});
   paint_gradient(canvas, sky, 0.f, 1.f);
   if (rng.chance(0.5)) {
