@@ -131,28 +131,40 @@ void Canvas::mirror_below(float axis, float y_end) {
   const int a = std::clamp(row_of(axis), 0, n_);
   const int e = std::clamp(row_of(y_end), a, n_);
   for (int y = a; y < e; ++y) {
-    const int src = 2 * a - 1 - y;
-    if (src < 0) break;
+    const int src = std::max(0, 2 * a - 1 - y);  // past the top edge: repeat the top row
     std::copy_n(&rgb_[static_cast<std::size_t>(src) * n_ * 3], static_cast<std::size_t>(n_) * 3,
                 &rgb_[static_cast<std::size_t>(y) * n_ * 3]);
   }
 }
 
 RgbImage Canvas::downsample(int size) const {
-  cv::Mat src(n_, n_, CV_32FC3, const_cast<float*>(rgb_.data()));
-  cv::Mat small;
-  if (size == n_) small = src;
-  else cv::resize(src, small, cv::Size(size, size), 0, 0, cv::INTER_AREA);
+  // An exact box filter (what cv::resize INTER_AREA does for an integer factor),
+  // written out so that the summation order, and so the pixels, do not depend on
+  // OpenCV's SIMD dispatch.
   RgbImage out;
   out.width = size;
   out.height = size;
   out.pixels.resize(static_cast<std::size_t>(size) * size * 3);
-  for (int y = 0; y < size; ++y) {
-    const float* row = small.ptr<float>(y);
-    for (int i = 0; i < size * 3; ++i) {
-      const float v = clamp01(row[i]) * 255.f + 0.5f;
-      out.pixels[static_cast<std::size_t>(y) * size * 3 + i] = static_cast<uint8_t>(v);
+  if (size <= 0 || n_ % size != 0) return out;
+  const int f = n_ / size;
+  const float norm = 1.f / static_cast<float>(f * f);
+  std::vector<float> acc(static_cast<std::size_t>(size) * 3);
+  for (int oy = 0; oy < size; ++oy) {
+    std::fill(acc.begin(), acc.end(), 0.f);
+    for (int dy = 0; dy < f; ++dy) {
+      const float* row = &rgb_[static_cast<std::size_t>(oy * f + dy) * n_ * 3];
+      for (int ox = 0; ox < size; ++ox) {
+        float* a = &acc[static_cast<std::size_t>(ox) * 3];
+        const float* p = row + static_cast<std::size_t>(ox) * f * 3;
+        for (int dx = 0; dx < f; ++dx, p += 3) {
+          a[0] += p[0];
+          a[1] += p[1];
+          a[2] += p[2];
+        }
+      }
     }
+    uint8_t* dst = &out.pixels[static_cast<std::size_t>(oy) * size * 3];
+    for (int i = 0; i < size * 3; ++i) dst[i] = static_cast<uint8_t>(clamp01(acc[static_cast<std::size_t>(i)] * norm) * 255.f + 0.5f);
   }
   return out;
 }

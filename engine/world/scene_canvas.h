@@ -6,7 +6,7 @@
 // drawn at. Shapes are rasterised with anti-aliasing into a coverage mask (OpenCV,
 // in the .cpp only) and then blended with a colour or a per-pixel colour function,
 // which gives gradients and shading inside shapes. The canvas is drawn supersampled
-// and area-downsampled to the requested size at the end.
+// (an integer multiple of the output size) and box-filtered down at the end.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -131,7 +131,7 @@ class Canvas {
   // reflection), replacing rows in [axis, y_end).
   void mirror_below(float axis, float y_end);
 
-  // Area-downsamples to size × size, rounds to 8 bits.
+  // Area-downsamples to size × size (size must divide pixels()), rounds to 8 bits.
   RgbImage downsample(int size) const;
 
  private:

@@ -423,11 +423,19 @@ void paint_desert(Canvas& canvas, SceneRng& rng) {
     const float haze = 0.5f * (1.f - depth);
     const Color lit = mix(sand * 1.12f, sky_low, haze);
     const Color shadow = mix(sand * Color{0.72f, 0.56f, 0.5f}, sky_low, haze);
+    // Light and crest height depend on the column only: evaluate them once per column.
+    const int cols = canvas.pixels();
+    std::vector<float> col_light(static_cast<std::size_t>(cols)), col_y(static_cast<std::size_t>(cols));
+    for (int c = 0; c < cols; ++c) {
+      const float x = (static_cast<float>(c) + 0.5f) / static_cast<float>(cols);
+      col_light[static_cast<std::size_t>(c)] = slope_light(dune.slope(x, 0.004f), sun_left, 4.f);
+      col_y[static_cast<std::size_t>(c)] = dune.at(x);
+    }
     canvas.fill_polygon(dune.area_below(), 1.f, [&](float x, float y) {
-      const float l = slope_light(dune.slope(x, 0.004f), sun_left, 4.f);
+      const auto c = static_cast<std::size_t>(std::clamp(static_cast<int>(x * static_cast<float>(cols)), 0, cols - 1));
       // Shadows fade out further down the slope.
-      const float below = smoothstep(0.f, 0.15f, y - dune.at(x));
-      return mix(mix(shadow, lit, l), mix(lit, shadow, 0.35f), below * 0.6f);
+      const float below = smoothstep(0.f, 0.15f, y - col_y[c]);
+      return mix(mix(shadow, lit, col_light[c]), mix(lit, shadow, 0.35f), below * 0.6f);
     });
   }
 }

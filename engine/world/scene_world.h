@@ -5,8 +5,17 @@
 // tests and (later) the GUI all use it through these plain types.
 //
 // Determinism contract: render_scene(c, seed, size) returns the same pixels on
-// every run and machine (no global RNG, no threads, no time), so datasets are
-// reproducible from (class, seed) pairs alone.
+// every run (no global RNG, no threads, no time, no standard-library
+// distributions: our own splitmix64 stream per (class, seed)), so datasets are
+// reproducible from (class, seed) pairs alone. Layout and colours are decided by
+// integer random draws and are identical everywhere; across machines, pixel values
+// could only differ where libm's exp/sin round differently in the last bit (an
+// 8-bit level at most, rarely). Drawing is OpenCV's integer anti-aliased
+// rasteriser plus our own float shading and an exact box filter.
+//
+// Changing what a class draws (or the order of its random draws) changes the data
+// set: bump kSceneWorldVersion (bundles trained on the world record it), update
+// the stability test (SceneWorld.PicturesAreStable) and retrain the demo models.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -14,6 +23,9 @@
 #include "engine/image/rgb_image.h"
 
 namespace kvs::world {
+
+// The version of the world's pictures (see the determinism contract above).
+inline constexpr int kSceneWorldVersion = 1;
 
 struct SceneClass {
   std::string name;         // short id used in bundles and CLI, e.g. "mountains"

@@ -158,6 +158,37 @@ TEST(SceneWorld, ClassesAreDistinctForANearestMeanClassifier) {
   EXPECT_GE(accuracy, 0.9) << "nearest-class-mean accuracy " << accuracy << "; confusions:" << confusions;
 }
 
+TEST(SceneWorld, PicturesAreStable) {
+  // The demo models are trained on these pictures: a change to a painter (or to the
+  // order of its random draws) changes the data set. If you meant it, bump
+  // kSceneWorldVersion, paste the new means below and retrain (scene_world.h).
+  // Mean R, G, B of (class, seed 1) at 32 px; a tolerance allows for libm rounding
+  // differences between machines.
+  static const double kMeans[][3] = {
+      {135.70, 96.58, 93.08},  // sunset_sea
+      {114.03, 106.28, 124.20},  // mountains
+      {131.33, 133.07, 144.37},  // lake
+      {17.22, 23.50, 37.89},  // night_sky
+      {101.71, 146.89, 127.46},  // forest
+      {198.99, 174.01, 150.65},  // desert
+      {51.76, 53.30, 78.99},  // city_dusk
+      {69.36, 68.08, 135.48},  // tiling
+      {146.26, 143.59, 160.36},  // still_life
+      {111.26, 185.52, 154.33},  // hills
+      {70.33, 142.17, 130.54},  // underwater
+      {138.37, 119.10, 136.39},  // flower_fields
+  };
+  ASSERT_EQ(sizeof(kMeans) / sizeof(kMeans[0]), scene_classes().size());
+  EXPECT_EQ(world::kSceneWorldVersion, 1);
+  for (int c = 0; c < class_count(); ++c) {
+    const RgbImage img = render_scene(c, 1, 32);
+    double m[3] = {0, 0, 0};
+    for (std::size_t i = 0; i < img.pixels.size(); ++i) m[i % 3] += img.pixels[i];
+    for (int k = 0; k < 3; ++k)
+      EXPECT_NEAR(m[k] / (32 * 32), kMeans[c][k], 0.3) << scene_classes()[c].name << " channel " << k;
+  }
+}
+
 TEST(SceneWorld, GridHasOneLabelledRowPerClass) {
   world::SceneGridOptions o;
   o.size_px = 32;
