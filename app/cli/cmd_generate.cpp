@@ -13,6 +13,7 @@
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
 #include "engine/io/model_bundle.h"
+#include "engine/session/generation_metadata.h"
 #include "engine/session/generation_session.h"
 
 namespace kvs::cli {
@@ -54,12 +55,6 @@ std::vector<int64_t> parse_class_list(const std::string& text) {
   while (std::getline(ss, item, ',')) ids.push_back(parse_int("--class", item));
   if (ids.empty()) throw InvalidArgumentError("option --class needs at least one id");
   return ids;
-}
-
-std::string format_number(double v) {
-  std::ostringstream ss;
-  ss << v;
-  return ss.str();
 }
 
 }  // namespace
@@ -124,32 +119,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   for (size_t i = 0; i < n; ++i) {
     std::string path = out;
     if (n > 1) path = (out_dir / (fs::path(out).stem().string() + "_" + std::to_string(i) + ".png")).string();
-    const int64_t class_id = request.class_ids[i];
-    const std::string class_name =
-        class_id < static_cast<int64_t>(class_names.size()) ? class_names[class_id] : "class " + std::to_string(class_id);
-    const RgbImage& img = result.images[i];
-    std::ostringstream parameters;
-    parameters << (class_id < static_cast<int64_t>(class_names.size()) ? class_name + " (class " + std::to_string(class_id) + ")" : class_name) << "\n"
-               << "Steps: " << result.tokens[i].size() << ", Sampler: "
-               << (request.sampling.sample ? "multinomial" : "greedy") << ", CFG scale: " << format_number(request.cfg_scale)
-               << ", CFG interval: " << request.cfg_interval << ", Seed: " << request.seed
-               << ", Temperature: " << format_number(request.sampling.temperature) << ", Top-k: " << request.sampling.top_k
-               << ", Top-p: " << format_number(request.sampling.top_p) << ", Size: " << img.width << "x" << img.height
-               << ", Batch size: " << n << ", Batch pos: " << i << ", Model: " << result.model_name
-               << ", KV policy: " << result.policy << ", Version: KV Studio " << KVSTUDIO_VERSION;
-    nlohmann::json meta = {{"generator", std::string("KV Studio ") + KVSTUDIO_VERSION},
-                           {"request", to_json(request)},
-                           {"batch_index", i},
-                           {"class_id", class_id},
-                           {"class_name", class_name},
-                           {"model_name", result.model_name},
-                           {"device", result.device},
-                           {"grid", {result.grid_height, result.grid_width}},
-                           {"tokens", result.tokens[i]},
-                           {"tokens_per_second", result.tokens_per_second},
-                           {"kv_bytes_peak", result.kv_bytes_peak},
-                           {"kv_policy", result.policy}};
-    write_png(path, img, {{"parameters", parameters.str()}, {"kvstudio", meta.dump()}});
+    write_png(path, result.images[i], generation_png_chunks(request, result, i, class_names, KVSTUDIO_VERSION));
     std::printf("%s\n", path.c_str());
   }
   if (!p.flag("--quiet"))

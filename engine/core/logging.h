@@ -6,6 +6,7 @@
 // fmt headers, which clash with the fmt that Debian's spdlog is built against, so
 // no file that sees torch headers may include spdlog. logging.cpp lives in a
 // torch-free library (kvs_logging).
+#include <functional>
 #include <string>
 
 namespace kvs {
@@ -26,6 +27,13 @@ class ModuleLog {
 };
 
 inline ModuleLog module_logger(const std::string& module) { return ModuleLog(module); }
+
+// Every line of every module logger also goes to the listeners (the window's log
+// panel). Listeners run on the thread that logs, under a lock: keep them cheap and
+// do not log from inside one. Remove a listener before what it captures dies.
+using LogListener = std::function<void(LogLevel level, const std::string& module, const std::string& message)>;
+int add_log_listener(LogListener listener);  // returns an id for remove_log_listener
+void remove_log_listener(int id);
 
 // Applies to all existing and future module loggers.
 void set_log_level(LogLevel level);

@@ -22,6 +22,10 @@ struct GenerationRequest {
   int threads = 0;                   // 0: all hardware threads
   std::string policy = "full";       // KV-cache policy spec, e.g. "linear:rho=1/6" (see policy_registry.h)
   int preview_every_units = 0;       // decode a preview every N lines (0: off)
+  double preview_max_share = 0;      // > 0: skip a due preview while preview decoding has
+                                     // taken more than this share of the elapsed time, so
+                                     // previews never dominate generation (the last line's
+                                     // preview is always decoded)
   bool emit_retained_masks = false;  // per-line retained-position bitsets (for the UI overlays)
   bool emit_attention_map = false;   // per-line attention map of the line's last token
   int64_t attention_layer = -1;      // -1: mean over layers

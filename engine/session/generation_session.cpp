@@ -72,6 +72,12 @@ GenerationSession::~GenerationSession() = default;
 
 GenerationResult GenerationSession::run(const GenerationRequest& request, EventSink* sink) {
   cancel_requested_ = false;
+  {
+    // Changes asked for before this run are stale; those asked for once it has
+    // begun (even before its StartedEvent reaches a listener) apply to it.
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    pending_policy_.reset();
+  }
   auto log = module_logger("session");
   try {
     request.validate();
@@ -111,10 +117,6 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     const PolicyContext context = llamagen::raster_policy_context(config, batch, request.cfg_scale > 1.0, request.seed);
     std::unique_ptr<CachePolicy> policy = make_policy(request.policy, context);
     std::string policy_spec = request.policy;
-    {
-      std::lock_guard<std::mutex> lock(pending_mutex_);
-      pending_policy_.reset();
-    }
     llamagen::RasterHooks hooks;
     hooks.policy = [&] { return policy.get(); };
     // Attention map of the step that generates each line's last token (its query
@@ -153,6 +155,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     }
     hooks.cache_capacity_tokens = policy->max_entries() + 1;
     hooks.cancelled = [this] { return cancel_requested_.load(); };
+    double preview_ms = 0;  // time spent decoding previews so far
     hooks.on_token = [&](int64_t done, const at::Tensor& tokens, const KvStore& cache) {
       const double ms = elapsed_ms();
       emit(sink, TokenProgressEvent{done, config.block_size, ms, ms > 0 ? done * 1000.0 / ms : 0});
@@ -181,12 +184,17 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
         unit.attention = std::move(map);
         attention_count = 0;
       }
-      if (request.preview_every_units > 0 && (unit.unit_index + 1) % request.preview_every_units == 0) {
+      const bool last_unit = unit.unit_index + 1 == grid;
+      const bool within_share = request.preview_max_share <= 0 || last_unit ||
+                                preview_ms <= request.preview_max_share * ms;
+      if (request.preview_every_units > 0 && (unit.unit_index + 1) % request.preview_every_units == 0 && within_share) {
         // The decoder has global attention: decode the whole grid with code 0 for
         // rows not generated yet.
+        const double decode_start = elapsed_ms();
         at::Tensor codes = at::zeros({batch, config.block_size}, at::TensorOptions().dtype(at::kLong));
         codes.narrow(1, 0, done).copy_(tokens);
         unit.preview = decode_images(model, codes);
+        preview_ms += elapsed_ms() - decode_start;
       }
       emit(sink, unit);
       // A change requested so far (also from a listener of this very event)

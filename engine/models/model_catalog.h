@@ -1,0 +1,42 @@
+#pragma once
+// Model bundles as the window's model manager lists them: found in folders,
+// summarised from model.json alone (architecture, parameter count, KV bytes per
+// token) without loading weights. Torch-free; never throws for a broken bundle:
+// its summary carries the problem instead, so one bad folder does not hide the rest.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace kvs {
+
+struct ModelSamplingDefaults {
+  std::optional<double> cfg_scale, temperature, top_p;
+  std::optional<int64_t> top_k;
+};
+
+struct ModelSummary {
+  std::string dir;            // bundle folder
+  std::string name;           // model.json "name" (folder name when unreadable)
+  std::string family;         // "llamagen"
+  std::string architecture;   // one line, e.g. "GPT dim 256 x 6 layers, 8 heads; 16x16 tokens; VQ 1024 codes"
+  std::string note;           // provenance note ("untrained: ...") when present
+  std::string problem;        // non-empty: why the bundle cannot be used
+  int64_t n_layer = 0, n_head = 0, kv_heads = 0, head_dim = 0;
+  int64_t grid = 0, condition_tokens = 1, num_classes = 0, image_size = 0;
+  int64_t gpt_parameters = 0;
+  int64_t kv_bytes_per_token = 0;  // float32 K and V over all layers and KV heads, one sequence
+  int64_t weights_bytes = 0;       // size of the weights file on disk
+  std::vector<std::string> class_names;  // may be empty
+  ModelSamplingDefaults sampling_defaults;
+  bool usable() const { return problem.empty(); }
+};
+
+ModelSummary summarize_model_bundle(const std::string& dir);
+
+// Bundles in `folders`: a folder that is itself a bundle, and its direct
+// subfolders holding a model.json. Missing folders are skipped; duplicates (same
+// canonical path) listed once, in folder order.
+std::vector<ModelSummary> find_model_bundles(const std::vector<std::string>& folders);
+
+}  // namespace kvs

@@ -1,0 +1,270 @@
+// View-model logic without widgets or a model: RunViewModel fed with synthetic
+// engine events, the compare table, settings <-> request, history PNG round trip,
+// and the torch-free catalogs the window is built from.
+#include <QSettings>
+#include <QSignalSpy>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <fstream>
+
+#include "engine/cache/policies/policy_catalog.h"
+#include "engine/core/errors.h"
+#include "engine/image/png_file.h"
+#include "engine/models/model_catalog.h"
+#include "engine/session/generation_metadata.h"
+#include "ui/viewmodel/compare_view_model.h"
+#include "ui/viewmodel/generation_settings.h"
+#include "ui/viewmodel/history_model.h"
+#include "ui/viewmodel/run_view_model.h"
+
+using namespace kvs::ui;
+
+namespace {
+
+kvs::RgbImage patternImage(int w, int h, int seed) {
+  kvs::RgbImage img;
+  img.width = w;
+  img.height = h;
+  img.pixels.resize(static_cast<size_t>(w * h * 3));
+  for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = static_cast<uint8_t>((i * 7 + static_cast<size_t>(seed) * 31) % 251);
+  return img;
+}
+
+// A 4x4 grid, 2 layers, 2 KV heads, 1 condition token.
+UnitDonePtr unitEvent(int64_t unit, int64_t logical, int64_t full, std::vector<int64_t> retained, bool masks) {
+  auto e = std::make_shared<kvs::UnitDoneEvent>();
+  e->unit_index = unit;
+  e->units_total = 4;
+  e->elapsed_ms = 10.0 * static_cast<double>(unit + 1);
+  e->kv_bytes_logical = logical;
+  e->kv_bytes_full_equivalent = full;
+  e->kv_bytes_peak = logical;
+  e->policy = "full";
+  e->retained_per_layer = std::move(retained);
+  e->preview = std::vector<kvs::RgbImage>{patternImage(16, 16, static_cast<int>(unit))};
+  if (masks) {
+    kvs::RetainedMasks m;
+    m.n_layer = 2;
+    m.kv_heads = 2;
+    m.positions = 17;
+    m.bits.assign(static_cast<size_t>(2 * 2 * m.words()), 0);
+    m.bits[0] = 0b11111;  // layer 0 head 0: 5 positions
+    m.bits[1] = 0b111;    // layer 0 head 1: 3 positions
+    e->retained = m;
+  }
+  return e;
+}
+
+}  // namespace
+
+class TestViewModels : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void runViewModelFollowsARun() {
+    RunViewModel vm;
+    QSignalSpy states(&vm, &RunViewModel::stateChanged);
+    kvs::GenerationRequest request;
+    request.policy = "full";
+    vm.track(nullptr, 7, request);
+    QCOMPARE(vm.state(), RunState::Loading);
+    QVERIFY(vm.active());
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu", 1, 4, 4, 16, "line", 4});
+    QCOMPARE(vm.state(), RunState::Running);
+    vm.handleProgress(kvs::TokenProgressEvent{4, 16, 10, 400});
+    QCOMPARE(vm.fraction(), 0.25);
+    QCOMPARE(vm.etaSeconds(), 12.0 / 400.0);
+    QCOMPARE(vm.currentRow(), int64_t{1});
+    // Line 0: 1 condition + 4 tokens per head; no eviction.
+    vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
+    QCOMPARE(vm.evictionsLastUnit(), (std::vector<int64_t>{0, 0}));
+    QVERIFY(!vm.preview().isNull());
+    QCOMPARE(vm.preview().size(), QSize(16, 16));
+    // Line 1: 8 added per layer (4 tokens x 2 heads); layer 0 dropped 3.
+    vm.handleUnit(unitEvent(1, 150, 200, {15, 18}, true));
+    QCOMPARE(vm.evictionsLastUnit(), (std::vector<int64_t>{3, 0}));
+    QCOMPARE(vm.evictionsPerUnit(), (std::vector<int64_t>{0, 3}));
+    QCOMPARE(vm.retainedPerHead(0), (std::vector<int64_t>{5, 3}));
+    QCOMPARE(vm.retainedPerHead(5), std::vector<int64_t>{});
+    QCOMPARE(vm.memory().size(), size_t{2});
+    QCOMPARE(vm.memory().back().kv_bytes_full, int64_t{200});
+    QVERIFY(vm.memory().back().process_bytes > 0);
+    vm.handlePolicyChanged(kvs::PolicyChangedEvent{1, "linear:rho=1/4", true, ""});
+    vm.handlePolicyChanged(kvs::PolicyChangedEvent{2, "linear:rho=1/4", false, "budget impossible"});
+    QCOMPARE(vm.policyMarkers().size(), 2);
+    QCOMPARE(vm.activePolicy(), QStringLiteral("linear:rho=1/4"));
+    QVERIFY(!vm.policyMarkers()[1].accepted);
+
+    auto result = std::make_shared<kvs::GenerationResult>();
+    result->images = {patternImage(16, 16, 9)};
+    result->tokens = {std::vector<int32_t>(16, 1)};
+    result->policy = "linear:rho=1/4";
+    result->tokens_per_second = 321;
+    QSignalSpy finished(&vm, &RunViewModel::finished);
+    vm.handleFinished(result);
+    QCOMPARE(finished.count(), 1);
+    QCOMPARE(vm.state(), RunState::Finished);
+    QCOMPARE(vm.fraction(), 1.0);
+    QCOMPARE(vm.tokensPerSecond(), 321.0);
+    QVERIFY(!vm.active());
+    QVERIFY(states.count() >= 3);
+  }
+
+  void runViewModelCancelAndFailure() {
+    RunViewModel vm;
+    vm.track(nullptr, 1, {});
+    vm.markCancelling();
+    QCOMPARE(vm.state(), RunState::Cancelling);
+    vm.handleFailed("generation cancelled", true);
+    QCOMPARE(vm.state(), RunState::Cancelled);
+    QVERIFY(vm.errorMessage().isEmpty());
+    vm.track(nullptr, 2, {});
+    vm.handleFailed("file x: broken", false);
+    QCOMPARE(vm.state(), RunState::Failed);
+    QCOMPARE(vm.errorMessage(), QStringLiteral("file x: broken"));
+  }
+
+  void compareRowsAgainstTheFullCache() {
+    auto full = std::make_shared<kvs::GenerationResult>();
+    full->images = {patternImage(32, 32, 1)};
+    full->tokens = {{1, 2, 3, 4}};
+    full->kv_bytes_logical_final = 1000;
+    full->kv_bytes_full = 1000;
+    full->tokens_per_second = 100;
+    auto same = std::make_shared<kvs::GenerationResult>(*full);
+    same->kv_bytes_logical_final = 250;
+    auto other = std::make_shared<kvs::GenerationResult>(*full);
+    other->images = {patternImage(32, 32, 2)};
+    other->tokens = {{1, 2, 0, 0}};
+    other->kv_bytes_logical_final = 500;
+    const auto rows = CompareViewModel::computeRows({"full", "linear:rho=1/4", "streaming"}, {full, same, other});
+    QCOMPARE(rows.size(), 3);
+    QVERIFY(rows[0].reference);
+    QCOMPARE(rows[0].tokenAgreement, 1.0);
+    QVERIFY(std::isinf(rows[1].psnr));
+    QCOMPARE(rows[1].ssim, 1.0);
+    QCOMPARE(rows[1].kvBytesFinal, int64_t{250});
+    QCOMPARE(rows[2].tokenAgreement, 0.5);
+    QVERIFY(std::isfinite(rows[2].psnr));
+    QVERIFY(rows[2].ssim < 1.0);
+    QCOMPARE(rows[2].policy, QStringLiteral("streaming"));
+  }
+
+  void compareValidatesItsConfigurations() {
+    CompareViewModel vm(nullptr);
+    kvs::GenerationRequest base;
+    base.class_ids = {0};
+    QVERIFY(!vm.start({"full"}, base).isEmpty());
+    QVERIFY(!vm.start({"full", "linear", "streaming", "h2o", "snapkv"}, base).isEmpty());
+    QVERIFY(vm.start({"full", "nosuchpolicy"}, base).contains("nosuchpolicy"));
+    QVERIFY(vm.start({"linear:rho=1/4", "streaming:rho=1/4"}, base).isEmpty());
+    QCOMPARE(vm.paneCount(), 3);
+    QCOMPARE(vm.specs().front(), QStringLiteral("full"));
+    QCOMPARE(vm.pane(1)->request().policy, std::string("linear:rho=1/4"));
+  }
+
+  void settingsRoundTrip() {
+    GenerationSettings s;
+    s.modelDir = "/models/x";
+    s.classId = 7;
+    s.seed = 123456789012345ull;
+    s.cfgScale = 2.5;
+    s.temperature = 0.9;
+    s.topK = 100;
+    s.topP = 0.95;
+    s.batch = 3;
+    s.policy = "linear:rho=1/6";
+    const kvs::GenerationRequest r = s.toRequest();
+    QCOMPARE(r.class_ids, (std::vector<int64_t>{7, 7, 7}));
+    QVERIFY(r.emit_retained_masks && r.emit_attention_map);
+    QCOMPARE(r.preview_every_units, 1);
+    QVERIFY(r.preview_max_share > 0);
+    const GenerationSettings back = GenerationSettings::fromRequest(r);
+    QCOMPARE(back.seed, s.seed);
+    QCOMPARE(back.policy, s.policy);
+    QCOMPARE(back.topK, s.topK);
+
+    QTemporaryDir dir;
+    QSettings q(dir.filePath("s.ini"), QSettings::IniFormat);
+    s.seedMode = SeedMode::RandomEachRun;
+    s.save(q);
+    const GenerationSettings loaded = GenerationSettings::load(q, GenerationSettings{});
+    QCOMPARE(loaded.seed, s.seed);
+    QCOMPARE(loaded.classId, s.classId);
+    QCOMPARE(loaded.policy, s.policy);
+    QCOMPARE(loaded.batch, 3);
+    QVERIFY(loaded.seedMode == SeedMode::RandomEachRun);
+  }
+
+  void historySavesAndRecallsPng() {
+    HistoryModel history;
+    kvs::GenerationRequest request;
+    request.model_path = "/models/demo";
+    request.class_ids = {3, 5};
+    request.seed = 42;
+    request.cfg_scale = 3.0;
+    request.policy = "linear:rho=1/4";
+    auto result = std::make_shared<kvs::GenerationResult>();
+    result->images = {patternImage(24, 24, 1), patternImage(24, 24, 2)};
+    result->tokens = {std::vector<int32_t>(9, 1), std::vector<int32_t>(9, 2)};
+    result->model_name = "demo";
+    result->policy = "linear:rho=1/4";
+    history.addResult(request, result, {"a", "b", "c", "tench", "e", "goldfish"});
+    QCOMPARE(history.rowCount(), 2);
+    QCOMPARE(history.entry(0).index, 0);
+    QCOMPARE(history.entry(1).classId(), int64_t{5});
+    QCOMPARE(history.entry(1).singleImageRequest().class_ids, std::vector<int64_t>{5});
+    QVERIFY(history.data(history.index(0), Qt::ToolTipRole).toString().contains("seed 42"));
+
+    QTemporaryDir dir;
+    const QString path = dir.filePath("saved.png");
+    history.savePng(1, path, "test");
+    const kvs::RecalledImage back = kvs::read_generation_png(path.toStdString());
+    QCOMPARE(back.class_id, int64_t{5});
+    QCOMPARE(back.class_name, std::string("goldfish"));
+    QCOMPARE(back.request.seed, uint64_t{42});
+    QCOMPARE(back.request.cfg_scale, 3.0);
+    QCOMPARE(back.request.policy, std::string("linear:rho=1/4"));
+    QCOMPARE(back.request.class_ids, std::vector<int64_t>{5});
+    QCOMPARE(back.image.width, 24);
+    QVERIFY(back.parameters_text.find("Seed: 42") != std::string::npos);
+
+    // A PNG without KV Studio metadata is refused with a clear message.
+    kvs::write_png(dir.filePath("plain.png").toStdString(), patternImage(4, 4, 0));
+    QVERIFY_THROWS_EXCEPTION(kvs::FormatError, kvs::read_generation_png(dir.filePath("plain.png").toStdString()));
+  }
+
+  void policyCatalogDescribesEveryParameter() {
+    const auto* linear = kvs::find_policy_entry("linear");
+    QVERIFY(linear != nullptr);
+    QVERIFY(linear->has_budget());
+    QVERIFY(!kvs::find_policy_entry("full")->has_budget());
+    for (const auto& entry : kvs::policy_catalog())
+      for (const auto& p : entry.params) {
+        QVERIFY2(!p.help.empty(), p.name.c_str());
+        if (p.kind != kvs::PolicyParamKind::Choice) QVERIFY(p.minimum <= p.maximum);
+      }
+    QVERIFY(kvs::policy_spec_problem("linear:rho=1/6").empty());
+    QVERIFY(!kvs::policy_spec_problem("linear:bogus=1").empty());
+    QCOMPARE(*kvs::parse_param_number("1/4"), 0.25);
+    QCOMPARE(kvs::join_policy_spec(kvs::split_policy_spec("linear:r=2,n_init=4")), std::string("linear:n_init=4,r=2"));
+  }
+
+  void modelCatalogListsBundlesAndProblems() {
+    QTemporaryDir dir;
+    QDir(dir.path()).mkpath("broken");
+    std::ofstream(dir.filePath("broken/model.json").toStdString()) << "{ not json";
+    const auto models = kvs::find_model_bundles({KVSTUDIO_DEMO_MODEL, dir.path().toStdString()});
+    QCOMPARE(models.size(), size_t{2});
+    QVERIFY2(models[0].usable(), models[0].problem.c_str());
+    QCOMPARE(models[0].name, std::string("llamagen-demo"));
+    QCOMPARE(models[0].grid, int64_t{16});
+    QVERIFY(models[0].kv_bytes_per_token > 0);
+    QVERIFY(!models[1].usable());
+  }
+};
+
+QTEST_MAIN(TestViewModels)
+#include "test_view_models.moc"

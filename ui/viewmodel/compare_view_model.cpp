@@ -1,0 +1,101 @@
+#include "ui/viewmodel/compare_view_model.h"
+
+#include <limits>
+
+#include "engine/cache/policies/policy_catalog.h"
+#include "engine/metrics/image_metrics.h"
+#include "ui/bridge/generation_worker.h"
+
+namespace kvs::ui {
+
+CompareViewModel::CompareViewModel(GenerationWorker* worker, QObject* parent) : QObject(parent), worker_(worker) {}
+
+QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base) {
+  if (running()) return QStringLiteral("a comparison is already running");
+  QStringList specs;
+  for (const QString& s : specs_in) {
+    const QString t = s.trimmed();
+    if (t.isEmpty()) continue;
+    const std::string problem = kvs::policy_spec_problem(t.toStdString());
+    if (!problem.empty()) return QString::fromStdString(problem);
+    const QString canonical = QString::fromStdString(kvs::join_policy_spec(kvs::split_policy_spec(t.toStdString())));
+    if (!specs.contains(canonical)) specs << canonical;
+  }
+  if (specs.size() < 2) return QStringLiteral("pick at least 2 different policy configurations to compare");
+  if (specs.size() > kMaxConfigs) return QStringLiteral("compare at most %1 policy configurations").arg(kMaxConfigs);
+  specs.removeAll(QStringLiteral("full"));
+  specs.prepend(QStringLiteral("full"));
+
+  for (RunViewModel* p : panes_) p->deleteLater();
+  panes_.clear();
+  rows_.clear();
+  specs_ = specs;
+  for (const QString& spec : specs) {
+    kvs::GenerationRequest r = base;
+    r.policy = spec.toStdString();
+    auto* pane = new RunViewModel(this);
+    panes_.push_back(pane);
+    connect(pane, &RunViewModel::finished, this, &CompareViewModel::onPaneDone);
+    connect(pane, &RunViewModel::failed, this, [this](const QString& message, bool cancelled) {
+      if (!cancelled) Q_EMIT failed(message);
+      onPaneDone();
+    });
+    const quint64 job = worker_ ? worker_->submit(r) : 0;
+    pane->track(worker_, job, r);
+  }
+  Q_EMIT panesChanged();
+  Q_EMIT rowsChanged();
+  return {};
+}
+
+void CompareViewModel::cancel() {
+  if (!running()) return;
+  for (RunViewModel* p : panes_) p->markCancelling();
+  if (worker_) worker_->cancelAll();
+}
+
+bool CompareViewModel::running() const {
+  for (RunViewModel* p : panes_)
+    if (p->active()) return true;
+  return false;
+}
+
+void CompareViewModel::onPaneDone() {
+  if (running()) return;
+  QVector<ResultPtr> results;
+  for (RunViewModel* p : panes_) results.push_back(p->result());
+  rows_ = computeRows(specs_, results);
+  Q_EMIT rowsChanged();
+  Q_EMIT finished();
+}
+
+QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, const QVector<ResultPtr>& results) {
+  QVector<CompareRow> rows;
+  const ResultPtr reference = results.value(0);
+  for (int i = 0; i < results.size(); ++i) {
+    const ResultPtr& r = results[i];
+    if (!r) continue;
+    CompareRow row;
+    row.policy = specs.value(i, QString::fromStdString(r->policy));
+    row.reference = i == 0;
+    row.kvBytesFinal = r->kv_bytes_logical_final;
+    row.kvBytesPeak = r->kv_bytes_peak;
+    row.kvBytesFull = r->kv_bytes_full;
+    row.tokensPerSecond = r->tokens_per_second;
+    row.tokenAgreement = std::numeric_limits<double>::quiet_NaN();
+    row.psnr = row.ssim = std::numeric_limits<double>::quiet_NaN();
+    if (reference && !reference->images.empty() && !r->images.empty()) {
+      try {
+        row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
+        row.psnr = kvs::psnr(reference->images.front(), r->images.front());
+        row.ssim = kvs::ssim(reference->images.front(), r->images.front());
+      } catch (const std::exception&) {
+        // Different sizes cannot happen for one model; leave NaN if they do.
+      }
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+}  // namespace kvs::ui

@@ -1,0 +1,46 @@
+#pragma once
+// What the parameter panel edits, as plain values: converts to the engine's
+// GenerationRequest (and back, to recall an image's parameters) and persists in
+// QSettings. No widgets.
+#include <QString>
+
+#include <cstdint>
+
+#include "engine/session/generation_request.h"
+
+class QSettings;
+
+namespace kvs::ui {
+
+enum class SeedMode { Fixed, RandomEachRun };
+
+struct GenerationSettings {
+  QString modelDir;
+  int64_t classId = 0;
+  quint64 seed = 0;
+  SeedMode seedMode = SeedMode::Fixed;
+  double cfgScale = 4.0;
+  double temperature = 1.0;
+  int64_t topK = 0;
+  double topP = 1.0;
+  int batch = 1;
+  QString device = QStringLiteral("auto");
+  int threads = 0;                          // CPU threads, 0: all cores
+  QString policy = QStringLiteral("full");  // spec, "linear:rho=1/4"
+  int64_t attentionLayer = -1;              // -1: mean over layers
+  int64_t attentionHead = -1;               // -1: mean over heads
+
+  // The request the window submits: previews every line, rate-limited to a
+  // quarter of the generation time; retained masks and attention maps on.
+  kvs::GenerationRequest toRequest() const;
+  // The parameters a request was made with (first class of the batch).
+  static GenerationSettings fromRequest(const kvs::GenerationRequest& request);
+
+  void save(QSettings& settings) const;
+  static GenerationSettings load(QSettings& settings, const GenerationSettings& defaults);
+};
+
+// Preview decoding may take at most this share of the generation time.
+constexpr double kPreviewMaxShare = 0.25;
+
+}  // namespace kvs::ui

@@ -1,0 +1,133 @@
+#pragma once
+// The state of one generation as the window shows it (main canvas, each compare
+// pane): progress, the latest preview, cache maps and attention, the memory time
+// series with policy-change markers, per-layer counts and evictions, timings.
+// A plain QObject fed by GenerationWorker signals: testable without widgets.
+#include <QElapsedTimer>
+#include <QImage>
+#include <QObject>
+#include <QString>
+#include <QVector>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "ui/bridge/engine_types.h"
+
+namespace kvs::ui {
+
+class GenerationWorker;
+
+enum class RunState { Idle, Loading, Running, Cancelling, Finished, Cancelled, Failed };
+QString runStateText(RunState state);
+
+struct MemorySample {
+  int64_t unit = 0;              // line index (0-based) the sample was taken after
+  int64_t kv_bytes_logical = 0;  // retained now
+  int64_t kv_bytes_full = 0;     // the uncompressed cache at the same point
+  int64_t kv_bytes_allocated = 0;
+  int64_t kv_bytes_peak = 0;
+  int64_t process_bytes = 0;     // resident set size of the process
+  double elapsed_ms = 0;
+};
+
+struct PolicyMarker {
+  int64_t unit = 0;  // applies from the unit after this one
+  QString policy;
+  bool accepted = true;
+  QString message;
+};
+
+class RunViewModel : public QObject {
+  Q_OBJECT
+
+ public:
+  explicit RunViewModel(QObject* parent = nullptr);
+
+  // Starts following `job` of `worker` (disconnects from any previous job).
+  void track(GenerationWorker* worker, quint64 job, const kvs::GenerationRequest& request);
+  void reset();
+  // KV heads and condition tokens of the model, for eviction counts (retained
+  // masks, when present, tell them too).
+  void setModelShape(int64_t kv_heads, int64_t condition_tokens);
+
+  // Event handlers (public so tests can feed events without a worker).
+  void handleStarted(const kvs::StartedEvent& e);
+  void handleProgress(const kvs::TokenProgressEvent& e);
+  void handleUnit(const UnitDonePtr& e);
+  void handlePolicyChanged(const kvs::PolicyChangedEvent& e);
+  void handleFinished(const ResultPtr& result);
+  void handleFailed(const QString& message, bool cancelled);
+  void markCancelling();
+
+  quint64 job() const { return job_; }
+  RunState state() const { return state_; }
+  bool active() const { return state_ == RunState::Loading || state_ == RunState::Running || state_ == RunState::Cancelling; }
+  const kvs::GenerationRequest& request() const { return request_; }
+  const kvs::StartedEvent& started() const { return started_; }
+
+  int64_t tokensDone() const { return tokens_done_; }
+  int64_t tokensTotal() const { return tokens_total_; }
+  double tokensPerSecond() const { return tokens_per_second_; }
+  double etaSeconds() const;   // < 0 when unknown
+  double fraction() const;     // 0..1
+  int64_t unitsDone() const { return units_done_; }
+  int64_t currentRow() const;  // the token-grid row being generated (grid height when done)
+
+  const QImage& preview() const { return preview_; }  // image 0; null before the first preview
+  const UnitDonePtr& lastUnit() const { return last_unit_; }
+  const std::vector<MemorySample>& memory() const { return memory_; }
+  const QVector<PolicyMarker>& policyMarkers() const { return markers_; }
+  QString activePolicy() const { return active_policy_; }
+  const std::vector<int64_t>& evictionsLastUnit() const { return evictions_last_; }  // per layer, image 0
+  const std::vector<int64_t>& evictionsPerUnit() const { return evictions_per_unit_; }  // all layers, per unit
+  std::vector<int64_t> retainedPerHead(int64_t layer) const;  // from the latest masks; empty without masks
+
+  const ResultPtr& result() const { return result_; }
+  QString errorMessage() const { return error_; }
+
+  double loadMs() const { return load_ms_; }             // submit -> started (model load, set-up)
+  double lastUnitMs() const { return last_unit_ms_; }
+  double meanUnitMs() const;
+  double totalMs() const { return total_ms_; }
+
+  static QImage toQImage(const kvs::RgbImage& image);
+
+ Q_SIGNALS:
+  void stateChanged(kvs::ui::RunState state);
+  void progressChanged();
+  void unitChanged();   // preview, maps, memory
+  void policyMarkersChanged();
+  void finished();
+  void failed(const QString& message, bool cancelled);
+
+ private:
+  void setState(RunState s);
+  void disconnectWorker();
+
+  quint64 job_ = 0;
+  RunState state_ = RunState::Idle;
+  kvs::GenerationRequest request_;
+  kvs::StartedEvent started_;
+  int64_t tokens_done_ = 0, tokens_total_ = 0, units_done_ = 0;
+  double tokens_per_second_ = 0, elapsed_ms_ = 0;
+  QImage preview_;
+  UnitDonePtr last_unit_;
+  int64_t kv_heads_ = 1, condition_tokens_ = 1;
+  std::vector<int64_t> previous_retained_;
+  std::vector<int64_t> evictions_last_, evictions_per_unit_;
+  std::vector<MemorySample> memory_;
+  QVector<PolicyMarker> markers_;
+  QString active_policy_;
+  ResultPtr result_;
+  QString error_;
+  QElapsedTimer clock_;
+  double load_ms_ = 0, last_unit_ms_ = 0, total_ms_ = 0, previous_unit_elapsed_ = 0;
+  std::vector<QMetaObject::Connection> connections_;
+};
+
+}  // namespace kvs::ui
+
+Q_DECLARE_METATYPE(kvs::ui::RunState)
