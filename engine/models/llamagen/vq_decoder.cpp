@@ -4,6 +4,7 @@
 #include <ATen/TensorOperators.h>
 
 #include "engine/core/errors.h"
+#include "engine/models/llamagen/vq_blocks.h"
 
 namespace kvs::llamagen {
 
@@ -19,36 +20,22 @@ VqDecoder::VqDecoder(VqConfig config, const std::map<std::string, at::Tensor>& w
   codebook_ = embedding;
 }
 
-const at::Tensor& VqDecoder::w(const std::string& name) const {
-  auto it = weights_.find(name);
-  if (it == weights_.end()) throw ModelMismatchError("VQ decoder weights: missing tensor " + name);
-  return it->second;
-}
+const at::Tensor& VqDecoder::w(const std::string& name) const { return vq_blocks::weight(weights_, name); }
 
 at::Tensor VqDecoder::conv(const at::Tensor& x, const std::string& prefix, int64_t padding) const {
-  return at::conv2d(x, w(prefix + ".weight"), w(prefix + ".bias"), {1, 1}, {padding, padding});
+  return vq_blocks::conv(weights_, x, prefix, padding);
 }
 
 at::Tensor VqDecoder::group_norm(const at::Tensor& x, const std::string& prefix) const {
-  return at::group_norm(x, 32, w(prefix + ".weight"), w(prefix + ".bias"), 1e-6);
+  return vq_blocks::group_norm(weights_, x, prefix);
 }
 
 at::Tensor VqDecoder::resnet_block(const at::Tensor& x, const std::string& p) const {
-  at::Tensor h = conv(at::silu(group_norm(x, p + ".norm1")), p + ".conv1", 1);
-  h = conv(at::silu(group_norm(h, p + ".norm2")), p + ".conv2", 1);
-  at::Tensor shortcut = weights_.count(p + ".nin_shortcut.weight") ? conv(x, p + ".nin_shortcut", 0) : x;
-  return shortcut + h;
+  return vq_blocks::resnet_block(weights_, x, p);
 }
 
 at::Tensor VqDecoder::attn_block(const at::Tensor& x, const std::string& p) const {
-  at::Tensor hn = group_norm(x, p + ".norm");
-  at::Tensor q = conv(hn, p + ".q", 0), k = conv(hn, p + ".k", 0), v = conv(hn, p + ".v", 0);
-  const int64_t b = q.size(0), c = q.size(1), hh = q.size(2), ww = q.size(3);
-  // Same operation order as upstream: bmm(q^T, k) * int(c)^-0.5, softmax over keys.
-  at::Tensor weights = at::bmm(q.reshape({b, c, hh * ww}).permute({0, 2, 1}), k.reshape({b, c, hh * ww}));
-  weights = at::softmax(weights * std::pow(static_cast<double>(c), -0.5), 2);
-  at::Tensor out = at::bmm(v.reshape({b, c, hh * ww}), weights.permute({0, 2, 1})).reshape({b, c, hh, ww});
-  return x + conv(out, p + ".proj_out", 0);
+  return vq_blocks::attn_block(weights_, x, p);
 }
 
 at::Tensor VqDecoder::decode_codes(const at::Tensor& codes, int64_t grid_h, int64_t grid_w) const {
@@ -68,6 +55,10 @@ at::Tensor VqDecoder::decode_codes(const at::Tensor& codes, int64_t grid_h, int6
                      .reshape({b, grid_h, grid_w, config_.codebook_embed_dim})
                      .permute({0, 3, 1, 2})
                      .contiguous();
+  return decode_latent(z);
+}
+
+at::Tensor VqDecoder::decode_latent(const at::Tensor& z) const {
   at::Tensor h = conv(z, "post_quant_conv", 0);
   h = conv(h, "decoder.conv_in", 1);
   h = resnet_block(h, "decoder.mid.0");

@@ -21,6 +21,11 @@ class VqDecoder {
   // codes [B, h*w] (any integer dtype) laid out row-major -> images [B, 3, h*f, w*f].
   at::Tensor decode_codes(const at::Tensor& codes, int64_t grid_h, int64_t grid_w) const;
 
+  // VQModel.decode: quantised latents z [B, codebook_embed_dim, h, w] -> images
+  // (post_quant_conv + Decoder). Differentiable when the weights require grad: the
+  // training tool (engine/training) decodes through this very code.
+  at::Tensor decode_latent(const at::Tensor& z) const;
+
  private:
   const at::Tensor& w(const std::string& name) const;
   at::Tensor conv(const at::Tensor& x, const std::string& prefix, int64_t padding) const;

@@ -1,0 +1,45 @@
+#include "engine/models/llamagen/vq_blocks.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <cmath>
+
+#include "engine/core/errors.h"
+
+namespace kvs::llamagen::vq_blocks {
+
+const at::Tensor& weight(const Weights& w, const std::string& name) {
+  auto it = w.find(name);
+  if (it == w.end()) throw ModelMismatchError("VQ weights: missing tensor " + name);
+  return it->second;
+}
+
+at::Tensor conv(const Weights& w, const at::Tensor& x, const std::string& prefix, int64_t padding, int64_t stride) {
+  return at::conv2d(x, weight(w, prefix + ".weight"), weight(w, prefix + ".bias"), {stride, stride},
+                    {padding, padding});
+}
+
+at::Tensor group_norm(const Weights& w, const at::Tensor& x, const std::string& prefix) {
+  return at::group_norm(x, 32, weight(w, prefix + ".weight"), weight(w, prefix + ".bias"), 1e-6);
+}
+
+at::Tensor resnet_block(const Weights& w, const at::Tensor& x, const std::string& p) {
+  at::Tensor h = conv(w, at::silu(group_norm(w, x, p + ".norm1")), p + ".conv1", 1);
+  h = conv(w, at::silu(group_norm(w, h, p + ".norm2")), p + ".conv2", 1);
+  at::Tensor shortcut = w.count(p + ".nin_shortcut.weight") ? conv(w, x, p + ".nin_shortcut", 0) : x;
+  return shortcut + h;
+}
+
+at::Tensor attn_block(const Weights& w, const at::Tensor& x, const std::string& p) {
+  at::Tensor hn = group_norm(w, x, p + ".norm");
+  at::Tensor q = conv(w, hn, p + ".q", 0), k = conv(w, hn, p + ".k", 0), v = conv(w, hn, p + ".v", 0);
+  const int64_t b = q.size(0), c = q.size(1), hh = q.size(2), ww = q.size(3);
+  // Same operation order as upstream: bmm(q^T, k) * int(c)^-0.5, softmax over keys.
+  at::Tensor scores = at::bmm(q.reshape({b, c, hh * ww}).permute({0, 2, 1}), k.reshape({b, c, hh * ww}));
+  scores = at::softmax(scores * std::pow(static_cast<double>(c), -0.5), 2);
+  at::Tensor out = at::bmm(v.reshape({b, c, hh * ww}), scores.permute({0, 2, 1})).reshape({b, c, hh, ww});
+  return x + conv(w, out, p + ".proj_out", 0);
+}
+
+}  // namespace kvs::llamagen::vq_blocks
