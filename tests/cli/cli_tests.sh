@@ -121,5 +121,22 @@ expect_error bench-unknown-policy "unknown cache policy 'nosuch'" -- bench --pol
 expect_error bench-impossible-budget "policy linear: .*impossible" -- bench --policies linear:rho=1/100 --quiet
 expect_error bench-bad-random "--random: unknown architecture 'llamagen-Q@256'" -- bench --random llamagen-Q@256 --policies full --quiet
 
+# world: the procedural image world (class list, labelled grid, clear errors).
+if [[ $("$cli" world --list | grep -c .) -ge 10 ]] && "$cli" world --list | grep -q "^ 1  mountains"; then
+  pass world-list
+else
+  fail world-list
+fi
+if out=$("$cli" world --out "$work/world.png" --size 32 --per-class 2 --classes lake,0 --seed 3) &&
+   grep -q "2 classes x 2 samples" <<<"$out" &&
+   python3 -c 'import sys; assert open(sys.argv[1], "rb").read(8) == b"\x89PNG\r\n\x1a\n"' "$work/world.png"; then
+  pass world-grid
+else
+  fail world-grid
+fi
+expect_error world-unknown-class "unknown scene class 'volcano'" -- world --out "$work/w.png" --classes volcano
+expect_error world-bad-size "--size must be 16..1024 px, got 8" -- world --out "$work/w.png" --size 8
+expect_error world-needs-out "missing required option --out" -- world
+
 echo "cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]
