@@ -15,6 +15,16 @@ namespace {
 
 const at::TensorOptions kCpuLong = at::TensorOptions().dtype(at::kLong);
 
+// First slot of every segment: the exclusive prefix sum of the capacities.
+at::Tensor offsets_of(const at::Tensor& capacities) {
+  at::Tensor flat = capacities.reshape({-1});
+  return (at::cumsum(flat, 0) - flat).view(capacities.sizes()).contiguous();
+}
+
+bool all_equal(const at::Tensor& t) {
+  return t.numel() == 0 || t.min().item<int64_t>() == t.max().item<int64_t>();
+}
+
 }  // namespace
 
 KvStore::KvStore(int64_t n_layer, int64_t rows, int64_t kv_heads, int64_t head_dim, int64_t capacity,
@@ -23,12 +33,19 @@ KvStore::KvStore(int64_t n_layer, int64_t rows, int64_t kv_heads, int64_t head_d
   if (n_layer <= 0 || rows <= 0 || kv_heads <= 0 || head_dim <= 0 || capacity < 0)
     throw InvalidArgumentError("KvStore: sizes must be positive");
   for (auto& layer : layers_) {
-    layer.k = at::empty({rows, kv_heads, capacity, head_dim}, options);
-    layer.v = at::empty({rows, kv_heads, capacity, head_dim}, options);
+    layer.capacities = at::full({rows, kv_heads}, capacity, kCpuLong);
+    layer.offsets = offsets_of(layer.capacities);
+    layer.k = at::empty({rows * kv_heads * capacity, head_dim}, options);
+    layer.v = at::empty({rows * kv_heads * capacity, head_dim}, options);
     layer.lengths = at::zeros({rows, kv_heads}, kCpuLong);
     layer.positions = at::full({rows, kv_heads, capacity}, -1, kCpuLong);
   }
   update_peak();
+}
+
+void KvStore::set_unit_headroom(int64_t entries) {
+  if (entries < 0) throw InvalidArgumentError("KvStore: unit headroom must be >= 0");
+  headroom_ = entries;
 }
 
 int64_t KvStore::bytes_per_entry() const {
@@ -39,15 +56,13 @@ int64_t KvStore::length(int64_t layer, int64_t row, int64_t head) const {
   return layers_.at(layer).lengths[row][head].item<int64_t>();
 }
 
-int64_t KvStore::max_length(int64_t layer) const {
-  const Layer& l = layers_.at(layer);
-  return l.lengths.numel() ? l.lengths.max().item<int64_t>() : 0;
+int64_t KvStore::segment_capacity(int64_t layer, int64_t row, int64_t head) const {
+  return layers_.at(layer).capacities[row][head].item<int64_t>();
 }
 
-bool KvStore::uniform(int64_t layer) const {
-  const Layer& l = layers_.at(layer);
-  return l.lengths.numel() == 0 || l.lengths.min().item<int64_t>() == l.lengths.max().item<int64_t>();
-}
+int64_t KvStore::max_length(int64_t layer) const { return max_length_of(layers_.at(layer)); }
+
+bool KvStore::uniform(int64_t layer) const { return all_equal(layers_.at(layer).lengths); }
 
 std::vector<int64_t> KvStore::positions(int64_t layer, int64_t row, int64_t head) const {
   const Layer& l = layers_.at(layer);
@@ -56,23 +71,52 @@ std::vector<int64_t> KvStore::positions(int64_t layer, int64_t row, int64_t head
   return std::vector<int64_t>(p, p + n);
 }
 
-void KvStore::grow(Layer& layer, int64_t needed) {
-  const int64_t capacity = layer.k.size(2);
-  if (needed <= capacity) return;
-  const int64_t new_capacity = std::max(needed, std::max<int64_t>(capacity * 2, 16));
-  const int64_t used = std::min(capacity, max_length_of(layer));
-  auto k = at::empty({rows_, kv_heads_, new_capacity, head_dim_}, options_);
-  auto v = at::empty({rows_, kv_heads_, new_capacity, head_dim_}, options_);
-  k.narrow(2, 0, used).copy_(layer.k.narrow(2, 0, used));
-  v.narrow(2, 0, used).copy_(layer.v.narrow(2, 0, used));
-  auto positions = at::full({rows_, kv_heads_, new_capacity}, -1, kCpuLong);
-  positions.narrow(2, 0, capacity).copy_(layer.positions);
+int64_t KvStore::max_length_of(const Layer& layer) { return layer.lengths.numel() ? layer.lengths.max().item<int64_t>() : 0; }
+
+void KvStore::repack(Layer& layer, const at::Tensor& new_capacities, const std::vector<std::vector<int64_t>>& kept) {
+  const int64_t segments = rows_ * kv_heads_;
+  at::Tensor new_offsets = offsets_of(new_capacities);
+  const int64_t total = new_capacities.sum().item<int64_t>();
+  const int64_t stride = new_capacities.numel() ? new_capacities.max().item<int64_t>() : 0;
+  const int64_t* old_off = layer.offsets.data_ptr<int64_t>();
+  const int64_t* new_off = new_offsets.data_ptr<int64_t>();
+  const int64_t* new_cap = new_capacities.data_ptr<int64_t>();
+  const int64_t old_stride = layer.positions.size(2);
+  const int64_t* old_pos = layer.positions.data_ptr<int64_t>();
+  at::Tensor positions = at::full({rows_, kv_heads_, stride}, -1, kCpuLong);
+  at::Tensor lengths = at::zeros({rows_, kv_heads_}, kCpuLong);
+  int64_t* pos = positions.data_ptr<int64_t>();
+  int64_t* len = lengths.data_ptr<int64_t>();
+  std::vector<int64_t> src, dst;
+  for (int64_t s = 0; s < segments; ++s) {
+    const auto& slots = kept[static_cast<size_t>(s)];
+    const int64_t n = static_cast<int64_t>(slots.size());
+    if (n > new_cap[s]) throw Error("KvStore::repack: a segment keeps more entries than its new capacity");
+    len[s] = n;
+    for (int64_t j = 0; j < n; ++j) {
+      src.push_back(old_off[s] + slots[static_cast<size_t>(j)]);
+      dst.push_back(new_off[s] + j);
+      pos[s * stride + j] = old_pos[s * old_stride + slots[static_cast<size_t>(j)]];
+    }
+  }
+  at::Tensor k = at::empty({total, head_dim_}, options_);
+  at::Tensor v = at::empty({total, head_dim_}, options_);
+  // Both generations of buffers exist until the old ones are released.
+  update_peak(static_cast<int64_t>(k.nbytes() + v.nbytes()));
+  if (!src.empty()) {
+    at::Tensor src_index = at::tensor(src, kCpuLong).to(layer.k.device());
+    at::Tensor dst_index = at::tensor(dst, kCpuLong).to(layer.k.device());
+    k.index_copy_(0, dst_index, layer.k.index_select(0, src_index));
+    v.index_copy_(0, dst_index, layer.v.index_select(0, src_index));
+  }
   layer.k = k;
   layer.v = v;
+  layer.capacities = new_capacities.contiguous();
+  layer.offsets = new_offsets;
   layer.positions = positions;
+  layer.lengths = lengths;
+  layer.regular = all_equal(layer.capacities);
 }
-
-int64_t KvStore::max_length_of(const Layer& layer) { return layer.lengths.numel() ? layer.lengths.max().item<int64_t>() : 0; }
 
 void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor& v, const std::vector<int64_t>& positions) {
   Layer& layer = layers_.at(layer_index);
@@ -80,24 +124,38 @@ void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor&
   if (static_cast<int64_t>(positions.size()) != t) throw Error("KvStore::append: positions do not match tokens");
   if (k.size(0) != rows_ || k.size(1) != kv_heads_ || k.size(3) != head_dim_)
     throw Error("KvStore::append: keys have the wrong shape");
+  const int64_t segments = rows_ * kv_heads_;
+  at::Tensor needed = layer.lengths + t;
+  if ((needed > layer.capacities).any().item<bool>()) {
+    // Grow the segments that lack room: to the next unit's worth with a headroom,
+    // else by doubling (amortised O(1) per entry).
+    at::Tensor grown = headroom_ > 0 ? needed + headroom_
+                                     : at::maximum(needed, at::clamp_min(layer.capacities * 2, 16));
+    at::Tensor new_capacities = at::where(needed > layer.capacities, grown, layer.capacities);
+    std::vector<std::vector<int64_t>> kept(static_cast<size_t>(segments));
+    const int64_t* len = layer.lengths.data_ptr<int64_t>();
+    for (int64_t s = 0; s < segments; ++s)
+      for (int64_t j = 0; j < len[s]; ++j) kept[static_cast<size_t>(s)].push_back(j);
+    repack(layer, new_capacities, kept);
+  }
   const int64_t lo = layer.lengths.min().item<int64_t>();
   const int64_t hi = layer.lengths.max().item<int64_t>();
-  grow(layer, hi + t);
-  at::Tensor pos = at::tensor(positions, kCpuLong);
-  if (lo == hi) {
-    layer.k.narrow(2, lo, t).copy_(k);
-    layer.v.narrow(2, lo, t).copy_(v);
-    layer.positions.narrow(2, lo, t).copy_(pos.view({1, 1, t}).expand({rows_, kv_heads_, t}));
+  const int64_t stride = layer.positions.size(2);
+  if (layer.regular && lo == hi) {
+    const int64_t capacity = stride;
+    layer.k.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, lo, t).copy_(k);
+    layer.v.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, lo, t).copy_(v);
+    layer.positions.narrow(2, lo, t).copy_(at::tensor(positions, kCpuLong).view({1, 1, t}).expand({rows_, kv_heads_, t}));
   } else {
     // Ragged: every segment continues at its own length; one scatter per buffer.
-    const int64_t capacity = layer.k.size(2);
-    at::Tensor segment = at::arange(rows_ * kv_heads_, kCpuLong).view({rows_, kv_heads_, 1});
-    at::Tensor slot = layer.lengths.unsqueeze(-1) + at::arange(t, kCpuLong).view({1, 1, t});  // [rows, kv, t]
-    at::Tensor flat = (segment * capacity + slot).reshape({-1});
-    at::Tensor flat_dev = flat.to(layer.k.device());
-    layer.k.view({-1, head_dim_}).index_copy_(0, flat_dev, k.reshape({-1, head_dim_}).to(layer.k.dtype()));
-    layer.v.view({-1, head_dim_}).index_copy_(0, flat_dev, v.reshape({-1, head_dim_}).to(layer.v.dtype()));
-    layer.positions.view({-1}).index_copy_(0, flat, pos.view({1, 1, t}).expand({rows_, kv_heads_, t}).reshape({-1}));
+    at::Tensor slot = (layer.offsets + layer.lengths).unsqueeze(-1) + at::arange(t, kCpuLong).view({1, 1, t});
+    at::Tensor flat_dev = slot.reshape({-1}).to(layer.k.device());
+    layer.k.index_copy_(0, flat_dev, k.reshape({-1, head_dim_}).to(layer.k.dtype()));
+    layer.v.index_copy_(0, flat_dev, v.reshape({-1, head_dim_}).to(layer.v.dtype()));
+    int64_t* pos = layer.positions.data_ptr<int64_t>();
+    const int64_t* len = layer.lengths.data_ptr<int64_t>();
+    for (int64_t s = 0; s < segments; ++s)
+      for (int64_t j = 0; j < t; ++j) pos[s * stride + len[s] + j] = positions[static_cast<size_t>(j)];
   }
   layer.lengths += t;
   layer.appended += t;
@@ -110,47 +168,83 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
   at::Tensor keep = keep_in.to(at::kCPU, at::kBool).contiguous();
   if (keep.dim() != 3 || keep.size(0) != rows_ || keep.size(1) != kv_heads_ || keep.size(2) < max_len)
     throw Error("KvStore::retain: keep mask must be [rows, kv_heads, >= max length]");
-  // Per segment: the surviving slots, in order. Built on the CPU (metadata), then
-  // one gather per buffer moves survivors to the front.
-  std::vector<std::vector<int64_t>> kept(static_cast<size_t>(rows_ * kv_heads_));
-  int64_t new_max = 0;
+  // Per segment: the surviving slots, in order (metadata, on the CPU).
+  const int64_t segments = rows_ * kv_heads_;
+  std::vector<std::vector<int64_t>> kept(static_cast<size_t>(segments));
   const bool* flags = keep.data_ptr<bool>();
   const int64_t* lengths = layer.lengths.data_ptr<int64_t>();
-  const int64_t stride = keep.size(2);
-  for (int64_t s = 0; s < rows_ * kv_heads_; ++s) {
+  const int64_t keep_stride = keep.size(2);
+  for (int64_t s = 0; s < segments; ++s)
     for (int64_t i = 0; i < lengths[s]; ++i)
-      if (flags[s * stride + i]) kept[s].push_back(i);
-    new_max = std::max<int64_t>(new_max, static_cast<int64_t>(kept[s].size()));
+      if (flags[s * keep_stride + i]) kept[static_cast<size_t>(s)].push_back(i);
+
+  if (headroom_ > 0) {
+    // Shrink segments that now hold far less than their room (HeadKV's local heads).
+    at::Tensor new_lengths = at::empty({rows_, kv_heads_}, kCpuLong);
+    for (int64_t s = 0; s < segments; ++s)
+      new_lengths.data_ptr<int64_t>()[s] = static_cast<int64_t>(kept[static_cast<size_t>(s)].size());
+    at::Tensor fitted = new_lengths + headroom_;
+    if ((layer.capacities > fitted).any().item<bool>()) {
+      repack(layer, at::where(layer.capacities > fitted, fitted, layer.capacities), kept);
+      return;
+    }
   }
-  at::Tensor index = at::zeros({rows_, kv_heads_, new_max}, kCpuLong);
-  at::Tensor new_lengths = at::zeros({rows_, kv_heads_}, kCpuLong);
-  int64_t* idx = index.data_ptr<int64_t>();
-  int64_t* nl = new_lengths.data_ptr<int64_t>();
-  for (int64_t s = 0; s < rows_ * kv_heads_; ++s) {
-    nl[s] = static_cast<int64_t>(kept[s].size());
-    for (int64_t j = 0; j < new_max; ++j) idx[s * new_max + j] = j < nl[s] ? kept[s][j] : (nl[s] ? kept[s][nl[s] - 1] : 0);
+  // In place: survivors move to the front of their own segment (slot j <= its
+  // source slot, so an ascending gather never overwrites a pending source).
+  const int64_t* off = layer.offsets.data_ptr<int64_t>();
+  const int64_t stride = layer.positions.size(2);
+  int64_t* pos = layer.positions.data_ptr<int64_t>();
+  int64_t* len = layer.lengths.data_ptr<int64_t>();
+  std::vector<int64_t> src, dst;
+  for (int64_t s = 0; s < segments; ++s) {
+    const auto& slots = kept[static_cast<size_t>(s)];
+    const int64_t n = static_cast<int64_t>(slots.size());
+    for (int64_t j = 0; j < n; ++j) {
+      const int64_t from = slots[static_cast<size_t>(j)];
+      if (from == j) continue;
+      src.push_back(off[s] + from);
+      dst.push_back(off[s] + j);
+      pos[s * stride + j] = pos[s * stride + from];
+    }
+    for (int64_t j = n; j < len[s]; ++j) pos[s * stride + j] = -1;
+    len[s] = n;
   }
-  if (new_max > 0) {
-    at::Tensor index_dev = index.to(layer.k.device());
-    at::Tensor gather_index = index_dev.unsqueeze(-1).expand({rows_, kv_heads_, new_max, head_dim_});
-    at::Tensor k = layer.k.narrow(2, 0, max_len).gather(2, gather_index);
-    at::Tensor v = layer.v.narrow(2, 0, max_len).gather(2, gather_index);
-    layer.k.narrow(2, 0, new_max).copy_(k);
-    layer.v.narrow(2, 0, new_max).copy_(v);
+  if (!src.empty()) {
+    at::Tensor src_index = at::tensor(src, kCpuLong).to(layer.k.device());
+    at::Tensor dst_index = at::tensor(dst, kCpuLong).to(layer.k.device());
+    layer.k.index_copy_(0, dst_index, layer.k.index_select(0, src_index));
+    layer.v.index_copy_(0, dst_index, layer.v.index_select(0, src_index));
   }
-  at::Tensor new_positions = at::full_like(layer.positions, -1);
-  if (new_max > 0) {
-    at::Tensor gathered = layer.positions.narrow(2, 0, std::max<int64_t>(max_len, 1)).gather(2, index);
-    at::Tensor valid = at::arange(new_max, kCpuLong).view({1, 1, new_max}) < new_lengths.unsqueeze(-1);
-    new_positions.narrow(2, 0, new_max).copy_(at::where(valid, gathered, at::full_like(gathered, -1)));
-  }
-  layer.positions = new_positions;
-  layer.lengths = new_lengths;
 }
 
 void KvStore::retain_pairs(int64_t layer, const at::Tensor& keep) {
   if (rows_ % 2 != 0 || keep.size(0) != rows_ / 2) throw Error("KvStore::retain_pairs: needs [rows/2, ...] and even rows");
   retain(layer, at::cat({keep, keep}, 0));
+}
+
+at::Tensor KvStore::padded(const Layer& layer, const at::Tensor& buffer, int64_t length) const {
+  if (length <= 0 || buffer.size(0) == 0) return at::zeros({rows_, kv_heads_, std::max<int64_t>(length, 0), head_dim_}, options_);
+  if (layer.regular) {
+    const int64_t capacity = layer.positions.size(2);
+    return buffer.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, 0, length);
+  }
+  // Slot j of segment s, clamped into the segment's own room (slots past its
+  // length are unspecified anyway).
+  at::Tensor j = at::arange(length, kCpuLong).view({1, 1, length});
+  at::Tensor last = at::clamp_min(layer.capacities - 1, 0).unsqueeze(-1);
+  at::Tensor index = layer.offsets.unsqueeze(-1) + at::minimum(j, last);
+  index = at::clamp_max(index, buffer.size(0) - 1).reshape({-1}).to(buffer.device());
+  return buffer.index_select(0, index).view({rows_, kv_heads_, length, head_dim_});
+}
+
+at::Tensor KvStore::keys(int64_t layer, int64_t length) const {
+  const Layer& l = layers_.at(layer);
+  return padded(l, l.k, length);
+}
+
+at::Tensor KvStore::values(int64_t layer, int64_t length) const {
+  const Layer& l = layers_.at(layer);
+  return padded(l, l.v, length);
 }
 
 KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, const std::vector<int64_t>& query_positions,
@@ -167,8 +261,9 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
     // The CPU kernel reads only each segment's valid entries, and beats BLAS here
     // even when all segments are equal (decode attention is memory-bound).
     at::Tensor qpos = at::tensor(query_positions, kCpuLong);
-    auto r = kernels::ragged_attention(queries.to(at::kFloat).contiguous(), qpos, layer.k, layer.v, layer.lengths,
-                                       layer.positions, causal, scale, want_probs, want_key_mass);
+    auto r = kernels::ragged_attention_packed(queries.to(at::kFloat).contiguous(), qpos, layer.k, layer.v,
+                                              layer.offsets, layer.lengths, layer.positions, causal, scale,
+                                              want_probs, want_key_mass);
     result.out = r.out.to(queries.scalar_type());
     if (want_probs) result.probs = r.probs.narrow(-1, 0, hi);
     if (want_key_mass) result.key_mass = r.key_mass.narrow(-1, 0, hi);
@@ -177,7 +272,7 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
   // Dense path (a device or dtype without the ragged kernel yet):
   // BLAS over [0, hi), masking slots past a segment's length and, if causal,
   // entries later than the query.
-  at::Tensor keys = layer.k.narrow(2, 0, hi), values = layer.v.narrow(2, 0, hi);
+  at::Tensor keys = padded(layer, layer.k, hi), values = padded(layer, layer.v, hi);
   at::Tensor q = queries.reshape({rows_, kv_heads_, group * t, head_dim_});
   at::Tensor scores = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*t, hi]
   const int64_t min_query = *std::min_element(query_positions.begin(), query_positions.end());
@@ -203,9 +298,22 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
 }
 
 void KvStore::keep_rows(int64_t first_row, int64_t row_count) {
+  if (first_row < 0 || row_count <= 0 || first_row + row_count > rows_)
+    throw Error("KvStore::keep_rows: rows out of range");
   for (auto& layer : layers_) {
-    layer.k = layer.k.narrow(0, first_row, row_count).clone();
-    layer.v = layer.v.narrow(0, first_row, row_count).clone();
+    // Whole segments (all their slots) of the kept rows, in order.
+    at::Tensor capacities = layer.capacities.narrow(0, first_row, row_count).contiguous();
+    at::Tensor offsets = layer.offsets.narrow(0, first_row, row_count).contiguous();
+    const int64_t* cap = capacities.data_ptr<int64_t>();
+    const int64_t* off = offsets.data_ptr<int64_t>();
+    std::vector<int64_t> slots;
+    for (int64_t s = 0; s < capacities.numel(); ++s)
+      for (int64_t j = 0; j < cap[s]; ++j) slots.push_back(off[s] + j);
+    at::Tensor index = at::tensor(slots, kCpuLong).to(layer.k.device());
+    layer.k = slots.empty() ? at::empty({0, head_dim_}, options_) : layer.k.index_select(0, index);
+    layer.v = slots.empty() ? at::empty({0, head_dim_}, options_) : layer.v.index_select(0, index);
+    layer.capacities = capacities;
+    layer.offsets = offsets_of(capacities);
     layer.lengths = layer.lengths.narrow(0, first_row, row_count).clone();
     layer.positions = layer.positions.narrow(0, first_row, row_count).clone();
   }
@@ -236,6 +344,15 @@ KvMemoryStats KvStore::memory() const {
   return total;
 }
 
+std::vector<std::vector<int64_t>> KvStore::allocated_per_head() const {
+  std::vector<std::vector<int64_t>> out;
+  for (const auto& layer : layers_) {
+    at::Tensor per_head = layer.capacities.sum(0);
+    out.emplace_back(per_head.data_ptr<int64_t>(), per_head.data_ptr<int64_t>() + kv_heads_);
+  }
+  return out;
+}
+
 std::vector<std::vector<int64_t>> KvStore::retained_per_head() const {
   std::vector<std::vector<int64_t>> out;
   for (const auto& layer : layers_) {
@@ -245,8 +362,8 @@ std::vector<std::vector<int64_t>> KvStore::retained_per_head() const {
   return out;
 }
 
-void KvStore::update_peak() {
-  int64_t allocated = 0;
+void KvStore::update_peak(int64_t transient_bytes) {
+  int64_t allocated = transient_bytes;
   for (const auto& layer : layers_) allocated += static_cast<int64_t>(layer.k.nbytes() + layer.v.nbytes());
   bytes_peak_ = std::max(bytes_peak_, allocated);
 }

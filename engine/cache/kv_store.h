@@ -1,12 +1,24 @@
 #pragma once
 // KvStore: the one key/value cache of the engine.
 //
-// Layout. Per layer: keys/values buffers [rows, kv_heads, capacity, head_dim]
-// and, per (row, kv head) "segment", a length and the original sequence position
-// of every retained entry. Segment s holds its entries in slots [0, length(s)),
-// in the order they were appended (evictions keep that order). Different
-// segments may hold different numbers of entries: that is what lets a policy keep
-// a different token set for every layer and head.
+// Layout. Per layer: packed keys/values buffers [slots, head_dim] in which every
+// (row, kv head) "segment" s = row * kv_heads + head owns slots [offset(s),
+// offset(s) + capacity(s)), plus, per segment, a length and the original sequence
+// position of every retained entry. Segment s holds its entries in its slots
+// [0, length(s)), in the order they were appended (evictions keep that order).
+// Different segments may hold different numbers of entries AND have different
+// capacities: that is what lets a policy keep a different token set for every
+// layer and head without paying, in allocated bytes, for the largest one (HeadKV's
+// local heads keep a short window while its global heads keep long histories).
+// When all capacities are equal the buffers are also a regular
+// [rows, kv_heads, capacity, head_dim] array (keys() / values() are then views).
+//
+// Capacity. The store starts with one capacity for every segment. A segment that
+// needs more room grows; with a unit headroom h > 0 (set_unit_headroom: the
+// entries appended between two policy boundaries, e.g. one image line), a
+// segment grows to (length + h) and, after retain(), a segment holding more than
+// (length + h) slots shrinks to that. Growing or shrinking repacks the layer: one
+// new pair of buffers and one copy of the retained entries (counted in the peak).
 //
 // Mapping of the model families onto the store:
 //   - raster (LlamaGen): prefill appends the condition token(s); then one entry per
@@ -73,11 +85,19 @@ class KvStore {
   // unconditional half once CFG ends).
   void keep_rows(int64_t first_row, int64_t row_count);
 
+  // Entries appended between two policy boundaries (0 = never shrink; grow by doubling).
+  void set_unit_headroom(int64_t entries);
+  int64_t unit_headroom() const { return headroom_; }
+
   int64_t n_layer() const { return static_cast<int64_t>(layers_.size()); }
   int64_t rows() const { return rows_; }
   int64_t kv_heads() const { return kv_heads_; }
   int64_t head_dim() const { return head_dim_; }
-  int64_t capacity(int64_t layer) const { return layers_.at(layer).k.size(2); }
+  // The largest segment capacity of the layer (the stride of positions_tensor).
+  int64_t capacity(int64_t layer) const { return layers_.at(layer).positions.size(2); }
+  int64_t segment_capacity(int64_t layer, int64_t row, int64_t head) const;
+  // Slots allocated in the layer's packed buffers (the sum of segment capacities).
+  int64_t allocated_slots(int64_t layer) const { return layers_.at(layer).k.size(0); }
 
   int64_t length(int64_t layer, int64_t row, int64_t head) const;
   int64_t max_length(int64_t layer) const;
@@ -87,9 +107,11 @@ class KvStore {
   // All positions [rows, kv_heads, capacity] (CPU int64; slots >= length are -1) and lengths [rows, kv_heads].
   const at::Tensor& positions_tensor(int64_t layer) const { return layers_.at(layer).positions; }
   const at::Tensor& lengths_tensor(int64_t layer) const { return layers_.at(layer).lengths; }
-  // Raw buffers [rows, kv_heads, capacity, head_dim]; only slots < length are meaningful.
-  const at::Tensor& key_buffer(int64_t layer) const { return layers_.at(layer).k; }
-  const at::Tensor& value_buffer(int64_t layer) const { return layers_.at(layer).v; }
+  // Keys / values of slots [0, length) of every segment as [rows, kv_heads, length,
+  // head_dim]: a view when all capacities are equal, else a gathered copy. Slots at
+  // or past a segment's own length hold unspecified values.
+  at::Tensor keys(int64_t layer, int64_t length) const;
+  at::Tensor values(int64_t layer, int64_t length) const;
   // Entries appended to each segment of the layer so far (the uncompressed length).
   int64_t appended(int64_t layer) const { return layers_.at(layer).appended; }
 
@@ -97,21 +119,30 @@ class KvStore {
   std::vector<KvMemoryStats> memory_per_layer() const;
   // Retained entries per (layer, kv head), summed over rows: [n_layer][kv_heads].
   std::vector<std::vector<int64_t>> retained_per_head() const;
+  // Allocated slots per (layer, kv head), summed over rows: [n_layer][kv_heads].
+  std::vector<std::vector<int64_t>> allocated_per_head() const;
   int64_t bytes_per_entry() const;  // head_dim x 2 x dtype size
 
  private:
   struct Layer {
-    at::Tensor k, v;        // [rows, kv_heads, capacity, head_dim], on the compute device
-    at::Tensor lengths;     // int64 [rows, kv_heads], CPU
-    at::Tensor positions;   // int64 [rows, kv_heads, capacity], CPU, -1 past the length
+    at::Tensor k, v;         // [slots, head_dim], on the compute device
+    at::Tensor offsets;      // int64 [rows, kv_heads], CPU: first slot of each segment
+    at::Tensor capacities;   // int64 [rows, kv_heads], CPU
+    at::Tensor lengths;      // int64 [rows, kv_heads], CPU
+    at::Tensor positions;    // int64 [rows, kv_heads, max capacity], CPU, -1 past the length
     int64_t appended = 0;
+    bool regular = true;     // all capacities equal (buffers viewable as 4-D)
   };
   static int64_t max_length_of(const Layer& layer);
-  void grow(Layer& layer, int64_t needed);
-  void update_peak();
+  // Moves every segment's first `keep_slots[s]` source slots (given as flat source
+  // slot indices, in order) into a layout with the given capacities.
+  void repack(Layer& layer, const at::Tensor& new_capacities, const std::vector<std::vector<int64_t>>& kept);
+  at::Tensor padded(const Layer& layer, const at::Tensor& buffer, int64_t length) const;
+  void update_peak(int64_t transient_bytes = 0);
 
   std::vector<Layer> layers_;
   int64_t rows_, kv_heads_, head_dim_;
+  int64_t headroom_ = 0;
   at::TensorOptions options_;
   int64_t bytes_peak_ = 0;
 };

@@ -153,7 +153,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
         attention_count += mass.size(0);
       };
     }
-    hooks.cache_capacity_tokens = policy->max_entries() + 1;
+    hooks.cache_capacity_tokens = policy->initial_entries();
     hooks.cancelled = [this] { return cancel_requested_.load(); };
     double preview_ms = 0;  // time spent decoding previews so far
     hooks.on_token = [&](int64_t done, const at::Tensor& tokens, const KvStore& cache) {

@@ -56,7 +56,11 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
     throw InvalidArgumentError("ragged attention: scale " + std::to_string(args.scale) + " is not finite");
 
   const int64_t segments = kv.rows * kv.kv_heads;
-  const int64_t cache_elements = segments * kv.capacity * kv.head_dim;
+  const bool packed = kv.offsets != nullptr;
+  if (packed && kv.total_slots < 0)
+    throw InvalidArgumentError("ragged attention: total_slots is " + std::to_string(kv.total_slots) +
+                               ", expected a non-negative size");
+  const int64_t cache_elements = (packed ? kv.total_slots : segments * kv.capacity) * kv.head_dim;
   const int64_t query_elements = kv.rows * args.n_head * args.T * kv.head_dim;
   require_buffer(kv.keys, cache_elements, "keys");
   require_buffer(kv.values, cache_elements, "values");
@@ -72,6 +76,10 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
       throw InvalidArgumentError("ragged attention: " + segment_name(kv, s) + " has length " +
                                  std::to_string(length) + ", expected 0.." + std::to_string(kv.capacity) +
                                  " (the capacity)");
+    if (packed && (kv.offsets[s] < 0 || kv.offsets[s] + length > kv.total_slots))
+      throw InvalidArgumentError("ragged attention: " + segment_name(kv, s) + " spans slots " +
+                                 std::to_string(kv.offsets[s]) + ".." + std::to_string(kv.offsets[s] + length) +
+                                 ", outside the " + std::to_string(kv.total_slots) + " slots of the packed buffers");
   }
 }
 
@@ -89,8 +97,9 @@ void attend_segment(const RaggedKvView& kv, const RaggedAttentionArgs& args, int
   const int64_t length = kv.lengths[segment];
   const int64_t first_query = (row * args.n_head + kv_head * group) * t;  // index of the group's first query row
 
-  const float* keys = kv.keys + segment * capacity * d;
-  const float* values = kv.values + segment * capacity * d;
+  const int64_t first_slot = kv.offsets != nullptr ? kv.offsets[segment] : segment * capacity;
+  const float* keys = kv.keys + first_slot * d;
+  const float* values = kv.values + first_slot * d;
   const int64_t* key_positions = kv.positions + segment * capacity;
   const float* queries = args.queries + first_query * d;
   float* out = args.out + first_query * d;

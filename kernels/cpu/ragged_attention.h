@@ -11,9 +11,15 @@
 
 namespace kvs::kernels {
 
-// One layer of a ragged KV cache. Segment s = row * kv_heads + kv_head occupies
-// entries [0, lengths[s]) of its slot in keys/values, laid out
-// [rows, kv_heads, capacity, head_dim] (row-major, contiguous, float32).
+// One layer of a ragged KV cache. Segment s = row * kv_heads + kv_head holds
+// lengths[s] entries. Two layouts of keys/values (row-major, float32):
+//   - regular (offsets == nullptr): [rows, kv_heads, capacity, head_dim], segment s
+//     starts at slot s * capacity;
+//   - packed (offsets != nullptr): [total_slots, head_dim], segment s starts at slot
+//     offsets[s] and may have its own capacity (KvStore sizes every segment to what
+//     its policy keeps, so a local head does not pay for a global head's room).
+// positions (and the optional probs / key_mass outputs) always use the padded
+// stride `capacity`, which must be >= every segment's length.
 struct RaggedKvView {
   const float* keys = nullptr;
   const float* values = nullptr;
@@ -21,6 +27,8 @@ struct RaggedKvView {
   const int64_t* positions = nullptr;  // [rows * kv_heads * capacity]: original sequence position of each
                                        // entry (only [0, length) of a segment is read)
   int64_t rows = 0, kv_heads = 0, capacity = 0, head_dim = 0;
+  const int64_t* offsets = nullptr;    // packed layout: [rows * kv_heads] first slot of each segment
+  int64_t total_slots = 0;             // packed layout: slots in keys / values
 };
 
 struct RaggedAttentionArgs {
@@ -44,8 +52,8 @@ struct RaggedAttentionArgs {
 // written, so the caller may pass uninitialised buffers.
 //
 // Throws kvs::InvalidArgumentError for negative sizes, n_head not a positive
-// multiple of kv_heads, a segment length outside [0, capacity], or a missing
-// buffer; nothing is written in that case.
+// multiple of kv_heads, a segment length outside [0, capacity], a packed segment
+// reaching past total_slots, or a missing buffer; nothing is written in that case.
 void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& args);
 
 }  // namespace kvs::kernels

@@ -41,6 +41,34 @@ void check_rank(const at::Tensor& tensor, const char* name, int64_t rank, const 
                                shape_string(tensor.sizes()) + ", expected " + layout);
 }
 
+// Allocates the outputs, fills in the query side of the arguments and runs the kernel.
+RaggedAttentionResult run_kernel(RaggedKvView view, const at::Tensor& queries, const at::Tensor& query_positions,
+                                 bool causal, double scale, bool want_probs, bool want_key_mass) {
+  const int64_t rows = view.rows, n_head = queries.size(1), t = queries.size(2), d = view.head_dim;
+  const at::Tensor q = queries.contiguous(), qpos = query_positions.contiguous();
+  const auto options = at::TensorOptions().dtype(at::kFloat);
+  RaggedAttentionResult result;
+  // The kernel writes every element (zeros where nothing is visible), so the
+  // outputs need no initialisation.
+  result.out = at::empty({rows, n_head, t, d}, options);
+  if (want_probs) result.probs = at::empty({rows, n_head, t, view.capacity}, options);
+  if (want_key_mass) result.key_mass = at::empty({rows, view.kv_heads, view.capacity}, options);
+
+  RaggedAttentionArgs args;
+  args.queries = q.data_ptr<float>();
+  args.n_head = n_head;
+  args.T = t;
+  args.query_positions = qpos.data_ptr<int64_t>();
+  args.causal = causal;
+  args.scale = static_cast<float>(scale);
+  args.out = result.out.data_ptr<float>();
+  args.probs = want_probs ? result.probs.data_ptr<float>() : nullptr;
+  args.key_mass = want_key_mass ? result.key_mass.data_ptr<float>() : nullptr;
+
+  ragged_attention_cpu(view, args);
+  return result;
+}
+
 }  // namespace
 
 RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tensor& query_positions,
@@ -58,18 +86,8 @@ RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tens
   check_tensor(queries, "queries", at::kFloat, {rows, n_head, t, d});
   check_tensor(query_positions, "query_positions", at::kLong, {t});
 
-  const at::Tensor q = queries.contiguous(), qpos = query_positions.contiguous();
   const at::Tensor k = keys.contiguous(), v = values.contiguous();
   const at::Tensor len = lengths.contiguous(), pos = positions.contiguous();
-
-  const auto options = at::TensorOptions().dtype(at::kFloat);
-  RaggedAttentionResult result;
-  // The kernel writes every element (zeros where nothing is visible), so the
-  // outputs need no initialisation.
-  result.out = at::empty({rows, n_head, t, d}, options);
-  if (want_probs) result.probs = at::empty({rows, n_head, t, capacity}, options);
-  if (want_key_mass) result.key_mass = at::empty({rows, kv_heads, capacity}, options);
-
   RaggedKvView view;
   view.keys = k.data_ptr<float>();
   view.values = v.data_ptr<float>();
@@ -79,20 +97,42 @@ RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tens
   view.kv_heads = kv_heads;
   view.capacity = capacity;
   view.head_dim = d;
+  return run_kernel(view, queries, query_positions, causal, scale, want_probs, want_key_mass);
+}
 
-  RaggedAttentionArgs args;
-  args.queries = q.data_ptr<float>();
-  args.n_head = n_head;
-  args.T = t;
-  args.query_positions = qpos.data_ptr<int64_t>();
-  args.causal = causal;
-  args.scale = static_cast<float>(scale);
-  args.out = result.out.data_ptr<float>();
-  args.probs = want_probs ? result.probs.data_ptr<float>() : nullptr;
-  args.key_mass = want_key_mass ? result.key_mass.data_ptr<float>() : nullptr;
+RaggedAttentionResult ragged_attention_packed(const at::Tensor& queries, const at::Tensor& query_positions,
+                                              const at::Tensor& keys, const at::Tensor& values,
+                                              const at::Tensor& offsets, const at::Tensor& lengths,
+                                              const at::Tensor& positions, bool causal, double scale,
+                                              bool want_probs, bool want_key_mass) {
+  check_rank(keys, "keys", 2, "[total_slots, head_dim]");
+  check_rank(positions, "positions", 3, "[rows, kv_heads, capacity]");
+  check_rank(queries, "queries", 4, "[rows, n_head, T, head_dim]");
+  const int64_t slots = keys.size(0), d = keys.size(1);
+  const int64_t rows = positions.size(0), kv_heads = positions.size(1), capacity = positions.size(2);
+  const int64_t n_head = queries.size(1), t = queries.size(2);
+  check_tensor(keys, "keys", at::kFloat, {slots, d});
+  check_tensor(values, "values", at::kFloat, {slots, d});
+  check_tensor(offsets, "offsets", at::kLong, {rows, kv_heads});
+  check_tensor(lengths, "lengths", at::kLong, {rows, kv_heads});
+  check_tensor(positions, "positions", at::kLong, {rows, kv_heads, capacity});
+  check_tensor(queries, "queries", at::kFloat, {rows, n_head, t, d});
+  check_tensor(query_positions, "query_positions", at::kLong, {t});
 
-  ragged_attention_cpu(view, args);
-  return result;
+  const at::Tensor k = keys.contiguous(), v = values.contiguous();
+  const at::Tensor off = offsets.contiguous(), len = lengths.contiguous(), pos = positions.contiguous();
+  RaggedKvView view;
+  view.keys = k.data_ptr<float>();
+  view.values = v.data_ptr<float>();
+  view.lengths = len.data_ptr<int64_t>();
+  view.positions = pos.data_ptr<int64_t>();
+  view.offsets = off.data_ptr<int64_t>();
+  view.total_slots = slots;
+  view.rows = rows;
+  view.kv_heads = kv_heads;
+  view.capacity = capacity;
+  view.head_dim = d;
+  return run_kernel(view, queries, query_positions, causal, scale, want_probs, want_key_mass);
 }
 
 }  // namespace kvs::kernels

@@ -22,4 +22,15 @@ RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tens
                                        const at::Tensor& positions, bool causal, double scale, bool want_probs,
                                        bool want_key_mass);
 
+// Packed layout (KvStore's): keys/values float32 [total_slots, D] on the CPU,
+// segment s = row * kv_heads + head starting at slot offsets[row][head] (int64
+// [rows, kv_heads]); lengths int64 [rows, kv_heads]; positions int64 [rows,
+// kv_heads, capacity] with capacity >= every length (probs / key_mass use that
+// stride too).
+RaggedAttentionResult ragged_attention_packed(const at::Tensor& queries, const at::Tensor& query_positions,
+                                              const at::Tensor& keys, const at::Tensor& values,
+                                              const at::Tensor& offsets, const at::Tensor& lengths,
+                                              const at::Tensor& positions, bool causal, double scale,
+                                              bool want_probs, bool want_key_mass);
+
 }  // namespace kvs::kernels

@@ -67,7 +67,7 @@ TEST(H2OPolicy, KeepsHeavyHittersByAccumulatedAttentionPerPosition) {
   // Accumulated after token 4: pos1 25, pos2 0.4, pos3 0.6 (pos4, 5 recent) -> pos2 goes;
   // then pos3 (0.8), pos5 (0.3), pos6 (0.3 vs pos1 40, pos4 15) go one per token.
   EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{0, 1, 4, 7, 8}));
-  EXPECT_EQ(store.value_buffer(0)[0][0][2][0].item<float>(), 4.0f);  // values moved with their keys
+  EXPECT_EQ(store.values(0, store.max_length(0))[0][0][2][0].item<float>(), 4.0f);  // values moved with their keys
 }
 
 TEST(H2OPolicy, CfgPairsFollowTheConditionalRowAndSurviveDroppingCfg) {

@@ -105,7 +105,7 @@ TEST(HeadKvPolicy, GroupsHeadsAndKeepsExactlyTheExpectedPositions) {
   // have lost 7, 5, 6 and the long part only 3.
   EXPECT_EQ(store.positions(0, 0, 1), (Positions{0, 1, 2, 6, 8, 9, 10, 11, 12, 13}));
   // Values moved with their keys.
-  EXPECT_EQ(store.value_buffer(0)[0][1][3][0].item<float>(), 6.0f);
+  EXPECT_EQ(store.values(0, store.max_length(0))[0][1][3][0].item<float>(), 6.0f);
   // Buffered: nothing more until the line ends.
   feed(*policy, store, 13, 14, {true, false}, 12);
   EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 9, 10, 11, 12, 13, 14, 15}));

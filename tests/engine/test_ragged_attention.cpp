@@ -318,7 +318,7 @@ TEST(RaggedAttention, RejectsInvalidArguments) {
 
   // The raw kernel checks sizes and buffers itself (the CUDA twin's callers share it).
   float out[4] = {};
-  const float data[4] = {};
+  const float data[8] = {};  // two slots of head_dim 4 (the packed case below reads slot 1)
   const int64_t lengths[1] = {1}, positions[1] = {0}, query_positions[1] = {0};
   kernels::RaggedKvView kv{data, data, lengths, positions, 1, 1, 1, 4};
   kernels::RaggedAttentionArgs args;
@@ -343,4 +343,14 @@ TEST(RaggedAttention, RejectsInvalidArguments) {
   no_heads.kv_heads = 0;
   EXPECT_NE(error_of([&] { kernels::ragged_attention_cpu(no_heads, args); }).find("not a positive multiple"),
             std::string::npos);
+  // Packed layout: a segment may not reach past the packed buffers.
+  const int64_t offsets[1] = {1};
+  kernels::RaggedKvView packed = kv;
+  packed.offsets = offsets;
+  packed.total_slots = 1;
+  EXPECT_NE(error_of([&] { kernels::ragged_attention_cpu(packed, args); })
+                .find("segment (row 0, kv head 0) spans slots 1..2, outside the 1 slots of the packed buffers"),
+            std::string::npos);
+  packed.total_slots = 2;
+  EXPECT_EQ(error_of([&] { kernels::ragged_attention_cpu(packed, args); }), "");
 }

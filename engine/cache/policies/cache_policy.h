@@ -38,6 +38,11 @@ class CachePolicy {
   // Worst case of image entries a segment holds between two after_token calls
   // (sizes the store so allocated bytes track logical bytes).
   virtual int64_t max_entries() const { return budget_tokens(); }
+  // Image entries every segment gets when the store is created. The store grows a
+  // segment that needs more and, with a unit headroom, shrinks one that holds far
+  // less, so a policy whose segments differ (HeadKV) starts small instead of
+  // allocating its worst case for every head.
+  virtual int64_t initial_entries() const { return max_entries(); }
   // Whether the model should pass this step's queries to observe_queries.
   virtual bool wants_queries() const { return false; }
   // queries: [rows, n_head, 1, head_dim], post-RoPE, of the step whose input is token i.

@@ -80,6 +80,10 @@ HeadKvPolicy::HeadKvPolicy(const PolicyContext& context, const HeadKvOptions& op
   max_entries_ = std::min(big_n, std::max({options.threshold - context.condition_tokens, window_ + n, global_max}));
 }
 
+int64_t HeadKvPolicy::initial_entries() const {
+  return std::min(max_entries_, std::max(options_.threshold - context_.condition_tokens, budget_));
+}
+
 bool HeadKvPolicy::is_global(int64_t layer, int64_t row, int64_t head) const {
   const int64_t rows = grouped_rows_.at(layer);
   const int64_t kv = rows > 0 ? static_cast<int64_t>(global_.at(layer).size()) / rows : 0;
@@ -132,7 +136,7 @@ void HeadKvPolicy::group(const KvStore& store, int64_t layer, int64_t token_inde
   // The current token's attention over the cache, per query head: [rows, kv, group, L].
   at::Tensor q = line_queries_[layer].narrow(0, 0, rows).narrow(2, token_index % n, 1).to(at::kFloat);
   q = q.reshape({rows, kv, group_size, store.head_dim()});
-  at::Tensor keys = store.key_buffer(layer).narrow(2, 0, length).to(at::kFloat);
+  at::Tensor keys = store.keys(layer, length).to(at::kFloat);
   at::Tensor positions = store.positions_tensor(layer).narrow(2, 0, length).contiguous();
   at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;
   at::Tensor present = (positions >= 0).to(logits.device()).unsqueeze(2);
@@ -245,7 +249,7 @@ void HeadKvPolicy::compress(KvStore& store, int64_t layer, int64_t token_index) 
     const int64_t group_size = context_.n_head / kv;
     const double scale = 1.0 / std::sqrt(static_cast<double>(store.head_dim()));
     at::Tensor q = line_queries_[layer].narrow(0, 0, rows).to(at::kFloat).reshape({rows, kv, group_size * n, store.head_dim()});
-    at::Tensor keys = store.key_buffer(layer).narrow(2, 0, s.length).to(at::kFloat);
+    at::Tensor keys = store.keys(layer, s.length).to(at::kFloat);
     at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
     auto all_rows = [&](const at::Tensor& m) { return decide == rows ? m : at::cat({m, m}, 0); };
     auto score = [&](const at::Tensor& part) {

@@ -31,8 +31,9 @@
 // - budget_tokens() and max_entries() both return the worst case over every
 //   segment: max(T - condition, W + n, G_max) with G_max = B, or with match_total
 //   kv x B - (kv - 1)(W + n) (one global head, all others local), capped at N.
-//   With match_total this is often N itself, so a store sized from it is full size
-//   even though the retained entries average B per head.
+//   With match_total this is often N itself, so the store is not sized from it:
+//   initial_entries() = max(T - condition, B) and the store grows the global heads
+//   and shrinks the local ones per segment (allocated tracks logical).
 // - Threshold T counts the condition token(s) (cache length), and grouping happens
 //   when it is reached (§4 "reaches"; A.2 says "exceeds": one token later).
 // - Grouping uses the current token's post-RoPE query against the store's keys,
@@ -98,6 +99,9 @@ class HeadKvPolicy : public CachePolicy {
   std::string name() const override { return "headkv"; }
   int64_t budget_tokens() const override { return max_entries_; }
   int64_t max_entries() const override { return max_entries_; }
+  // What every head holds until grouping (the threshold) or after it on average
+  // (B); global heads above that grow once, local heads shrink to W + n.
+  int64_t initial_entries() const override;
   bool wants_queries() const override { return true; }
   void observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) override;
   void after_token(KvStore& store, int64_t token_index) override;

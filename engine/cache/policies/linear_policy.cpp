@@ -54,7 +54,7 @@ void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
     // softmax restricted to the mid region, mean over queries (and grouped heads).
     const at::Tensor& q_line = line_queries_[layer];  // [rows, H, n, D]
     const int64_t rows = store.rows(), kv = store.kv_heads(), group = context_.n_head / kv;
-    at::Tensor keys = store.key_buffer(layer).narrow(2, 0, s.length);  // [rows, kv, L, D]
+    at::Tensor keys = store.keys(layer, s.length);  // [rows, kv, L, D]
     at::Tensor q = q_line.narrow(0, 0, rows).reshape({rows, kv, group * n, store.head_dim()});
     at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
     at::Tensor mid_dev = mid.to(logits.device()).unsqueeze(2);

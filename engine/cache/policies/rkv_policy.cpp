@@ -11,7 +11,7 @@ namespace kvs {
 
 at::Tensor key_redundancy(const KvStore& store, int64_t layer, const at::Tensor& is_image) {
   const int64_t length = is_image.size(-1);
-  at::Tensor keys = store.key_buffer(layer).narrow(2, 0, length).to(at::kFloat);  // [rows, kv, L, D]
+  at::Tensor keys = store.keys(layer, length).to(at::kFloat);  // [rows, kv, L, D]
   at::Tensor unit = keys / at::clamp_min(at::sqrt((keys * keys).sum(-1, /*keepdim=*/true)), 1e-12);
   at::Tensor similarity = at::matmul(unit, unit.transpose(-1, -2));  // [rows, kv, L, L]
   at::Tensor others = is_image.unsqueeze(2) & ~at::eye(length, at::TensorOptions().dtype(at::kBool)).view({1, 1, length, length});

@@ -52,7 +52,7 @@ at::Tensor observation_importance(const KvStore& store, int64_t layer, const at:
   const int64_t rows = store.rows(), kv = store.kv_heads(), d = store.head_dim();
   const int64_t length = store.max_length(layer);
   const int64_t group = queries.size(1) / kv, w = queries.size(2);
-  at::Tensor keys = store.key_buffer(layer).narrow(2, 0, length).to(at::kFloat);  // [rows, kv, L, D]
+  at::Tensor keys = store.keys(layer, length).to(at::kFloat);  // [rows, kv, L, D]
   at::Tensor q = queries.narrow(0, 0, rows).to(keys.device(), at::kFloat).reshape({rows, kv, group * w, d});
   at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));  // [rows, kv, g*w, L]
   // Causal visibility, as in the model's own attention: entry position <= query position.

@@ -20,6 +20,8 @@ class StreamingPolicy : public CachePolicy {
   StreamingPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t sink_tokens);
   std::string name() const override { return "streaming"; }
   int64_t budget_tokens() const override { return budget_; }
+  // The new token's entry arrives before after_token evicts the oldest one.
+  int64_t max_entries() const override { return budget_ + 1; }
   void after_token(KvStore& store, int64_t token_index) override;
 
  private:

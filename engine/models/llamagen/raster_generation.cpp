@@ -42,6 +42,9 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
   at::Tensor cond = use_cfg ? at::cat({labels, at::full({batch}, config.null_class(), labels.options())}) : labels;
   const int64_t capacity = hooks.cache_capacity_tokens > 0 ? std::min(hooks.cache_capacity_tokens, n_tokens) : n_tokens;
   KvStore cache = gpt.make_cache(cond.size(0), config.cls_token_num + capacity);
+  // Policies decide at line ends: a segment needs room for at most one line more
+  // than it keeps, so the store fits segments to that (engine/cache/kv_store.h).
+  cache.set_unit_headroom(config.grid_size());
   auto active_policy = [&]() -> CachePolicy* { return hooks.policy ? hooks.policy() : nullptr; };
   TokenSampler sampler(params.seed);
   RasterResult result;

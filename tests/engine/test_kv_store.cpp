@@ -1,0 +1,140 @@
+// KvStore's packed layout: segments with their own capacities grow and shrink
+// (unit headroom), entries and positions survive every repack, attention over an
+// irregular layout equals attention over the same entries laid out densely, and
+// allocated bytes follow the segments' capacities.
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "engine/cache/kv_store.h"
+
+using namespace kvs;
+
+namespace {
+
+const at::TensorOptions kFloat = at::TensorOptions().dtype(at::kFloat);
+
+// Appends `count` tokens one by one from `first` on; entry values are
+// position * 10 + segment so that every entry is recognisable after moves.
+void append_tokens(KvStore& store, int64_t layer, int64_t first, int64_t count) {
+  const int64_t rows = store.rows(), kv = store.kv_heads(), d = store.head_dim();
+  for (int64_t p = first; p < first + count; ++p) {
+    at::Tensor segment = at::arange(rows * kv, kFloat).view({rows, kv, 1, 1});
+    at::Tensor k = (segment + static_cast<float>(p * 10)).expand({rows, kv, 1, d}).contiguous();
+    store.append(layer, k, -k, {p});
+  }
+}
+
+// Keep mask that keeps, in segment (row, head), only the slots listed.
+at::Tensor keep_only(const KvStore& store, int64_t layer, const std::vector<std::vector<int64_t>>& per_segment) {
+  at::Tensor keep = at::zeros({store.rows(), store.kv_heads(), store.max_length(layer)}, at::kBool);
+  for (size_t s = 0; s < per_segment.size(); ++s)
+    for (int64_t slot : per_segment[s]) keep[s / store.kv_heads()][s % store.kv_heads()][slot] = true;
+  return keep;
+}
+
+// Checks that every retained entry still holds its own key and value.
+void expect_entries_intact(const KvStore& store, int64_t layer) {
+  const int64_t length = store.max_length(layer);
+  at::Tensor keys = store.keys(layer, length), values = store.values(layer, length);
+  for (int64_t r = 0; r < store.rows(); ++r)
+    for (int64_t h = 0; h < store.kv_heads(); ++h) {
+      const auto positions = store.positions(layer, r, h);
+      for (size_t j = 0; j < positions.size(); ++j) {
+        const float expected = static_cast<float>(positions[j] * 10 + r * store.kv_heads() + h);
+        ASSERT_EQ(keys[r][h][static_cast<int64_t>(j)][0].item<float>(), expected) << "row " << r << " head " << h;
+        ASSERT_EQ(values[r][h][static_cast<int64_t>(j)][1].item<float>(), -expected);
+      }
+    }
+}
+
+}  // namespace
+
+TEST(KvStore, SegmentsShrinkToTheirHeadroomAfterEvictionAndGrowWhenNeeded) {
+  KvStore store(1, 1, 2, 4, 10, kFloat);
+  store.set_unit_headroom(3);
+  EXPECT_EQ(store.allocated_slots(0), 20);
+  append_tokens(store, 0, 0, 10);
+  // Head 0 keeps 2 entries (a "local" head), head 1 keeps 8 (a "global" head).
+  store.retain(0, keep_only(store, 0, {{8, 9}, {0, 1, 2, 3, 4, 5, 6, 7}}));
+  EXPECT_EQ(store.segment_capacity(0, 0, 0), 5);   // 2 + headroom
+  EXPECT_EQ(store.segment_capacity(0, 0, 1), 10);  // 8 + 3 > 10: unchanged
+  EXPECT_EQ(store.allocated_slots(0), 15);
+  EXPECT_EQ(store.memory().bytes_allocated, 15 * store.bytes_per_entry());
+  EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{8, 9}));
+  expect_entries_intact(store, 0);
+  // Head 1 needs room for a third token: it grows to length + 1 + headroom.
+  append_tokens(store, 0, 10, 3);
+  EXPECT_EQ(store.segment_capacity(0, 0, 0), 5);
+  EXPECT_EQ(store.segment_capacity(0, 0, 1), 8 + 3 + 3);
+  EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{8, 9, 10, 11, 12}));
+  EXPECT_EQ(store.length(0, 0, 1), 11);
+  expect_entries_intact(store, 0);
+  EXPECT_EQ(store.allocated_per_head()[0], (std::vector<int64_t>{5, 14}));
+  EXPECT_EQ(store.retained_per_head()[0], (std::vector<int64_t>{5, 11}));
+  // Peak counts the moment both generations of buffers existed.
+  EXPECT_GE(store.memory().bytes_peak, (20 + 15) * store.bytes_per_entry());
+}
+
+TEST(KvStore, WithoutHeadroomCapacitiesOnlyGrow) {
+  KvStore store(1, 2, 1, 4, 4, kFloat);
+  append_tokens(store, 0, 0, 4);
+  store.retain(0, keep_only(store, 0, {{3}, {0, 2}}));
+  EXPECT_EQ(store.allocated_slots(0), 8);
+  append_tokens(store, 0, 4, 3);  // row 1 needs 5 slots: doubles to 16 (at least 16)
+  EXPECT_EQ(store.segment_capacity(0, 0, 0), 4);
+  EXPECT_EQ(store.segment_capacity(0, 1, 0), 16);
+  EXPECT_EQ(store.positions(0, 1, 0), (std::vector<int64_t>{0, 2, 4, 5, 6}));
+  expect_entries_intact(store, 0);
+}
+
+TEST(KvStore, AttentionOverAnIrregularLayoutEqualsTheDenseLayout) {
+  // Two stores with the same entries: one packed with uneven capacities, one regular.
+  at::manual_seed(3);
+  const int64_t rows = 2, kv = 2, d = 8, n_head = 4, tokens = 12;
+  KvStore packed(1, rows, kv, d, 4, kFloat), regular(1, rows, kv, d, tokens, kFloat);
+  packed.set_unit_headroom(2);
+  for (int64_t p = 0; p < tokens; ++p) {
+    at::Tensor k = at::randn({rows, kv, 1, d}), v = at::randn({rows, kv, 1, d});
+    packed.append(0, k, v, {p});
+    regular.append(0, k, v, {p});
+  }
+  at::Tensor keep = at::rand({rows, kv, tokens}) > 0.5;
+  keep[0][0].fill_(false);
+  keep[0][0][11] = true;  // one segment keeps a single entry
+  keep[1][1].fill_(true);
+  packed.retain(0, keep);
+  regular.retain(0, keep);
+  EXPECT_LT(packed.allocated_slots(0), regular.allocated_slots(0));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < kv; ++h) EXPECT_EQ(packed.positions(0, r, h), regular.positions(0, r, h));
+  at::Tensor q = at::randn({rows, n_head, 1, d});
+  for (bool want : {false, true}) {
+    KvAttention a = packed.attend(0, q, {tokens}, /*causal=*/true, want, want);
+    KvAttention b = regular.attend(0, q, {tokens}, /*causal=*/true, want, want);
+    EXPECT_TRUE(at::allclose(a.out, b.out, 1e-5, 1e-6));
+    if (want) {
+      EXPECT_TRUE(at::allclose(a.probs, b.probs.narrow(-1, 0, a.probs.size(-1)), 1e-5, 1e-6));
+      EXPECT_TRUE(at::allclose(a.key_mass, b.key_mass.narrow(-1, 0, a.key_mass.size(-1)), 1e-5, 1e-6));
+    }
+  }
+  // The padded key view is the same entries.
+  const int64_t length = packed.max_length(0);
+  at::Tensor pk = packed.keys(0, length), rk = regular.keys(0, length);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < kv; ++h) {
+      const int64_t n = packed.length(0, r, h);
+      EXPECT_TRUE(at::equal(pk[r][h].narrow(0, 0, n), rk[r][h].narrow(0, 0, n)));
+    }
+  // Dropping the second row keeps the first row's segments, capacities and entries.
+  const int64_t cap00 = packed.segment_capacity(0, 0, 0), cap01 = packed.segment_capacity(0, 0, 1);
+  packed.keep_rows(0, 1);
+  regular.keep_rows(0, 1);
+  EXPECT_EQ(packed.segment_capacity(0, 0, 0), cap00);
+  EXPECT_EQ(packed.segment_capacity(0, 0, 1), cap01);
+  EXPECT_EQ(packed.allocated_slots(0), cap00 + cap01);
+  at::Tensor q1 = q.narrow(0, 0, 1);
+  EXPECT_TRUE(at::allclose(packed.attend(0, q1, {tokens}, true).out, regular.attend(0, q1, {tokens}, true).out, 1e-5, 1e-6));
+}
