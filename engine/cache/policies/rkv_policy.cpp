@@ -38,37 +38,23 @@ void RkvPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Te
 }
 
 void RkvPolicy::after_token(KvStore& store, int64_t token_index) {
-  const int64_t n = context_.grid_width;
-  if ((token_index + 1) % n != 0) return;
-  const int64_t target = budget_ - n;
-  const int64_t window_from = context_.condition_tokens + token_index + 1 - window_.window();  // first window position
   const float minus_inf = -std::numeric_limits<float>::infinity();
-  for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
-    ImageSlots s = image_slots(store, layer, context_.condition_tokens);
-    if (s.count.max().item<int64_t>() <= target) continue;
-    at::Tensor candidates = s.is_image & (s.positions < window_from);
-    // Importance: the SnapKV vote, normalised over the candidates.
-    std::vector<int64_t> tokens;
-    at::Tensor queries = window_.recent(layer, token_index, &tokens);
-    at::Tensor importance = at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);
-    if (queries.defined()) {
-      std::vector<int64_t> query_positions;
-      for (int64_t t : tokens) query_positions.push_back(context_.condition_tokens + t);
-      at::Tensor votes = observation_importance(store, layer, queries, query_positions, candidates, kernel_);
-      votes = at::where(candidates, votes, at::zeros_like(votes));
-      importance = votes / at::clamp_min(votes.sum(-1, /*keepdim=*/true), std::numeric_limits<float>::min());
-    }
-    // Redundancy: mean key similarity, softmax-normalised over the candidates.
-    at::Tensor similarity = key_redundancy(store, layer, s.is_image);
-    at::Tensor redundancy =
-        at::nan_to_num(at::softmax(at::where(candidates, similarity, at::full_like(similarity, minus_inf)), -1), 0.0);
-    at::Tensor z = importance * lambda_ - redundancy * (1.0 - lambda_);  // [rows, kv, L]
-    const int64_t decide = decision_rows(store, context_);
-    at::Tensor score = z.narrow(0, 0, decide);
-    if (decide_on_both_ && decide != store.rows()) score = score + z.narrow(0, decide, decide);
-    at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
-    apply_keep(store, layer, keep_all_but_lowest(score, candidates.narrow(0, 0, decide), evict), context_);
-  }
+  evict_at_line_end(store, token_index, context_, budget_, window_, decide_on_both_,
+                    [&](int64_t layer, const ImageSlots& s, const at::Tensor& candidates, const at::Tensor& queries,
+                        const std::vector<int64_t>& query_positions) {
+                      // Importance: the SnapKV vote, normalised over the candidates.
+                      at::Tensor importance = at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);
+                      if (queries.defined()) {
+                        at::Tensor votes = observation_importance(store, layer, queries, query_positions, candidates, kernel_);
+                        votes = at::where(candidates, votes, at::zeros_like(votes));
+                        importance = votes / at::clamp_min(votes.sum(-1, /*keepdim=*/true), std::numeric_limits<float>::min());
+                      }
+                      // Redundancy: mean key similarity, softmax-normalised over the candidates.
+                      at::Tensor similarity = key_redundancy(store, layer, s.is_image);
+                      at::Tensor redundancy = at::nan_to_num(
+                          at::softmax(at::where(candidates, similarity, at::full_like(similarity, minus_inf)), -1), 0.0);
+                      return importance * lambda_ - redundancy * (1.0 - lambda_);  // Z, [rows, kv, L]
+                    });
 }
 
 PolicyInfo rkv_policy_info() {

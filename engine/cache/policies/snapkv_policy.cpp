@@ -102,31 +102,35 @@ void SnapKvPolicy::observe_queries(int64_t layer, int64_t token_index, const at:
   window_.observe(layer, token_index, queries);
 }
 
-void SnapKvPolicy::after_token(KvStore& store, int64_t token_index) {
-  const int64_t n = context_.grid_width;
+void evict_at_line_end(KvStore& store, int64_t token_index, const PolicyContext& context, int64_t budget_tokens,
+                       const ObservationWindow& window, bool decide_on_both, const ObservationScorer& score) {
+  const int64_t n = context.grid_width;
   if ((token_index + 1) % n != 0) return;
-  const int64_t target = budget_ - n;
-  const int64_t window_from = context_.condition_tokens + token_index + 1 - window_.window();  // first window position
+  const int64_t target = budget_tokens - n;
+  const int64_t window_from = context.condition_tokens + token_index + 1 - window.window();  // first window position
   for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
-    ImageSlots s = image_slots(store, layer, context_.condition_tokens);
+    ImageSlots s = image_slots(store, layer, context.condition_tokens);
     if (s.count.max().item<int64_t>() <= target) continue;
     at::Tensor candidates = s.is_image & (s.positions < window_from);
-    const int64_t decide = decision_rows(store, context_);
-    std::vector<int64_t> tokens;
-    at::Tensor queries = window_.recent(layer, token_index, &tokens);
-    at::Tensor score;
-    if (queries.defined()) {
-      std::vector<int64_t> query_positions;
-      for (int64_t t : tokens) query_positions.push_back(context_.condition_tokens + t);
-      at::Tensor importance = observation_importance(store, layer, queries, query_positions, candidates, kernel_);
-      score = importance.narrow(0, 0, decide);
-      if (decide_on_both_ && decide != store.rows()) score = score + importance.narrow(0, decide, decide);
-    } else {
-      score = at::zeros({decide, store.kv_heads(), s.length}, at::kFloat);
-    }
+    std::vector<int64_t> tokens, query_positions;
+    at::Tensor queries = window.recent(layer, token_index, &tokens);
+    for (int64_t t : tokens) query_positions.push_back(context.condition_tokens + t);
+    at::Tensor scores = score(layer, s, candidates, queries, query_positions);  // [rows, kv, L]
+    const int64_t decide = decision_rows(store, context);
+    at::Tensor decision = scores.narrow(0, 0, decide);
+    if (decide_on_both && decide != store.rows()) decision = decision + scores.narrow(0, decide, decide);
     at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
-    apply_keep(store, layer, keep_all_but_lowest(score, candidates.narrow(0, 0, decide), evict), context_);
+    apply_keep(store, layer, keep_all_but_lowest(decision, candidates.narrow(0, 0, decide), evict), context);
   }
+}
+
+void SnapKvPolicy::after_token(KvStore& store, int64_t token_index) {
+  evict_at_line_end(store, token_index, context_, budget_, window_, decide_on_both_,
+                    [&](int64_t layer, const ImageSlots& s, const at::Tensor& candidates, const at::Tensor& queries,
+                        const std::vector<int64_t>& query_positions) {
+                      if (!queries.defined()) return at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);
+                      return observation_importance(store, layer, queries, query_positions, candidates, kernel_);
+                    });
 }
 
 PolicyInfo snapkv_policy_info() {

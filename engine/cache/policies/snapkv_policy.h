@@ -42,6 +42,7 @@
 //   needed at the next line end to get back to B - n; a window query not observed
 //   since the adoption is left out of the vote (none observed: the oldest go first).
 // - Ties: the older entry is evicted first.
+#include <functional>
 #include <vector>
 
 #include "engine/cache/policies/policy_registry.h"
@@ -79,6 +80,18 @@ at::Tensor observation_importance(const KvStore& store, int64_t layer, const at:
 // window, the one-line buffer and one scored entry); errors name `policy`.
 void check_observation_budget(const std::string& policy, const PolicyContext& context, int64_t budget_tokens,
                               int64_t window, int64_t kernel);
+
+// The line-end step that snapkv and rkv share (they differ only in scoring): at
+// each line end, per layer, every segment holding more than B - n image entries
+// is cut to B - n by evicting the lowest-scored candidates (image entries older
+// than the observation window). `score` gets the layer, its slots, the
+// candidates and the window's queries (undefined when none were observed) with
+// their sequence positions, and returns float [rows, kv, L] for all rows; the
+// decision rows' scores (plus the unconditional rows' with decide_on_both) decide.
+using ObservationScorer = std::function<at::Tensor(int64_t layer, const ImageSlots& slots, const at::Tensor& candidates,
+                                                   const at::Tensor& queries, const std::vector<int64_t>& query_positions)>;
+void evict_at_line_end(KvStore& store, int64_t token_index, const PolicyContext& context, int64_t budget_tokens,
+                       const ObservationWindow& window, bool decide_on_both, const ObservationScorer& score);
 
 class SnapKvPolicy : public CachePolicy {
  public:
