@@ -1,0 +1,64 @@
+// kvstudio-train gpt: LlamaGen's class-conditional GPT on tokenised world images.
+#include <cstdio>
+#include <filesystem>
+
+#include "app/train/train_commands.h"
+#include "app/train/train_options.h"
+#include "engine/training/llamagen/gpt_trainer.h"
+#include "engine/training/world_dataset.h"
+
+namespace kvs::train_app {
+namespace {
+
+constexpr RecipeDefaults kRecipe{.steps = 1000,
+                                 .batch = 32,
+                                 .lr = 6e-4,
+                                 .warmup = 100,
+                                 .weight_decay = 0.05,
+                                 .log_every = 10,
+                                 .eval_every = 250,
+                                 .checkpoint_every = 100};
+
+}  // namespace
+
+int cmd_gpt(const std::vector<std::string>& args, const std::string& command_line) {
+  cli::ArgParser p(args,
+                   with_common_options({"--vq", "--dim", "--layers", "--heads", "--class-dropout", "--train-per-class",
+                                        "--eval-per-class"}),
+                   with_common_flags({}), 0);
+  if (p.flag("--help")) {
+    std::printf(
+        "usage: kvstudio-train gpt --work DIR [options]\n"
+        "  Trains LlamaGen's class-conditional GPT on the world's images, tokenised by the\n"
+        "  trained tokenizer (codes cached in DIR/gpt).\n"
+        "  --vq DIR                 tokenizer run folder (default WORK/vq)\n"
+        "  --dim N                  model width (default 256)\n"
+        "  --layers N               transformer layers (default 6)\n"
+        "  --heads N                attention heads (default 8)\n"
+        "  --class-dropout X        label -> null class probability, for CFG (default 0.1)\n"
+        "  --train-per-class N      training images per class (default 2000)\n"
+        "  --eval-per-class N       held-out images per class for the held-out loss (default 20)\n"
+        "%s",
+        common_options_help(kRecipe).c_str());
+    return 0;
+  }
+  training::TrainOptions options = parse_train_options(p, kRecipe, command_line);
+  training::GptTrainSetup setup;
+  setup.vq_run_dir = p.get("--vq", (std::filesystem::path(options.work_dir) / "vq").string());
+  llamagen::GptConfig& c = setup.model;
+  c.dim = p.get_int("--dim", 256);
+  c.n_layer = p.get_int("--layers", 6);
+  c.n_head = p.get_int("--heads", 8);
+  c.class_dropout_prob = p.get_double("--class-dropout", 0.1);
+  c.num_classes = training::world_class_count();
+  setup.train_per_class = p.get_int("--train-per-class", 2000);
+  setup.eval_per_class = p.get_int("--eval-per-class", 20);
+  // vocab_size and block_size follow the tokenizer: read from its checkpoint by the trainer.
+  training::fit_gpt_to_tokenizer(setup);
+  const training::TrainSummary s = training::train_gpt(options, setup);
+  std::printf("%s\n", summary_line("gpt", s).c_str());
+  if (!s.final_eval.empty()) std::printf("held-out token loss: %.4f\n", s.final_eval[0]);
+  return s.finished ? 0 : 130;
+}
+
+}  // namespace kvs::train_app

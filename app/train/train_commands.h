@@ -1,0 +1,16 @@
+#pragma once
+// kvstudio-train subcommands. Each returns the process exit code and throws
+// kvs::Error for anything the user can fix. A new family (VAR, MAR) adds its
+// trainers as more subcommands here and in main.cpp's table.
+#include <string>
+#include <vector>
+
+namespace kvs::train_app {
+
+int cmd_vq(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_classifier(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_gpt(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_export(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_evaluate(const std::vector<std::string>& args, const std::string& command_line);
+
+}  // namespace kvs::train_app

@@ -1,0 +1,40 @@
+#pragma once
+// Options every training subcommand shares (work folder, steps, batch, seed,
+// optimiser, logging, checkpoints, threads, device) and their parsing.
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app/cli/arg_parser.h"
+#include "engine/training/training_loop.h"
+
+namespace kvs::train_app {
+
+// A subcommand's recipe: the defaults its options start from.
+struct RecipeDefaults {
+  int64_t steps = 1000;
+  int64_t batch = 16;
+  double lr = 1e-4;
+  int64_t warmup = 100;
+  double weight_decay = 0.05;
+  int64_t log_every = 10;
+  int64_t eval_every = 500;
+  int64_t checkpoint_every = 250;
+};
+
+// The shared value options / flags, plus the command's own.
+std::set<std::string> with_common_options(std::set<std::string> own);
+std::set<std::string> with_common_flags(std::set<std::string> own);
+// Help text of the shared options with the recipe's defaults.
+std::string common_options_help(const RecipeDefaults& d);
+
+// Applies --threads (default 1: training must leave the other cores to the user)
+// and --device, installs the Ctrl-C handler (checkpoint, then stop).
+training::TrainOptions parse_train_options(const cli::ArgParser& p, const RecipeDefaults& d,
+                                           const std::string& command_line);
+
+std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text);
+std::string summary_line(const std::string& kind, const training::TrainSummary& s);
+
+}  // namespace kvs::train_app

@@ -1,0 +1,190 @@
+#include "engine/training/llamagen/bundle_evaluation.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <c10/core/GradMode.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "engine/core/device.h"
+#include "engine/core/errors.h"
+#include "engine/core/logging.h"
+#include "engine/image/png_file.h"
+#include "engine/metrics/image_metrics.h"
+#include "engine/models/llamagen/llamagen_model.h"
+#include "engine/session/generation_session.h"
+#include "engine/training/checkpoint.h"
+#include "engine/training/classifier_trainer.h"
+#include "engine/training/frechet_distance.h"
+#include "engine/training/image_tensors.h"
+#include "engine/training/llamagen/vq_model.h"
+#include "engine/training/scene_classifier.h"
+#include "engine/training/world_data.h"
+
+namespace kvs::training {
+namespace fs = std::filesystem;
+namespace {
+
+const ModuleLog& log() {
+  static const ModuleLog logger = module_logger("train");
+  return logger;
+}
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+WorldImageSet held_out_images(const std::string& work_dir, int64_t per_class, int size, int threads,
+                              uint64_t first_index) {
+  if (!work_dir.empty() && first_index == 0)
+    return load_world_split(work_dir, WorldSplit::HeldOut, per_class, size, threads);
+  return WorldImageSet::render(world_items(WorldSplit::HeldOut, per_class, world_class_count(), first_index), size,
+                               threads);
+}
+
+// Grid of uint8 [N, H, W, 3] images: row r holds images[r * cols .. r * cols + cols).
+RgbImage image_grid(const at::Tensor& images, int64_t rows, int64_t cols, int scale) {
+  const int64_t h = images.size(1) * scale, w = images.size(2) * scale, gap = 2;
+  at::Tensor grid = at::full({rows * (h + gap) + gap, cols * (w + gap) + gap, 3}, 255,
+                             at::TensorOptions().dtype(at::kByte));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      at::Tensor img = images[r * cols + c];
+      if (scale > 1) img = img.repeat_interleave(scale, 0).repeat_interleave(scale, 1);
+      grid.narrow(0, gap + r * (h + gap), h).narrow(1, gap + c * (w + gap), w).copy_(img);
+    }
+  return tensor_to_rgb_image(grid);
+}
+
+}  // namespace
+
+std::optional<std::string> bundle_classifier_path(const io::ModelBundle& bundle) {
+  const auto& files = bundle.manifest.at("files");
+  if (!files.contains("evaluation_classifier") || !files["evaluation_classifier"].is_string()) return std::nullopt;
+  return (fs::path(bundle.dir) / files["evaluation_classifier"].get<std::string>()).string();
+}
+
+nlohmann::json evaluate_llamagen_bundle(const BundleEvaluationOptions& o) {
+  const auto t_start = Clock::now();
+  const io::ModelBundle bundle = io::ModelBundle::open(o.bundle_dir);
+  const DeviceChoice device_choice = choose_device(parse_device_kind(o.device), o.threads);
+  const at::Device device = device_choice.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  const llamagen::LlamaGenModel model = llamagen::LlamaGenModel::load(bundle, device);
+  const int64_t classes = model.gpt->config().num_classes;
+  const int size = static_cast<int>(model.image_size());
+  if (classes != world_class_count())
+    throw ModelMismatchError("model " + bundle.dir + " has " + std::to_string(classes) + " classes, the world " +
+                             std::to_string(world_class_count()));
+
+  std::string classifier_path = o.classifier_path;
+  if (classifier_path.empty()) classifier_path = bundle_classifier_path(bundle).value_or("");
+  if (classifier_path.empty() && !o.work_dir.empty()) classifier_path = classifier_file(o.work_dir);
+  if (classifier_path.empty())
+    throw InvalidArgumentError("no evaluation classifier: the bundle has none; pass --classifier FILE or --work DIR");
+  const SceneClassifier classifier = SceneClassifier::load(classifier_path, device);
+
+  nlohmann::json q;
+  const int64_t ref_per_class = std::max<int64_t>(1, o.reference / classes);
+  const WorldImageSet reference = held_out_images(o.work_dir, ref_per_class, size, o.threads, 0);
+  const SceneClassifier::Output real = classifier.classify_u8(reference.pixels());
+  q["classifier_accuracy"] = accuracy(real.logits, reference.labels());
+  q["reference_images"] = reference.size();
+  log().info("evaluate: classifier accuracy on " + std::to_string(reference.size()) + " held-out images: " +
+             std::to_string(q["classifier_accuracy"].get<double>()));
+
+  // Tokenizer: the training encoder's codes through the bundle's own decoder.
+  if (!o.work_dir.empty()) {
+    nlohmann::json vq_manifest;
+    const auto vq_weights = load_checkpoint_weights((fs::path(o.work_dir) / "vq").string(), &vq_manifest);
+    const VqModel encoder(vq_model_config_from_json(vq_manifest.at("config").at("model")), vq_weights, device);
+    c10::NoGradGuard no_grad;
+    const int64_t grid = model.gpt->config().grid_size();
+    double sum = 0;
+    const int64_t n = reference.size(), b = 50;
+    for (int64_t i = 0; i < n; i += b) {
+      const int64_t len = std::min(b, n - i);
+      at::Tensor real_u8 = reference.pixels().narrow(0, i, len);
+      at::Tensor codes = encoder.encode_codes(u8_images_to_input(real_u8, device));
+      at::Tensor rec = llamagen::images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid));
+      for (int64_t j = 0; j < len; ++j) sum += psnr(tensor_to_rgb_image(real_u8[j]), tensor_to_rgb_image(rec[j]));
+    }
+    q["tokenizer_psnr_db"] = sum / static_cast<double>(n);
+    log().info("evaluate: tokenizer PSNR " + std::to_string(q["tokenizer_psnr_db"].get<double>()) + " dB");
+  }
+
+  // Generation through the engine's session, with the bundle's default sampler.
+  const nlohmann::json defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
+  GenerationRequest request;
+  request.model_path = bundle.dir;
+  request.cfg_scale = defaults.value("cfg_scale", 4.0);
+  request.sampling.temperature = defaults.value("temperature", 1.0);
+  request.sampling.top_k = defaults.value("top_k", 0);
+  request.sampling.top_p = defaults.value("top_p", 1.0);
+  request.device = o.device;
+  request.threads = o.threads;
+  const int64_t per_class = std::max<int64_t>(1, o.generated / classes);
+  std::vector<int64_t> labels;
+  for (int64_t i = 0; i < per_class; ++i)
+    for (int64_t c = 0; c < classes; ++c) labels.push_back(c);
+  GenerationSession session;
+  std::vector<RgbImage> generated;
+  const auto t_gen = Clock::now();
+  const int64_t batch = std::clamp<int64_t>(o.batch, 1, 256);
+  for (size_t first = 0, k = 0; first < labels.size(); first += batch, ++k) {
+    request.class_ids.assign(labels.begin() + static_cast<long>(first),
+                             labels.begin() + static_cast<long>(std::min(labels.size(), first + batch)));
+    request.seed = o.seed + k;
+    GenerationResult r = session.run(request);
+    for (auto& img : r.images) generated.push_back(std::move(img));
+    log().info("evaluate: generated " + std::to_string(generated.size()) + "/" + std::to_string(labels.size()) +
+               " images (" + std::to_string(seconds_since(t_gen)) + " s)");
+  }
+  const double generation_seconds = seconds_since(t_gen);
+  const at::Tensor generated_u8 = rgb_images_to_tensor(generated);
+  const at::Tensor generated_labels = at::tensor(labels, at::TensorOptions().dtype(at::kLong));
+  const SceneClassifier::Output fake = classifier.classify_u8(generated_u8);
+  q["generated_class_accuracy"] = accuracy(fake.logits, generated_labels);
+  nlohmann::json per_class_acc = nlohmann::json::object();
+  const at::Tensor hits = fake.logits.argmax(1).eq(generated_labels).to(at::kDouble);
+  const std::vector<std::string> names = world_class_names();
+  for (int64_t c = 0; c < classes; ++c)
+    per_class_acc[names[c]] = hits.masked_select(generated_labels.eq(c)).mean().item<double>();
+  q["generated_class_accuracy_per_class"] = per_class_acc;
+  q["generated_images"] = static_cast<int64_t>(generated.size());
+  q["demo_fid"] = frechet_distance(fake.features, real.features);
+  const WorldImageSet second = held_out_images("", ref_per_class, size, o.threads, 500000);
+  q["demo_fid_real_floor"] = frechet_distance(classifier.classify_u8(second.pixels()).features, real.features);
+  q["sampler"] = {{"cfg_scale", request.cfg_scale},
+                  {"temperature", request.sampling.temperature},
+                  {"top_k", request.sampling.top_k},
+                  {"top_p", request.sampling.top_p},
+                  {"policy", "full"},
+                  {"seed", o.seed}};
+  q["held_out_seeds_per_class"] = seed_range_text(kHeldOutSeedBase, kHeldOutSeedBase + ref_per_class);
+  q["classifier"] = fs::path(classifier_path).filename().string();
+  q["generation_seconds"] = generation_seconds;
+  q["device"] = device_choice.description;
+  if (!o.command.empty()) q["command"] = o.command;
+  log().info("evaluate: generated-image class accuracy " + std::to_string(q["generated_class_accuracy"].get<double>()) +
+             ", demo-FID " + std::to_string(q["demo_fid"].get<double>()) + " (real floor " +
+             std::to_string(q["demo_fid_real_floor"].get<double>()) + "), " +
+             std::to_string(seconds_since(t_start)) + " s in all");
+
+  if (!o.samples_png.empty()) {
+    const int64_t cols = std::min<int64_t>(o.samples_per_class, per_class);
+    std::vector<at::Tensor> rows;
+    for (int64_t c = 0; c < classes; ++c)
+      for (int64_t j = 0; j < cols; ++j) rows.push_back(generated_u8[j * classes + c]);
+    write_png(o.samples_png, image_grid(at::stack(rows), classes, cols, std::max(1, o.samples_scale)),
+              {{"parameters", "kvstudio-train evaluate: generated samples of " + bundle.name() +
+                                  ", one row per class in label order"}});
+  }
+  if (o.write_manifest) {
+    nlohmann::json manifest = bundle.manifest;
+    manifest["quality"] = q;
+    io::write_bundle_manifest(bundle.dir, manifest);
+  }
+  return q;
+}
+
+}  // namespace kvs::training
