@@ -169,6 +169,7 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"kv_bytes_peak", r.kv_bytes_peak},
           {"kv_bytes_full", r.kv_bytes_full},
           {"process_peak_bytes", r.process_peak_bytes},
+          {"process_peak_is_own", r.process_peak_is_own},
           {"process_rss_delta_bytes", r.process_rss_delta_bytes},
           {"generation_ms", r.generation_ms},
           {"tokens_per_s", r.tokens_per_s},
@@ -289,6 +290,8 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     rec.params = specs[pi].params;
     rec.images = options.images;
     rec.batch = options.batch;
+    // Each policy's process peak is its own (the earlier policies' runs are not in it).
+    rec.process_peak_is_own = reset_process_peak_resident();
     const int64_t rss_before = process_resident_bytes();
     std::vector<std::vector<int32_t>> tokens;
     std::vector<RgbImage> images;

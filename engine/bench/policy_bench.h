@@ -21,9 +21,11 @@
 //   identical images (PSNR +inf) are left out of the mean (identical_images counts
 //   the images whose tokens equal the full cache's), and psnr is NaN (JSON null)
 //   when every image is identical.
-// - process_peak_bytes is VmHWM, which never decreases: it is the peak of the
-//   whole process so far (model loading and, with random_arch, writing the
-//   random weights included); process_rss_delta_bytes isolates the policy's runs. ssim and token_agreement
+// - process_peak_bytes is VmHWM, reset before each policy's runs where Linux
+//   allows it (process_peak_is_own), so it is the peak of that policy's runs
+//   (the model weights resident since loading included); otherwise it is the
+//   peak of the whole process so far. process_rss_delta_bytes is what the
+//   policy's runs left resident. ssim and token_agreement
 //   are means over all images (see engine/metrics/image_metrics.h).
 #include <cstdint>
 #include <functional>
@@ -62,7 +64,8 @@ struct BenchRecord {
   int64_t kv_bytes_allocated = 0;
   int64_t kv_bytes_peak = 0;
   int64_t kv_bytes_full = 0;
-  int64_t process_peak_bytes = 0;              // VmHWM after the policy's runs (never decreases)
+  int64_t process_peak_bytes = 0;              // VmHWM after the policy's runs (see above)
+  bool process_peak_is_own = false;            // VmHWM was reset before the policy's runs
   int64_t process_rss_delta_bytes = 0;         // RSS after minus before the policy's runs
   double generation_ms = 0;                    // summed over runs
   double tokens_per_s = 0;                     // image tokens of all images / generation time

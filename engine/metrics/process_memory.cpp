@@ -28,4 +28,12 @@ int64_t status_field_bytes(const std::string& field) {
 int64_t process_peak_resident_bytes() { return status_field_bytes("VmHWM"); }
 int64_t process_resident_bytes() { return status_field_bytes("VmRSS"); }
 
+bool reset_process_peak_resident() {
+  std::ofstream out("/proc/self/clear_refs");
+  if (!out) return false;
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
 }  // namespace kvs

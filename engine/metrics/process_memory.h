@@ -5,9 +5,14 @@
 
 namespace kvs {
 
-// VmHWM: the peak resident set size since the process started. It never
-// decreases, so a per-phase peak is only meaningful for the phase that raised it.
+// VmHWM: the peak resident set size since the process started, or since the
+// last reset_process_peak_resident().
 int64_t process_peak_resident_bytes();
+
+// Resets VmHWM to the current resident size (Linux: writes 5 to
+// /proc/self/clear_refs), so that the next phase measures its own peak. Returns
+// false where that is not possible (the peak then covers every earlier phase).
+bool reset_process_peak_resident();
 
 // VmRSS: the resident set size now.
 int64_t process_resident_bytes();
