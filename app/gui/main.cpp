@@ -1,0 +1,151 @@
+// kvstudio: the KV Studio window.
+//   kvstudio [--model DIR] [--threads N]
+//   kvstudio --run-once [--policy SPEC] [--compare P1,P2,...] [--switch-policy SPEC[@LINE]]
+//            [--debug-overlay] [--capture-line N] --screenshot FILE [--summary FILE]
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QPalette>
+#include <QStyleFactory>
+#include <QSurfaceFormat>
+#include <QTimer>
+
+#include <cstdio>
+
+#include "app/cli/default_paths.h"
+#include "app/gui/run_once.h"
+#include "engine/bench/policy_bench.h"
+#include "engine/core/errors.h"
+#include "engine/core/logging.h"
+#include "ui/bridge/engine_types.h"
+#include "ui/widgets/main_window.h"
+#include "ui/widgets/parameter_panel.h"
+
+namespace {
+
+void applyDarkTheme(QApplication& app) {
+  app.setStyle(QStyleFactory::create(QStringLiteral("Fusion")));
+  QPalette p;
+  const QColor window(34, 37, 43), base(24, 26, 31), text(220, 223, 230), mid(60, 64, 74);
+  p.setColor(QPalette::Window, window);
+  p.setColor(QPalette::WindowText, text);
+  p.setColor(QPalette::Base, base);
+  p.setColor(QPalette::AlternateBase, QColor(30, 33, 39));
+  p.setColor(QPalette::ToolTipBase, QColor(45, 49, 57));
+  p.setColor(QPalette::ToolTipText, text);
+  p.setColor(QPalette::Text, text);
+  p.setColor(QPalette::Button, QColor(44, 48, 56));
+  p.setColor(QPalette::ButtonText, text);
+  p.setColor(QPalette::BrightText, QColor(255, 120, 120));
+  p.setColor(QPalette::Highlight, QColor(47, 129, 247));
+  p.setColor(QPalette::HighlightedText, Qt::white);
+  p.setColor(QPalette::Mid, mid);
+  p.setColor(QPalette::Dark, QColor(20, 22, 26));
+  p.setColor(QPalette::PlaceholderText, QColor(130, 136, 148));
+  p.setColor(QPalette::Disabled, QPalette::Text, QColor(120, 124, 134));
+  p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 124, 134));
+  p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(120, 124, 134));
+  app.setPalette(p);
+  app.setStyleSheet(QStringLiteral(
+      "QDockWidget::title{background:#2a2e36;padding:4px 8px;color:#c9d1d9}"
+      "QGroupBox{border:1px solid #3a3f4b;border-radius:6px;margin-top:14px;padding-top:6px}"
+      "QGroupBox::title{subcontrol-origin:margin;left:8px;padding:0 4px;color:#c9d1d9;font-weight:bold}"
+      "QTabBar::tab{padding:6px 16px}"
+      "QToolTip{border:1px solid #3a3f4b}"));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Dear ImGui's OpenGL 3 backend needs a core profile (BUILD-NOTES.md).
+  QSurfaceFormat format;
+  format.setVersion(3, 3);
+  format.setProfile(QSurfaceFormat::CoreProfile);
+  QSurfaceFormat::setDefaultFormat(format);
+
+  QApplication app(argc, argv);
+  QApplication::setOrganizationName(QStringLiteral("KVStudio"));
+  QApplication::setApplicationName(QStringLiteral("kvstudio"));
+  QApplication::setApplicationVersion(QStringLiteral(KVSTUDIO_VERSION));
+  kvs::ui::registerEngineMetaTypes();
+
+  QCommandLineParser parser;
+  parser.setApplicationDescription(QStringLiteral("KV Studio: autoregressive image generation with a compressed, visible KV cache"));
+  parser.addHelpOption();
+  parser.addVersionOption();
+  const QCommandLineOption model({QStringLiteral("model")}, QStringLiteral("Model bundle folder (default: the last used, else the demo)"), QStringLiteral("DIR"));
+  const QCommandLineOption threads({QStringLiteral("threads")}, QStringLiteral("CPU threads for generation (default: all cores)"), QStringLiteral("N"), QStringLiteral("0"));
+  const QCommandLineOption runOnce({QStringLiteral("run-once")}, QStringLiteral("Generate (or compare) with the defaults, save a screenshot, exit"));
+  const QCommandLineOption policy({QStringLiteral("policy")}, QStringLiteral("Policy spec for --run-once, e.g. linear:rho=0.25"), QStringLiteral("SPEC"));
+  const QCommandLineOption compare({QStringLiteral("compare")}, QStringLiteral("Compare these policy specs (comma-separated) in --run-once"), QStringLiteral("LIST"));
+  const QCommandLineOption switchPolicy({QStringLiteral("switch-policy")},
+                                        QStringLiteral("In --run-once, switch to SPEC while generating, after line LINE (default 4)"),
+                                        QStringLiteral("SPEC[@LINE]"));
+  const QCommandLineOption screenshot({QStringLiteral("screenshot")}, QStringLiteral("Where --run-once saves the window (PNG)"), QStringLiteral("FILE"));
+  const QCommandLineOption summary({QStringLiteral("summary")}, QStringLiteral("Where --run-once writes its JSON summary (default: next to the screenshot)"), QStringLiteral("FILE"));
+  const QCommandLineOption debugOverlay({QStringLiteral("debug-overlay")}, QStringLiteral("Show the F12 debug overlay"));
+  const QCommandLineOption differences({QStringLiteral("differences")}, QStringLiteral("Compare: show difference heatmaps against the full cache"));
+  const QCommandLineOption captureLine({QStringLiteral("capture-line")}, QStringLiteral("In --run-once, take the screenshot when line N arrives"), QStringLiteral("N"), QStringLiteral("0"));
+  const QCommandLineOption seed({QStringLiteral("seed")}, QStringLiteral("Seed"), QStringLiteral("N"));
+  const QCommandLineOption classId({QStringLiteral("class")}, QStringLiteral("Class id"), QStringLiteral("N"));
+  const QCommandLineOption timeout({QStringLiteral("timeout")}, QStringLiteral("--run-once gives up after this many seconds (default 300)"), QStringLiteral("S"), QStringLiteral("300"));
+  const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size WxH"), QStringLiteral("WxH"));
+  parser.addOptions({model, threads, runOnce, policy, compare, switchPolicy, screenshot, summary, debugOverlay, differences, captureLine,
+                     seed, classId, timeout, size});
+  parser.process(app);
+
+  if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
+    std::fprintf(stderr, "kvstudio: --run-once needs --screenshot FILE\n");
+    return 2;
+  }
+  QStringList compareSpecs;
+  if (parser.isSet(compare)) {
+    try {
+      for (const std::string& s : kvs::split_policy_list(parser.value(compare).toStdString())) compareSpecs << QString::fromStdString(s);
+    } catch (const kvs::Error& e) {
+      std::fprintf(stderr, "kvstudio: --compare: %s\n", e.what());
+      return 2;
+    }
+  }
+  applyDarkTheme(app);
+
+  kvs::ui::MainWindowOptions options;
+  options.bundledDemo = QString::fromStdString(kvs::cli::default_model_path());
+  options.model = parser.value(model);
+  options.threads = parser.value(threads).toInt();
+  options.useSettings = !parser.isSet(runOnce);
+  kvs::ui::MainWindow window(options);
+  if (parser.isSet(size)) {
+    const QStringList wh = parser.value(size).split(QLatin1Char('x'));
+    if (wh.size() == 2) window.resize(wh[0].toInt(), wh[1].toInt());
+  } else if (parser.isSet(runOnce)) {
+    window.resize(1500, 920);
+  }
+  if (parser.isSet(seed) || parser.isSet(classId)) {
+    kvs::ui::GenerationSettings s = window.parameters()->settings();
+    if (parser.isSet(seed)) s.seed = parser.value(seed).toULongLong();
+    if (parser.isSet(classId)) s.classId = parser.value(classId).toLongLong();
+    window.parameters()->setSettings(s);
+  }
+  window.show();
+
+  if (!parser.isSet(runOnce)) return app.exec();
+
+  kvs::gui::RunOnceOptions ro;
+  ro.screenshot = parser.value(screenshot);
+  ro.summary = parser.value(summary);
+  ro.policy = parser.value(policy);
+  ro.compare = compareSpecs;
+  if (parser.isSet(switchPolicy)) {
+    const QString v = parser.value(switchPolicy);
+    const int at = v.lastIndexOf(QLatin1Char('@'));
+    ro.switchPolicy = at >= 0 ? v.left(at) : v;
+    if (at >= 0) ro.switchAtLine = v.mid(at + 1).toInt();
+  }
+  ro.captureLine = parser.value(captureLine).toInt();
+  ro.debugOverlay = parser.isSet(debugOverlay);
+  ro.differences = parser.isSet(differences);
+  ro.timeoutSeconds = parser.value(timeout).toInt();
+  kvs::gui::RunOnce driver(&window, ro);
+  QTimer::singleShot(200, &driver, &kvs::gui::RunOnce::start);
+  return app.exec();
+}

@@ -1,0 +1,239 @@
+#include "ui/widgets/generation_canvas.h"
+
+#include <QPainter>
+#include <QPainterPath>
+
+#include <algorithm>
+
+#include "ui/render/overlay_images.h"
+#include "ui/viewmodel/run_view_model.h"
+
+namespace kvs::ui {
+namespace {
+
+constexpr int kStripWidth = 18, kStripGap = 10, kLegendHeight = 46, kMargin = 12;
+
+void drawSwatch(QPainter& p, const QRect& r, const QColor& fill, const QColor& outline = QColor()) {
+  p.fillRect(r, fill);
+  if (outline.isValid()) {
+    p.setPen(QPen(outline, 2));
+    p.drawRect(r.adjusted(1, 1, -1, -1));
+  }
+}
+
+}  // namespace
+
+GenerationCanvas::GenerationCanvas(QWidget* parent) : QWidget(parent) {
+  setAttribute(Qt::WA_OpaquePaintEvent);
+  setPlaceholder(tr("Press Generate (Ctrl+Enter) to stream an image here, line by line"));
+}
+
+void GenerationCanvas::setRun(RunViewModel* run) {
+  if (run_) disconnect(run_, nullptr, this, nullptr);
+  run_ = run;
+  if (run_) {
+    connect(run_, &RunViewModel::unitChanged, this, qOverload<>(&QWidget::update));
+    connect(run_, &RunViewModel::progressChanged, this, qOverload<>(&QWidget::update));
+    connect(run_, &RunViewModel::stateChanged, this, qOverload<>(&QWidget::update));
+  }
+  update();
+}
+
+void GenerationCanvas::setOverlays(unsigned flags) {
+  overlays_ = flags;
+  update();
+}
+
+void GenerationCanvas::setMaskSelection(int64_t layer, int64_t head) {
+  mask_layer_ = layer;
+  mask_head_ = head;
+  update();
+}
+
+void GenerationCanvas::setAttentionOpacity(int alpha) {
+  attention_alpha_ = std::clamp(alpha, 0, 255);
+  update();
+}
+
+void GenerationCanvas::setCompact(bool compact) {
+  compact_ = compact;
+  update();
+}
+
+void GenerationCanvas::setPlaceholder(const QString& text) {
+  placeholder_ = text;
+  update();
+}
+
+QRect GenerationCanvas::layoutImageRect(bool withStrip, bool withLegend) const {
+  const int margin = compact_ ? 4 : kMargin;
+  QRect area = rect().adjusted(margin, margin, -margin, -margin);
+  if (withLegend) area.setBottom(area.bottom() - (compact_ ? 22 : kLegendHeight));
+  const int stripSpace = withStrip ? kStripWidth + kStripGap : 0;
+  const int side = std::max(16, std::min(area.width() - 2 * stripSpace, area.height()));
+  return QRect(area.left() + (area.width() - side) / 2, area.top() + (area.height() - side) / 2, side, side);
+}
+
+QRect GenerationCanvas::imageRect() const {
+  const bool legend = overlays_ & (kOverlayAttention | kOverlayRetained | kOverlayRegions);
+  return layoutImageRect(overlays_ & kOverlayAttention, legend);
+}
+
+void GenerationCanvas::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), QColor(21, 23, 28));
+  const QRect img = imageRect();
+  const RunViewModel* run = run_.data();
+  const bool hasImage = run && !run->preview().isNull();
+
+  // Frame of the image area, with a faint token grid as the placeholder.
+  p.fillRect(img, QColor(30, 33, 40));
+  if (!hasImage) {
+    p.setPen(QColor(160, 166, 180));
+    QFont f = font();
+    f.setPointSizeF(f.pointSizeF() * (compact_ ? 0.9 : 1.1));
+    p.setFont(f);
+    QString text = placeholder_;
+    if (run && run->active()) text = runStateText(run->state());
+    if (run && run->state() == RunState::Failed) text = tr("Failed: %1").arg(run->errorMessage());
+    p.drawText(img.adjusted(16, 16, -16, -16), Qt::AlignCenter | Qt::TextWordWrap, text);
+    return;
+  }
+
+  const kvs::StartedEvent& s = run->started();
+  TokenGrid grid;
+  grid.height = s.grid_height > 0 ? s.grid_height : 1;
+  grid.width = s.grid_width > 0 ? s.grid_width : 1;
+  grid.tokens_done = run->tokensDone();
+  const auto& unit = run->lastUnit();
+  if (unit && unit->retained) grid.condition_tokens = std::max<int64_t>(0, unit->retained->positions - grid.imageTokens());
+  else if (unit && unit->attention) grid.condition_tokens = std::max<int64_t>(0, unit->attention->positions - grid.imageTokens());
+  const double cell = static_cast<double>(img.width()) / static_cast<double>(grid.width);
+  const bool finished = run->state() == RunState::Finished;
+
+  const QImage& preview = run->preview();
+  const bool upscale = img.width() >= 2 * preview.width();
+  p.setRenderHint(QPainter::SmoothPixmapTransform, !upscale);
+  p.drawImage(img, preview);
+  p.setRenderHint(QPainter::SmoothPixmapTransform, false);
+
+  // Lines not generated yet: the preview decodes placeholder codes there.
+  const int64_t rowsDone = finished ? grid.height : std::min<int64_t>(grid.height, (unit ? unit->unit_index + 1 : 0));
+  if (rowsDone < grid.height) {
+    const int y = img.top() + static_cast<int>(rowsDone * cell);
+    p.fillRect(QRect(img.left(), y, img.width(), img.bottom() - y + 1), QColor(16, 18, 24, 215));
+  }
+
+  TokenGrid shown = grid;
+  shown.tokens_done = finished ? grid.imageTokens() : rowsDone * grid.width;
+  if ((overlays_ & kOverlayAttention) && unit && unit->attention) {
+    p.drawImage(img, attentionHeatmap(*unit->attention, shown, attention_alpha_));
+    // Query token: the last token of the latest line.
+    const int64_t q = unit->attention->query_position - grid.condition_tokens + 1;
+    if (q >= 0 && q < grid.imageTokens()) {
+      const QRectF qr(img.left() + (q % grid.width) * cell, img.top() + (q / grid.width) * cell, cell, cell);
+      p.setPen(QPen(QColor(120, 255, 255), 2));
+      p.drawRect(qr.adjusted(1, 1, -1, -1));
+    }
+    const int n = static_cast<int>(std::max<int64_t>(1, grid.condition_tokens));
+    const QRect strip(img.left() - kStripGap - kStripWidth, img.top(), kStripWidth, static_cast<int>(std::max(cell, 14.0) * n));
+    p.drawImage(strip, attentionConditionStrip(*unit->attention, grid));
+    p.setPen(QColor(200, 204, 214));
+    p.drawRect(strip.adjusted(0, 0, -1, -1));
+    if (!compact_) {
+      QFont f = font();
+      f.setPointSizeF(f.pointSizeF() * 0.8);
+      p.setFont(f);
+      p.save();
+      p.translate(strip.center().x() + 4, strip.bottom() + 8);
+      p.rotate(90);
+      p.drawText(0, 0, tr("cond %1%").arg(conditionAttentionShare(*unit->attention, grid) * 100, 0, 'f', 0));
+      p.restore();
+    }
+  }
+  // Evicted tokens: dark and hatched, above the heatmap, so that "evicted" never
+  // reads as "little attention".
+  if ((overlays_ & kOverlayRetained) && unit && unit->retained) {
+    const QImage mask = retainedMaskOverlay(*unit->retained, shown, mask_layer_, mask_head_, 255);
+    for (int y = 0; y < mask.height(); ++y)
+      for (int x = 0; x < mask.width(); ++x) {
+        const int a = qAlpha(mask.pixel(x, y));
+        if (a == 0) continue;
+        const QRectF r(img.left() + x * cell, img.top() + y * cell, cell, cell);
+        p.fillRect(r, QColor(10, 11, 16, a * 190 / 255));
+        if (cell >= 5) p.fillRect(r, QBrush(QColor(170, 176, 190, a * 150 / 255), Qt::BDiagPattern));
+      }
+  }
+  if (overlays_ & kOverlayGrid && cell >= 6) {
+    p.setPen(QColor(255, 255, 255, 28));
+    for (int64_t i = 1; i < grid.width; ++i) {
+      const int x = img.left() + static_cast<int>(i * cell);
+      p.drawLine(x, img.top(), x, img.bottom());
+    }
+    for (int64_t i = 1; i < grid.height; ++i) {
+      const int y = img.top() + static_cast<int>(i * cell);
+      p.drawLine(img.left(), y, img.right(), y);
+    }
+  }
+  QVector<PolicyRegion> regions;
+  if ((overlays_ & kOverlayRegions) && !finished) {
+    TokenGrid g = grid;
+    g.tokens_done = rowsDone * grid.width;
+    regions = policyRegions(run->activePolicy(), g);
+    p.setRenderHint(QPainter::Antialiasing, true);
+    for (const PolicyRegion& region : regions) {
+      QPainterPath path;
+      for (const QRect& r : region.rects)
+        path.addRect(QRectF(img.left() + r.x() * cell, img.top() + r.y() * cell, r.width() * cell, r.height() * cell));
+      QColor fill = region.color;
+      fill.setAlpha(38);
+      p.fillPath(path.simplified(), fill);
+      p.setPen(QPen(region.color, compact_ ? 1.5 : 2.2));
+      p.drawPath(path.simplified());
+    }
+    p.setRenderHint(QPainter::Antialiasing, false);
+  }
+  p.setPen(QColor(70, 75, 88));
+  p.drawRect(img.adjusted(0, 0, -1, -1));
+
+  // Legends.
+  const bool legend = overlays_ & (kOverlayAttention | kOverlayRetained | kOverlayRegions);
+  if (!legend || compact_) return;
+  QFont f = font();
+  f.setPointSizeF(f.pointSizeF() * 0.85);
+  p.setFont(f);
+  const QFontMetrics fm(f);
+  int x = std::max(kMargin, img.left() - (overlays_ & kOverlayAttention ? kStripWidth + kStripGap : 0));
+  int y = img.bottom() + 14;
+  const int sw = 12;
+  auto text = [&](const QString& t) {
+    p.setPen(QColor(200, 204, 214));
+    p.drawText(x, y + sw - 1, t);
+    x += fm.horizontalAdvance(t) + 14;
+  };
+  if (overlays_ & kOverlayAttention) {
+    p.drawImage(QRect(x, y, 90, sw), colormapBar(90, 1));
+    x += 96;
+    QString layer = unit && unit->attention && unit->attention->layer >= 0 ? tr("L%1").arg(unit->attention->layer) : tr("mean L");
+    QString head = unit && unit->attention && unit->attention->head >= 0 ? tr("H%1").arg(unit->attention->head) : tr("mean H");
+    text(tr("attention (%1, %2)").arg(layer, head));
+  }
+  if (overlays_ & kOverlayRetained) {
+    drawSwatch(p, QRect(x, y, sw, sw), QColor(10, 11, 16, 190));
+    p.fillRect(QRect(x, y, sw, sw), QBrush(QColor(170, 176, 190, 150), Qt::BDiagPattern));
+    x += sw + 5;
+    const QString l = mask_layer_ < 0 ? tr("all layers") : tr("L%1").arg(mask_layer_);
+    const QString h = mask_head_ < 0 ? tr("all heads") : tr("H%1").arg(mask_head_);
+    text(tr("evicted (%1, %2)").arg(l, h));
+  }
+  y += sw + 8;
+  x = std::max(kMargin, img.left() - (overlays_ & kOverlayAttention ? kStripWidth + kStripGap : 0));
+  for (const PolicyRegion& region : regions) {
+    if (x > width() - 120) break;
+    drawSwatch(p, QRect(x, y, sw, sw), QColor(region.color.red(), region.color.green(), region.color.blue(), 60), region.color);
+    x += sw + 5;
+    text(region.label);
+  }
+}
+
+}  // namespace kvs::ui

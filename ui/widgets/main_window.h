@@ -1,0 +1,138 @@
+#pragma once
+// The KV Studio window: parameters on the left, the streaming canvas with its
+// overlays in the middle (tabs: Generate / Compare / History), KV memory and the
+// layers x heads cache map on the right, the log at the bottom, the F12 debug
+// overlay over the canvas. Owns the one generation worker.
+#include <QMainWindow>
+#include <QPointer>
+#include <QStringList>
+
+#include "engine/models/model_catalog.h"
+#include "ui/viewmodel/generation_settings.h"
+#include "ui/viewmodel/model_locations.h"
+
+class QCheckBox;
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QSlider;
+class QTabWidget;
+class QTimer;
+
+namespace kvs::ui {
+
+class CompareView;
+class CompareViewModel;
+class DebugOverlay;
+class ErrorBanner;
+class GenerationCanvas;
+class GenerationWorker;
+class HistoryGallery;
+class HistoryModel;
+class LogBridge;
+class LogPanel;
+class MemoryPanel;
+class ModelManagerDialog;
+class ParameterPanel;
+class RunViewModel;
+class SmallMultiplesView;
+
+struct MainWindowOptions {
+  QString bundledDemo;       // the demo bundle shipped with the app
+  QString model;             // start with this bundle (else the last used, else the demo)
+  bool useSettings = true;   // restore and save QSettings (off for --run-once)
+  int threads = 0;           // CPU threads for generation, 0: all cores
+};
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+
+ public:
+  explicit MainWindow(const MainWindowOptions& options, QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // The actions a person triggers (public for --run-once and tests).
+  bool generate();
+  bool runCompare(const QStringList& specs);
+  void cancel();
+  void setDebugOverlayVisible(bool visible);
+  bool debugOverlayVisible() const;
+  void showTab(int index);  // 0 Generate, 1 Compare, 2 History
+  void setOverlays(unsigned flags);
+  bool openModel(const QString& dir);
+  void openPng(const QString& path);
+  void savePng(int historyRow, const QString& path);
+  void recall(int historyRow);
+
+  ParameterPanel* parameters() const { return panel_; }
+  GenerationCanvas* canvas() const { return canvas_; }
+  RunViewModel* run() const { return run_; }
+  CompareViewModel* compare() const { return compare_; }
+  CompareView* compareView() const { return compare_view_; }
+  HistoryModel* history() const { return history_; }
+  GenerationWorker* worker() const { return worker_; }
+  ErrorBanner* banner() const { return banner_; }
+  DebugOverlay* debugOverlay() const;
+  MemoryPanel* memoryPanel() const { return memory_; }
+  const kvs::ModelSummary& model() const { return model_; }
+
+ Q_SIGNALS:
+  void runFinished(bool ok);
+  void compareFinished(bool ok);
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+  bool eventFilter(QObject* watched, QEvent* event) override;
+
+ private:
+  void buildUi();
+  void buildMenus();
+  void refreshProgress();
+  void onRunStateChanged();
+  void onPolicySpecEdited(const QString& spec);
+  void applyOverlayControls();
+  void refreshMaskChoices();
+  void placeDebugOverlay();
+  void showError(const QString& message);
+  void showNotice(const QString& message);
+  void showModelManager();
+  void saveSettings();
+  void restoreSettings();
+
+  MainWindowOptions options_;
+  ModelLocations locations_;
+  kvs::ModelSummary model_;
+  GenerationWorker* worker_;
+  LogBridge* log_bridge_;
+  RunViewModel* run_;
+  CompareViewModel* compare_;
+  HistoryModel* history_;
+
+  ErrorBanner* banner_ = nullptr;
+  QTabWidget* tabs_ = nullptr;
+  QWidget* generate_page_ = nullptr;
+  GenerationCanvas* canvas_ = nullptr;
+  QProgressBar* progress_ = nullptr;
+  QLabel* progress_text_ = nullptr;
+  QCheckBox* show_attention_ = nullptr;
+  QCheckBox* show_retained_ = nullptr;
+  QCheckBox* show_regions_ = nullptr;
+  QCheckBox* show_grid_ = nullptr;
+  QComboBox* mask_layer_ = nullptr;
+  QComboBox* mask_head_ = nullptr;
+  QSlider* opacity_ = nullptr;
+  ParameterPanel* panel_ = nullptr;
+  MemoryPanel* memory_ = nullptr;
+  SmallMultiplesView* multiples_ = nullptr;
+  LogPanel* log_panel_ = nullptr;
+  CompareView* compare_view_ = nullptr;
+  HistoryGallery* gallery_ = nullptr;
+  QPointer<DebugOverlay> debug_;
+  QPointer<ModelManagerDialog> model_manager_;
+  QLabel* status_label_ = nullptr;
+  QTimer* policy_change_timer_ = nullptr;
+  QString pending_policy_;
+  bool closing_ = false;
+};
+
+}  // namespace kvs::ui

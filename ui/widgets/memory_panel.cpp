@@ -1,0 +1,287 @@
+#include "ui/widgets/memory_panel.h"
+
+#include <QLabel>
+#include <QPainter>
+#include <QPainterPath>
+#include <QVBoxLayout>
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/metrics/process_memory.h"
+#include "ui/viewmodel/run_view_model.h"
+
+namespace kvs::ui {
+namespace {
+
+const QColor kRetained(64, 200, 180);
+const QColor kFull(150, 156, 170);
+const QColor kPeak(255, 170, 60);
+const QColor kBackground(30, 33, 40);
+const QColor kText(205, 209, 219);
+
+void connectRepaint(QWidget* w, RunViewModel* run) {
+  if (!run) return;
+  QObject::connect(run, &RunViewModel::unitChanged, w, qOverload<>(&QWidget::update));
+  QObject::connect(run, &RunViewModel::policyMarkersChanged, w, qOverload<>(&QWidget::update));
+  QObject::connect(run, &RunViewModel::stateChanged, w, qOverload<>(&QWidget::update));
+}
+
+QString shortPolicy(const QString& spec) {
+  return spec.size() > 22 ? spec.left(20) + QStringLiteral("…") : spec;
+}
+
+}  // namespace
+
+QString formatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return QStringLiteral("%1 GiB").arg(b / (1024.0 * 1024 * 1024), 0, 'f', 2);
+  if (b >= 1024.0 * 1024) return QStringLiteral("%1 MiB").arg(b / (1024.0 * 1024), 0, 'f', 2);
+  if (b >= 1024.0) return QStringLiteral("%1 KiB").arg(b / 1024.0, 0, 'f', 1);
+  return QStringLiteral("%1 B").arg(bytes);
+}
+
+// ---------------------------------------------------------------- gauge
+MemoryGauge::MemoryGauge(QWidget* parent) : QWidget(parent) {}
+
+void MemoryGauge::setRun(RunViewModel* run) {
+  if (run_) disconnect(run_, nullptr, this, nullptr);
+  run_ = run;
+  connectRepaint(this, run);
+  update();
+}
+
+void MemoryGauge::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing);
+  const int textHeight = compact_ ? 0 : fontMetrics().height() + 4;
+  const QRectF bar(1, textHeight + 1, width() - 2, height() - textHeight - 2);
+  p.setPen(Qt::NoPen);
+  p.setBrush(kBackground);
+  p.drawRoundedRect(bar, 4, 4);
+  const auto& memory = run_ ? run_->memory() : std::vector<MemorySample>{};
+  if (memory.empty()) {
+    p.setPen(kText);
+    if (!compact_) p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, tr("KV cache: no run yet"));
+    return;
+  }
+  const MemorySample& m = memory.back();
+  int64_t full_max = 0;
+  for (const auto& s : memory) full_max = std::max(full_max, s.kv_bytes_full);
+  // The scale is the full cache of the whole image (the last sample once done,
+  // extrapolated while running) so that the bar grows as the image does.
+  const int64_t units_total = run_->started().units_total > 0 ? run_->started().units_total : 1;
+  const double full_final = memory.size() >= 2 && m.unit > 0
+                                ? static_cast<double>(m.kv_bytes_full) * static_cast<double>(units_total) / static_cast<double>(m.unit + 1)
+                                : static_cast<double>(std::max<int64_t>(1, full_max));
+  const double scale = bar.width() / std::max(1.0, full_final);
+  QRectF full = bar;
+  full.setWidth(std::min(bar.width(), m.kv_bytes_full * scale));
+  p.setBrush(QColor(kFull.red(), kFull.green(), kFull.blue(), 90));
+  p.drawRoundedRect(full, 4, 4);
+  QRectF kept = bar;
+  kept.setWidth(std::min(bar.width(), m.kv_bytes_logical * scale));
+  QLinearGradient g(kept.topLeft(), kept.topRight());
+  g.setColorAt(0, kRetained.darker(130));
+  g.setColorAt(1, kRetained);
+  p.setBrush(g);
+  p.drawRoundedRect(kept, 4, 4);
+  const double peak_x = bar.left() + std::min(bar.width(), m.kv_bytes_peak * scale);
+  p.setPen(QPen(kPeak, 2));
+  p.drawLine(QPointF(peak_x, bar.top() + 1), QPointF(peak_x, bar.bottom() - 1));
+  const double share = m.kv_bytes_full > 0 ? 100.0 * m.kv_bytes_logical / m.kv_bytes_full : 0;
+  const QString label = tr("KV %1 of %2 full (%3%)").arg(formatBytes(m.kv_bytes_logical), formatBytes(m.kv_bytes_full)).arg(share, 0, 'f', 0);
+  p.setPen(kText);
+  if (compact_) {
+    p.drawText(bar.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter, label);
+  } else {
+    p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
+    p.setPen(kPeak);
+    p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignRight | Qt::AlignVCenter, tr("peak %1").arg(formatBytes(m.kv_bytes_peak)));
+  }
+}
+
+// ---------------------------------------------------------------- chart
+MemoryChart::MemoryChart(QWidget* parent) : QWidget(parent) {}
+
+void MemoryChart::setRun(RunViewModel* run) {
+  if (run_) disconnect(run_, nullptr, this, nullptr);
+  run_ = run;
+  connectRepaint(this, run);
+  update();
+}
+
+void MemoryChart::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.setRenderHint(QPainter::Antialiasing);
+  p.fillRect(rect(), kBackground);
+  const QFontMetrics fm = fontMetrics();
+  const QRectF plot(fm.horizontalAdvance(QStringLiteral("00.0 MiB")) + 8, fm.height() + 6, width() - fm.horizontalAdvance(QStringLiteral("00.0 MiB")) - 16,
+                    height() - 2 * fm.height() - 12);
+  const auto memory = run_ ? run_->memory() : std::vector<MemorySample>{};
+  if (memory.empty()) {
+    p.setPen(QColor(150, 155, 168));
+    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, tr("KV bytes per line, against the full cache, appear here during a run"));
+    return;
+  }
+  const int64_t units_total = run_ && run_->started().units_total > 0 ? run_->started().units_total : 16;
+  double y_max = 1;
+  for (const auto& s : memory) y_max = std::max({y_max, static_cast<double>(s.kv_bytes_full), static_cast<double>(s.kv_bytes_peak)});
+  if (!memory.empty() && memory.back().unit + 1 < units_total && memory.back().unit > 0)
+    y_max = std::max(y_max, static_cast<double>(memory.back().kv_bytes_full) * units_total / (memory.back().unit + 1));
+  y_max *= 1.05;
+  auto X = [&](double unit) { return plot.left() + plot.width() * (unit + 1) / static_cast<double>(units_total); };
+  auto Y = [&](double bytes) { return plot.bottom() - plot.height() * bytes / y_max; };
+
+  // Axes and grid.
+  p.setPen(QPen(QColor(60, 64, 76), 1));
+  for (int i = 0; i <= 4; ++i) {
+    const double v = y_max * i / 4.0;
+    const double y = Y(v);
+    p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+    p.save();
+    p.setPen(QColor(150, 155, 168));
+    p.drawText(QRectF(0, y - fm.height() / 2.0, plot.left() - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
+               QStringLiteral("%1").arg(v / 1048576.0, 0, 'f', v / 1048576.0 >= 10 ? 0 : 1));
+    p.restore();
+  }
+  p.setPen(QColor(150, 155, 168));
+  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter, tr("line  (MiB)"));
+  // Legend.
+  p.setPen(QPen(kFull, 2, Qt::DashLine));
+  p.drawLine(QPointF(plot.left(), 4 + fm.height() / 2.0), QPointF(plot.left() + 18, 4 + fm.height() / 2.0));
+  p.setPen(kText);
+  p.drawText(QPointF(plot.left() + 22, 2 + fm.ascent()), tr("full cache"));
+  const double lx = plot.left() + 34 + fm.horizontalAdvance(tr("full cache"));
+  p.setPen(QPen(kRetained, 2));
+  p.drawLine(QPointF(lx, 4 + fm.height() / 2.0), QPointF(lx + 18, 4 + fm.height() / 2.0));
+  p.setPen(kText);
+  p.drawText(QPointF(lx + 22, 2 + fm.ascent()), tr("retained"));
+  QPainterPath full, kept, area;
+  area.moveTo(X(-1), Y(0));
+  for (size_t i = 0; i < memory.size(); ++i) {
+    const auto& s = memory[i];
+    const QPointF pf(X(static_cast<double>(s.unit)), Y(static_cast<double>(s.kv_bytes_full)));
+    const QPointF pk(X(static_cast<double>(s.unit)), Y(static_cast<double>(s.kv_bytes_logical)));
+    if (i == 0) {
+      full.moveTo(X(-1), Y(0));
+      kept.moveTo(X(-1), Y(0));
+    }
+    full.lineTo(pf);
+    kept.lineTo(pk);
+    area.lineTo(pk);
+  }
+  area.lineTo(X(static_cast<double>(memory.back().unit)), Y(0));
+  area.closeSubpath();
+  p.fillPath(area, QColor(kRetained.red(), kRetained.green(), kRetained.blue(), 50));
+  p.setPen(QPen(kFull, 2, Qt::DashLine));
+  p.drawPath(full);
+  p.setPen(QPen(kRetained, 2.2));
+  p.drawPath(kept);
+
+  // Policy changes: a vertical marker where the new policy takes over.
+  for (const PolicyMarker& m : run_->policyMarkers()) {
+    const double x = X(static_cast<double>(m.unit));
+    const QColor c = m.accepted ? QColor(255, 214, 64) : QColor(235, 80, 80);
+    p.setPen(QPen(c, 1.5, Qt::DashLine));
+    p.drawLine(QPointF(x, plot.top()), QPointF(x, plot.bottom()));
+    p.setPen(c);
+    const QString label = m.accepted ? QStringLiteral("→ ") + shortPolicy(m.policy) : tr("refused");
+    const double w = fm.horizontalAdvance(label);
+    const double tx = x + 4 + w > plot.right() ? x - 4 - w : x + 4;
+    p.drawText(QPointF(tx, plot.top() + fm.ascent() + 2), label);
+  }
+}
+
+// ---------------------------------------------------------------- per-layer bars
+LayerBars::LayerBars(QWidget* parent) : QWidget(parent) {}
+
+void LayerBars::setRun(RunViewModel* run) {
+  if (run_) disconnect(run_, nullptr, this, nullptr);
+  run_ = run;
+  connectRepaint(this, run);
+  update();
+}
+
+void LayerBars::paintEvent(QPaintEvent*) {
+  QPainter p(this);
+  p.fillRect(rect(), kBackground);
+  const auto& unit = run_ ? run_->lastUnit() : UnitDonePtr();
+  const QFontMetrics fm = fontMetrics();
+  if (!unit || unit->retained_per_layer.empty()) {
+    p.setPen(QColor(150, 155, 168));
+    p.drawText(rect(), Qt::AlignCenter, tr("retained tokens per layer"));
+    return;
+  }
+  const auto& counts = unit->retained_per_layer;
+  const int64_t heads = unit->retained ? unit->retained->kv_heads : 1;
+  const int64_t positions_so_far = unit->retained ? unit->retained->positions - (run_->started().grid_height * run_->started().grid_width) +
+                                                        (unit->unit_index + 1) * run_->started().grid_width
+                                                  : 0;
+  const double full = std::max<double>(1.0, static_cast<double>(positions_so_far * heads));
+  double top = full;
+  for (int64_t c : counts) top = std::max(top, static_cast<double>(c));
+  const auto& evicted = run_->evictionsLastUnit();
+  const int n = static_cast<int>(counts.size());
+  const double axis = fm.horizontalAdvance(QStringLiteral("00000")) + 6;
+  const QRectF plot(axis, fm.height() + 4, width() - axis - 6, height() - fm.height() * 2 - 10);
+  p.setPen(kText);
+  p.drawText(QRectF(4, 0, width() - 8, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
+             tr("retained per layer (image 0, all KV heads)"));
+  const double slot = plot.width() / std::max(1, n);
+  for (int l = 0; l < n; ++l) {
+    const double x = plot.left() + l * slot + slot * 0.15, w = slot * 0.7;
+    const double hf = plot.height() * full / top, hk = plot.height() * counts[static_cast<size_t>(l)] / top;
+    p.fillRect(QRectF(x, plot.bottom() - hf, w, hf), QColor(kFull.red(), kFull.green(), kFull.blue(), 60));
+    p.fillRect(QRectF(x, plot.bottom() - hk, w, hk), kRetained);
+    p.setPen(QColor(150, 155, 168));
+    p.drawText(QRectF(plot.left() + l * slot, plot.bottom() + 2, slot, fm.height()), Qt::AlignCenter, QStringLiteral("L%1").arg(l));
+    if (l < static_cast<int>(evicted.size()) && evicted[static_cast<size_t>(l)] > 0 && w > 18) {
+      p.setPen(QColor(255, 140, 140));
+      p.drawText(QRectF(x - 6, plot.bottom() - hk - fm.height() - 1, w + 12, fm.height()), Qt::AlignCenter,
+                 QStringLiteral("−%1").arg(evicted[static_cast<size_t>(l)]));
+    }
+  }
+  p.setPen(QColor(150, 155, 168));
+  p.drawText(QRectF(0, plot.top() - 2, axis - 4, fm.height()), Qt::AlignRight, QString::number(static_cast<qint64>(top)));
+}
+
+// ---------------------------------------------------------------- panel
+MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(6, 6, 6, 6);
+  layout->setSpacing(6);
+  gauge_ = new MemoryGauge(this);
+  chart_ = new MemoryChart(this);
+  bars_ = new LayerBars(this);
+  process_ = new QLabel(this);
+  process_->setTextFormat(Qt::RichText);
+  gauge_->setToolTip(tr("KV bytes retained now (teal) vs what the uncompressed cache would hold (grey); orange: peak allocated"));
+  chart_->setToolTip(tr("KV bytes over the run; dashed: the full cache; yellow markers: policy changes (they apply from the next line)"));
+  bars_->setToolTip(tr("Entries retained per layer for image 0 (grey: what the full cache holds); red: evicted at the last line"));
+  layout->addWidget(gauge_);
+  layout->addWidget(chart_, 3);
+  layout->addWidget(bars_, 2);
+  layout->addWidget(process_);
+  refreshText();
+}
+
+void MemoryPanel::setRun(RunViewModel* run) {
+  if (run_) disconnect(run_, nullptr, this, nullptr);
+  run_ = run;
+  gauge_->setRun(run);
+  chart_->setRun(run);
+  bars_->setRun(run);
+  if (run) connect(run, &RunViewModel::unitChanged, this, &MemoryPanel::refreshText);
+  refreshText();
+}
+
+void MemoryPanel::refreshText() {
+  const int64_t rss = kvs::process_resident_bytes(), hwm = kvs::process_peak_resident_bytes();
+  QString device = run_ ? QString::fromStdString(run_->started().device) : QString();
+  process_->setText(tr("<span style='color:#9aa0ad'>process</span> %1 <span style='color:#9aa0ad'>(peak %2)</span>%3")
+                        .arg(formatBytes(rss), formatBytes(hwm),
+                             device.isEmpty() ? QString() : QStringLiteral(" · <span style='color:#9aa0ad'>%1</span>").arg(device.toHtmlEscaped())));
+}
+
+}  // namespace kvs::ui

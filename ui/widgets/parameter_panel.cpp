@@ -1,0 +1,368 @@
+#include "ui/widgets/parameter_panel.h"
+
+#include <QCheckBox>
+#include <QComboBox>
+#include <QCompleter>
+#include <QDoubleSpinBox>
+#include <QFormLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QRandomGenerator>
+#include <QRegularExpressionValidator>
+#include <QSlider>
+#include <QSpinBox>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include <cmath>
+
+#include "engine/cache/policies/policy_catalog.h"
+#include "ui/widgets/policy_form.h"
+
+namespace kvs::ui {
+namespace {
+
+enum BudgetMode { kRho = 0, kTokens = 1 };
+
+QString classLabel(int64_t id, const std::vector<std::string>& names) {
+  if (id < static_cast<int64_t>(names.size())) return QStringLiteral("%1  ·  %2").arg(QString::fromStdString(names[static_cast<size_t>(id)])).arg(id);
+  return QStringLiteral("class %1").arg(id);
+}
+
+}  // namespace
+
+ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
+  auto* layout = new QVBoxLayout(this);
+  layout->setContentsMargins(8, 8, 8, 8);
+  layout->setSpacing(8);
+
+  // Model.
+  auto* modelRow = new QHBoxLayout;
+  model_label_ = new QLabel(this);
+  model_label_->setWordWrap(true);
+  auto* models = new QPushButton(tr("Models…"), this);
+  models->setToolTip(tr("Model manager: bundles found, architecture, KV bytes per token, import a checkpoint"));
+  connect(models, &QPushButton::clicked, this, &ParameterPanel::modelsRequested);
+  modelRow->addWidget(model_label_, 1);
+  modelRow->addWidget(models);
+  layout->addLayout(modelRow);
+
+  // What to generate.
+  auto* what = new QGroupBox(tr("Image"), this);
+  auto* form = new QFormLayout(what);
+  class_combo_ = new QComboBox(what);
+  class_combo_->setEditable(true);
+  class_combo_->setInsertPolicy(QComboBox::NoInsert);
+  class_combo_->completer()->setFilterMode(Qt::MatchContains);
+  class_combo_->completer()->setCompletionMode(QCompleter::PopupCompletion);
+  class_combo_->lineEdit()->setPlaceholderText(tr("search classes…"));
+  class_combo_->setToolTip(tr("The class to generate: type part of its name to search"));
+  class_combo_->setObjectName(QStringLiteral("classCombo"));
+  form->addRow(tr("Class"), class_combo_);
+
+  auto* seedRow = new QHBoxLayout;
+  seed_edit_ = new QLineEdit(QStringLiteral("0"), what);
+  seed_edit_->setMinimumWidth(60);
+  seed_edit_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,19}")), seed_edit_));
+  seed_edit_->setToolTip(tr("The same seed and parameters give the same image"));
+  auto* dice = new QToolButton(what);
+  dice->setText(tr("New"));
+  dice->setToolTip(tr("New random seed"));
+  connect(dice, &QToolButton::clicked, this, &ParameterPanel::rollSeed);
+  auto* reuse = new QToolButton(what);
+  reuse->setText(tr("Reuse"));
+  reuse->setToolTip(tr("Reuse the seed of the last generation"));
+  connect(reuse, &QToolButton::clicked, this, [this] { seed_edit_->setText(QString::number(last_seed_)); });
+  seed_random_each_ = new QCheckBox(tr("new random seed every time"), what);
+  seed_random_each_->setToolTip(tr("Draw a new random seed for every generation"));
+  seedRow->addWidget(seed_edit_, 1);
+  seedRow->addWidget(dice);
+  seedRow->addWidget(reuse);
+  form->addRow(tr("Seed"), seedRow);
+  form->addRow(QString(), seed_random_each_);
+
+  cfg_ = new QDoubleSpinBox(what);
+  cfg_->setRange(0, 30);
+  cfg_->setSingleStep(0.5);
+  cfg_->setDecimals(2);
+  cfg_->setToolTip(tr("Classifier-free guidance scale; above 1 runs a conditional and an unconditional row (doubling the KV cache)"));
+  form->addRow(tr("CFG"), cfg_);
+  temperature_ = new QDoubleSpinBox(what);
+  temperature_->setRange(0, 5);
+  temperature_->setSingleStep(0.05);
+  temperature_->setDecimals(2);
+  temperature_->setToolTip(tr("Sampling temperature: lower is more conservative"));
+  form->addRow(tr("Temperature"), temperature_);
+  auto* topRow = new QHBoxLayout;
+  top_k_ = new QSpinBox(what);
+  top_k_->setRange(0, 1 << 20);
+  top_k_->setSpecialValueText(tr("off"));
+  top_k_->setToolTip(tr("Sample among the k most likely tokens (0: off)"));
+  top_p_ = new QDoubleSpinBox(what);
+  top_p_->setRange(0.01, 1.0);
+  top_p_->setSingleStep(0.01);
+  top_p_->setToolTip(tr("Sample among the most likely tokens holding this probability mass (1: off)"));
+  topRow->addWidget(new QLabel(tr("k"), what));
+  topRow->addWidget(top_k_, 1);
+  topRow->addWidget(new QLabel(tr("p"), what));
+  topRow->addWidget(top_p_, 1);
+  form->addRow(tr("Top"), topRow);
+  auto* batchRow = new QHBoxLayout;
+  batch_ = new QSpinBox(what);
+  batch_->setRange(1, 16);
+  batch_->setToolTip(tr("Images generated together (the canvas follows the first; all go to the history)"));
+  device_ = new QComboBox(what);
+  device_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
+  device_->setToolTip(tr("auto: the GPU when one is available, else the CPU"));
+  batchRow->addWidget(batch_, 1);
+  batchRow->addWidget(new QLabel(tr("Device"), what));
+  batchRow->addWidget(device_, 1);
+  form->addRow(tr("Batch"), batchRow);
+  layout->addWidget(what);
+
+  // Policy.
+  auto* policyBox = new QGroupBox(tr("KV-cache policy"), this);
+  auto* pl = new QVBoxLayout(policyBox);
+  policy_combo_ = new QComboBox(policyBox);
+  policy_combo_->setObjectName(QStringLiteral("policyCombo"));
+  for (const auto& e : kvs::policy_catalog()) {
+    policy_combo_->addItem(QString::fromStdString(e.name), QString::fromStdString(e.name));
+    policy_combo_->setItemData(policy_combo_->count() - 1,
+                               QStringLiteral("%1\n%2").arg(QString::fromStdString(e.summary), QString::fromStdString(e.reference)),
+                               Qt::ToolTipRole);
+  }
+  pl->addWidget(policy_combo_);
+  policy_summary_ = new QLabel(policyBox);
+  policy_summary_->setWordWrap(true);
+  policy_summary_->setStyleSheet(QStringLiteral("color:#9aa0ad"));
+  pl->addWidget(policy_summary_);
+  budget_row_ = new QWidget(policyBox);
+  auto* br = new QHBoxLayout(budget_row_);
+  br->setContentsMargins(0, 0, 0, 0);
+  budget_mode_ = new QComboBox(budget_row_);
+  budget_mode_->addItem(tr("ρ"), kRho);
+  budget_mode_->addItem(tr("tokens"), kTokens);
+  budget_mode_->setToolTip(tr("Budget as a share ρ of the image tokens, or as a number of tokens per layer and head"));
+  budget_slider_ = new QSlider(Qt::Horizontal, budget_row_);
+  budget_slider_->setObjectName(QStringLiteral("budgetSlider"));
+  budget_slider_->setToolTip(tr("KV budget: how many image tokens each layer and head may keep"));
+  budget_label_ = new QLabel(budget_row_);
+  budget_label_->setMinimumWidth(fontMetrics().horizontalAdvance(QStringLiteral("256 tok")) + 4);
+  br->addWidget(new QLabel(tr("Budget"), budget_row_));
+  br->addWidget(budget_mode_);
+  br->addWidget(budget_slider_, 1);
+  br->addWidget(budget_label_);
+  pl->addWidget(budget_row_);
+  form_ = new PolicyForm(policyBox);
+  pl->addWidget(form_);
+  spec_label_ = new QLabel(policyBox);
+  spec_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  spec_label_->setStyleSheet(QStringLiteral("font-family: monospace; color:#c9d1d9"));
+  spec_label_->setToolTip(tr("The policy spec, as kvstudio-cli --policy takes it. Changes apply to a running generation at its next line."));
+  pl->addWidget(spec_label_);
+  layout->addWidget(policyBox);
+
+  // Actions.
+  auto* actions = new QHBoxLayout;
+  generate_ = new QPushButton(tr("Generate"), this);
+  generate_->setObjectName(QStringLiteral("generateButton"));
+  generate_->setToolTip(tr("Generate (Ctrl+Enter)"));
+  generate_->setMinimumHeight(34);
+  generate_->setStyleSheet(QStringLiteral(
+      "QPushButton{background:#2f81f7;color:white;font-weight:bold;border-radius:5px;padding:4px 14px}"
+      "QPushButton:disabled{background:#3a3f4b;color:#8b919e}"));
+  cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setToolTip(tr("Stop the generation (Esc)"));
+  cancel_->setMinimumHeight(34);
+  cancel_->setEnabled(false);
+  connect(generate_, &QPushButton::clicked, this, &ParameterPanel::generateRequested);
+  connect(cancel_, &QPushButton::clicked, this, &ParameterPanel::cancelRequested);
+  actions->addWidget(generate_, 2);
+  actions->addWidget(cancel_, 1);
+  layout->addLayout(actions);
+  layout->addStretch(1);
+
+  connect(policy_combo_, &QComboBox::currentIndexChanged, this, &ParameterPanel::onPolicyChosen);
+  connect(budget_mode_, &QComboBox::currentIndexChanged, this, &ParameterPanel::onBudgetModeChanged);
+  connect(budget_slider_, &QSlider::valueChanged, this, [this] {
+    updateBudgetLabel();
+    emitSpec();
+  });
+  connect(form_, &PolicyForm::changed, this, &ParameterPanel::emitSpec);
+
+  budget_slider_->setRange(1, 100);
+  budget_slider_->setValue(25);
+  onPolicyChosen();
+}
+
+void ParameterPanel::setModel(const kvs::ModelSummary& model) {
+  const int64_t previous = class_combo_->currentIndex();
+  model_ = model;
+  model_label_->setText(model.usable() ? QStringLiteral("<b>%1</b><br><span style='color:#9aa0ad'>%2</span>")
+                                              .arg(QString::fromStdString(model.name).toHtmlEscaped(),
+                                                   QString::fromStdString(model.architecture).toHtmlEscaped())
+                                        : QStringLiteral("<b>%1</b><br><span style='color:#f85149'>%2</span>")
+                                              .arg(QString::fromStdString(model.name).toHtmlEscaped(),
+                                                   QString::fromStdString(model.problem).toHtmlEscaped()));
+  {
+    const QSignalBlocker block(class_combo_);
+    class_combo_->clear();
+    for (int64_t c = 0; c < model.num_classes; ++c) class_combo_->addItem(classLabel(c, model.class_names), static_cast<qlonglong>(c));
+    class_combo_->setCurrentIndex(previous >= 0 && previous < model.num_classes ? static_cast<int>(previous) : 0);
+  }
+  const auto& d = model.sampling_defaults;
+  cfg_->setValue(d.cfg_scale.value_or(4.0));
+  temperature_->setValue(d.temperature.value_or(1.0));
+  top_k_->setValue(static_cast<int>(d.top_k.value_or(0)));
+  top_p_->setValue(d.top_p.value_or(1.0));
+  onBudgetModeChanged();
+}
+
+SeedMode ParameterPanel::seedMode() const { return seed_random_each_->isChecked() ? SeedMode::RandomEachRun : SeedMode::Fixed; }
+
+void ParameterPanel::rollSeed() { seed_edit_->setText(QString::number(QRandomGenerator::global()->generate() & 0x7fffffffu)); }
+
+void ParameterPanel::setLastSeed(quint64 seed) { last_seed_ = seed; }
+
+void ParameterPanel::setRunning(bool running) {
+  generate_->setEnabled(!running);
+  cancel_->setEnabled(running);
+}
+
+GenerationSettings ParameterPanel::settings() const {
+  GenerationSettings s;
+  s.modelDir = QString::fromStdString(model_.dir);
+  s.classId = class_combo_->currentIndex() >= 0 ? class_combo_->currentData().toLongLong() : 0;
+  s.seed = seed_edit_->text().toULongLong();
+  s.seedMode = seedMode();
+  s.cfgScale = cfg_->value();
+  s.temperature = temperature_->value();
+  s.topK = top_k_->value();
+  s.topP = top_p_->value();
+  s.batch = batch_->value();
+  s.device = device_->currentText();
+  s.policy = policySpec();
+  return s;
+}
+
+void ParameterPanel::setSettings(const GenerationSettings& s) {
+  if (s.classId >= 0 && s.classId < class_combo_->count()) class_combo_->setCurrentIndex(static_cast<int>(s.classId));
+  seed_edit_->setText(QString::number(s.seed));
+  seed_random_each_->setChecked(s.seedMode == SeedMode::RandomEachRun);
+  cfg_->setValue(s.cfgScale);
+  temperature_->setValue(s.temperature);
+  top_k_->setValue(static_cast<int>(s.topK));
+  top_p_->setValue(s.topP);
+  batch_->setValue(std::max(1, s.batch));
+  device_->setCurrentText(s.device);
+  setPolicySpec(s.policy);
+}
+
+QString ParameterPanel::policySpec() const {
+  kvs::PolicySpecParts parts;
+  parts.name = policy_combo_->currentData().toString().toStdString();
+  parts.params = form_->changedValues();
+  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+  if (entry && entry->has_budget()) {
+    if (budget_mode_->currentData().toInt() == kRho)
+      parts.params["rho"] = QString::number(budget_slider_->value() / 100.0, 'g', 4).toStdString();
+    else
+      parts.params["budget"] = std::to_string(budget_slider_->value());
+  }
+  return QString::fromStdString(kvs::join_policy_spec(parts));
+}
+
+void ParameterPanel::setPolicySpec(const QString& spec) {
+  kvs::PolicySpecParts parts;
+  try {
+    parts = kvs::split_policy_spec(spec.toStdString());
+  } catch (const std::exception&) {
+    return;
+  }
+  const int index = policy_combo_->findData(QString::fromStdString(parts.name));
+  if (index < 0) return;
+  {
+    const QSignalBlocker a(policy_combo_), b(budget_mode_), c(budget_slider_);
+    policy_combo_->setCurrentIndex(index);
+    form_->setPolicy(QString::fromStdString(parts.name));
+    const auto budget = parts.params.count("budget") ? kvs::parse_param_number(parts.params["budget"]) : std::nullopt;
+    if (budget && *budget > 0) {
+      budget_mode_->setCurrentIndex(kTokens);
+      onBudgetModeChanged();
+      budget_slider_->setValue(static_cast<int>(*budget));
+    } else {
+      budget_mode_->setCurrentIndex(kRho);
+      onBudgetModeChanged();
+      const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+      std::string rho_text = parts.params.count("rho") ? parts.params["rho"] : std::string();
+      if (rho_text.empty() && entry)
+        for (const auto& p : entry->params)
+          if (p.name == "rho") rho_text = p.default_value;
+      if (auto rho = kvs::parse_param_number(rho_text)) budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
+    }
+    parts.params.erase("rho");
+    parts.params.erase("budget");
+    const QSignalBlocker d(form_);
+    form_->setValues(parts.params);
+  }
+  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+  policy_summary_->setText(entry ? QString::fromStdString(entry->summary) : QString());
+  budget_row_->setVisible(entry && entry->has_budget());
+  updateBudgetLabel();
+  emitSpec();
+}
+
+void ParameterPanel::onPolicyChosen() {
+  const QString name = policy_combo_->currentData().toString();
+  form_->setPolicy(name);
+  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(name.toStdString());
+  policy_summary_->setText(entry ? QString::fromStdString(entry->summary) : QString());
+  policy_summary_->setToolTip(entry ? QString::fromStdString(entry->reference) : QString());
+  budget_row_->setVisible(entry && entry->has_budget());
+  if (entry && entry->has_budget() && budget_mode_->currentData().toInt() == kRho) {
+    for (const auto& p : entry->params)
+      if (p.name == "rho")
+        if (auto rho = kvs::parse_param_number(p.default_value)) {
+          const QSignalBlocker block(budget_slider_);
+          budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
+        }
+  }
+  updateBudgetLabel();
+  emitSpec();
+}
+
+void ParameterPanel::onBudgetModeChanged() {
+  const int64_t tokens = model_.grid > 0 ? model_.grid * model_.grid : 256;
+  const QSignalBlocker block(budget_slider_);
+  const int old = budget_slider_->value();
+  const bool wasRho = budget_slider_->maximum() == 100 && budget_slider_->minimum() == 1;
+  if (budget_mode_->currentData().toInt() == kRho) {
+    const int v = wasRho ? old : static_cast<int>(std::lround(100.0 * old / static_cast<double>(tokens)));
+    budget_slider_->setRange(1, 100);
+    budget_slider_->setValue(std::clamp(v, 1, 100));
+  } else {
+    const int v = wasRho ? static_cast<int>(std::lround(old / 100.0 * static_cast<double>(tokens))) : old;
+    budget_slider_->setRange(1, static_cast<int>(tokens));
+    budget_slider_->setValue(std::clamp(v, 1, static_cast<int>(tokens)));
+  }
+  updateBudgetLabel();
+  emitSpec();
+}
+
+void ParameterPanel::updateBudgetLabel() {
+  if (budget_mode_->currentData().toInt() == kRho) budget_label_->setText(QStringLiteral("%1%").arg(budget_slider_->value()));
+  else budget_label_->setText(tr("%1 tok").arg(budget_slider_->value()));
+}
+
+void ParameterPanel::emitSpec() {
+  const QString spec = policySpec();
+  spec_label_->setText(spec);
+  if (spec == last_spec_) return;
+  last_spec_ = spec;
+  Q_EMIT policySpecChanged(spec);
+}
+
+}  // namespace kvs::ui

@@ -1,0 +1,42 @@
+#pragma once
+// Every layer x KV head's retained-token mask as a grid of tiny tiles, where
+// per-head policies (HeadKV's local vs global heads) become visible. Clicking a
+// tile selects that layer/head for the canvas mask.
+#include <QPointer>
+#include <QWidget>
+
+#include <cstdint>
+
+namespace kvs::ui {
+
+class RunViewModel;
+
+class SmallMultiplesView : public QWidget {
+  Q_OBJECT
+
+ public:
+  explicit SmallMultiplesView(QWidget* parent = nullptr);
+  void setRun(RunViewModel* run);
+  void setSelection(int64_t layer, int64_t head);
+  QSize sizeHint() const override { return {300, 260}; }
+  QSize minimumSizeHint() const override { return {140, 120}; }
+
+ Q_SIGNALS:
+  void tileClicked(int64_t layer, int64_t head);
+
+ protected:
+  void paintEvent(QPaintEvent*) override;
+  void mousePressEvent(QMouseEvent* event) override;
+
+ private:
+  struct Layout {
+    int64_t layers = 0, heads = 0;
+    double tile = 0, gap = 3, left = 0, top = 0;
+  };
+  Layout layout() const;
+
+  QPointer<RunViewModel> run_;
+  int64_t layer_ = -1, head_ = -1;
+};
+
+}  // namespace kvs::ui
