@@ -5,7 +5,9 @@
 #include <filesystem>
 #include <regex>
 
+#include "engine/conformance/conformance_compare.h"
 #include "engine/conformance/conformance_report.h"
+#include "engine/conformance/var_conformance.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/mapped_file.h"
@@ -18,35 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using ojson = nlohmann::ordered_json;
-
-ConformanceCheck compare(const std::string& name, const ojson& spec, const at::Tensor& got_in, const at::Tensor& ref_in) {
-  ConformanceCheck check;
-  check.tensor = name;
-  check.role = spec.value("role", "output");
-  check.atol = spec.value("atol", 0.0);
-  at::Tensor ref = ref_in.to(at::kCPU);
-  at::Tensor got = got_in.to(at::kCPU);
-  check.exact = !at::isFloatingType(ref.scalar_type()) && check.atol == 0;
-  if (got.sizes() != ref.sizes()) {
-    check.note = "shape mismatch: got " + c10::str(got.sizes()) + ", reference " + c10::str(ref.sizes());
-    return check;
-  }
-  at::Tensor diff = (got.to(at::kDouble) - ref.to(at::kDouble)).abs();
-  check.elements = diff.numel();
-  check.max_abs_error = diff.numel() ? diff.max().item<double>() : 0.0;
-  if (spec.contains("atol_per_index0")) {
-    std::vector<double> per = spec["atol_per_index0"].get<std::vector<double>>();
-    at::Tensor tol = at::tensor(per, at::TensorOptions().dtype(at::kDouble));
-    std::vector<int64_t> shape(diff.dim(), 1);
-    shape[0] = diff.size(0);
-    check.mismatches = (diff > tol.view(shape)).sum().item<int64_t>();
-    check.note = "per-index atol";
-  } else {
-    check.mismatches = (diff > check.atol).sum().item<int64_t>();
-  }
-  check.passed = check.mismatches == 0;
-  return check;
-}
 
 struct GenerateCall {
   double cfg_scale = 1.0;
@@ -120,12 +93,12 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
     try {
       std::smatch m;
       if (name == "logits") {
-        check = compare(name, spec, teacher(), io_file->tensor(name));
+        check = compare_with_reference(name, spec, teacher(), io_file->tensor(name));
       } else if (name == "loss") {
         at::Tensor logits = teacher();
         at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
                                                  input("tokens_in").to(device, at::kLong).reshape({-1}));
-        check = compare(name, spec, loss.reshape({1}), io_file->tensor(name));
+        check = compare_with_reference(name, spec, loss.reshape({1}), io_file->tensor(name));
       } else if (std::regex_match(name, m, std::regex(R"(tokens_cfg([0-9.]+))"))) {
         GenerateCall g = parse_generate_call(call, last_call);
         if (call.find("cfg_scale") == std::string::npos) g.cfg_scale = std::stod(m[1]);
@@ -138,7 +111,7 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
         llamagen::RasterHooks hooks;
         hooks.record_logits_steps = 16;
         auto result = llamagen::generate_raster(*model.gpt, input("labels"), params, hooks);
-        check = compare(name, spec, result.tokens, io_file->tensor(name).to(at::kLong));
+        check = compare_with_reference(name, spec, result.tokens, io_file->tensor(name).to(at::kLong));
         generations[name] = GenRun{g, std::move(result)};
       } else if (std::regex_match(name, m, std::regex(R"(gen_cfg_logits_steps(\d+)to(\d+))"))) {
         const GenRun* run = nullptr;
@@ -151,7 +124,7 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
           const int64_t first = std::stoll(m[1]), last = std::stoll(m[2]);
           std::vector<at::Tensor> steps(run->result.step_logits.begin() + first,
                                         run->result.step_logits.begin() + last + 1);
-          check = compare(name, spec, at::stack(steps), io_file->tensor(name));
+          check = compare_with_reference(name, spec, at::stack(steps), io_file->tensor(name));
         }
       } else if (name == "images" || name == "images_uint8_nhwc") {
         if (!decoded) {
@@ -166,7 +139,7 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
           decoded_from = source;
         }
         at::Tensor got = name == "images" ? *decoded : llamagen::images_to_uint8_nhwc(*decoded);
-        check = compare(name, spec, got, io_file->tensor(name));
+        check = compare_with_reference(name, spec, got, io_file->tensor(name));
         check.note = "decoded from reference " + decoded_from;
       } else if (role == "debug") {
         check.tensor = name;
@@ -204,11 +177,13 @@ ConformanceReport run_conformance_case(const std::string& case_json_path, const 
   try {
     if (manifest.contains("constructors") && manifest["constructors"].contains("gpt"))
       return run_llamagen(manifest, dir, device);
+    if (manifest.contains("constructors") && manifest["constructors"].contains("var_args"))
+      return run_var_conformance(manifest, dir, device);
   } catch (const nlohmann::json::exception& e) {
     throw FormatError("file " + case_json_path + ": missing or malformed field (" + e.what() + ")");
   }
   throw InvalidArgumentError("file " + case_json_path + ": case family '" + manifest.value("model", "?") +
-                             "' is not supported yet (supported: LlamaGen)");
+                             "' is not supported yet (supported: LlamaGen, VAR)");
 }
 
 }  // namespace kvs

@@ -1,6 +1,7 @@
 #pragma once
-// The one small interface every KV-cache policy implements, for the raster family
-// today (next-scale and masked families extend the context, not the interface).
+// The one small interface every KV-cache policy implements: the raster family's
+// per-token flow below, and the next-scale family's per-unit hooks (see
+// supports_units()); the masked family will extend the same way.
 //
 // Flow per generated token i (0-based raster index): the model runs one decode
 // step whose input is token i; every layer appends token i's K/V to the store
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/cache/kv_store.h"
 
@@ -25,7 +27,21 @@ struct PolicyContext {
   int64_t batch = 1;                        // images (conditional rows)
   bool cfg = false;                         // rows = 2 x batch: [cond; uncond] pairs
   uint64_t seed = 0;                        // for stochastic policies
-  int64_t image_tokens() const { return grid_height * grid_width; }
+  // Next-scale family (VAR) only: the tokens of each unit (scale) in generation
+  // order, e.g. 1, 4, 9, ..., 256; empty for raster models. Unit u occupies the
+  // sequence positions [unit_begin(u), unit_begin(u) + unit_tokens[u]).
+  std::vector<int64_t> unit_tokens;
+  int64_t image_tokens() const {
+    if (unit_tokens.empty()) return grid_height * grid_width;
+    int64_t total = 0;
+    for (int64_t n : unit_tokens) total += n;
+    return total;
+  }
+  int64_t unit_begin(int64_t unit) const {
+    int64_t begin = 0;
+    for (int64_t u = 0; u < unit; ++u) begin += unit_tokens.at(static_cast<size_t>(u));
+    return begin;
+  }
 };
 
 class CachePolicy {
@@ -58,6 +74,34 @@ class CachePolicy {
   virtual void observe_attention(int64_t /*layer*/, int64_t /*token_index*/, const at::Tensor& /*key_mass*/,
                                  const at::Tensor& /*positions*/) {}
   virtual void after_token(KvStore& store, int64_t token_index) = 0;
+
+  // ---- Next-scale family (VAR: PolicyContext::unit_tokens is set) ----
+  // Unit u (a scale) runs as one step: in every layer l the model appends all
+  // unit_tokens[u] entries at once (positions = flattened multi-scale sequence
+  // indices) and the unit's queries attend, without a causal mask, to every
+  // retained entry (earlier scales and the unit itself). Per unit the calls are:
+  //   for each layer l: append -> observe_unit_keys(l, u, keys) if wants_unit_keys()
+  //                     -> attend -> observe_unit_attention(l, u, ...) if wants_key_mass()
+  //                     -> after_unit_layer(store, l, u)
+  //   then after_unit(store, u): the scale boundary (a policy swap happens after it).
+  // after_token is never called for this family. The defaults do nothing, so the
+  // raster policies are untouched; the session runs a VAR model only with `full`
+  // or a policy whose supports_units() is true.
+  virtual bool supports_units() const { return false; }
+  virtual bool wants_unit_keys() const { return false; }
+  // keys: [rows, kv_heads, T, head_dim] of unit u as cached (VAR: after the L2
+  // normalisation), on the compute device (AMS-KV's inter-scale key similarity).
+  virtual void observe_unit_keys(int64_t /*layer*/, int64_t /*unit*/, const at::Tensor& /*keys*/) {}
+  // key_mass: [rows, kv_heads, L] attention of all the unit's queries (summed over
+  // queries and grouped heads) per slot; positions: [rows, kv_heads, L] CPU (HeatKV's
+  // scale-to-scale attention mass).
+  virtual void observe_unit_attention(int64_t /*layer*/, int64_t /*unit*/, const at::Tensor& /*key_mass*/,
+                                      const at::Tensor& /*positions*/) {}
+  // Layer l has attended for unit u: evictions in layer l here keep a budget after
+  // every layer (HeatKV's greedy early pruning), not only between scales.
+  virtual void after_unit_layer(KvStore& /*store*/, int64_t /*layer*/, int64_t /*unit*/) {}
+  // All layers have run unit u.
+  virtual void after_unit(KvStore& /*store*/, int64_t /*unit*/) {}
 };
 
 // The number of image entries of every segment of `layer` (condition entries excluded).

@@ -1,0 +1,40 @@
+#include "engine/conformance/conformance_compare.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <vector>
+
+namespace kvs {
+
+ConformanceCheck compare_with_reference(const std::string& name, const nlohmann::ordered_json& spec, const at::Tensor& got_in,
+                                        const at::Tensor& ref_in) {
+  ConformanceCheck check;
+  check.tensor = name;
+  check.role = spec.value("role", "output");
+  check.atol = spec.value("atol", 0.0);
+  at::Tensor ref = ref_in.to(at::kCPU);
+  at::Tensor got = got_in.to(at::kCPU);
+  check.exact = !at::isFloatingType(ref.scalar_type()) && check.atol == 0;
+  if (got.sizes() != ref.sizes()) {
+    check.note = "shape mismatch: got " + c10::str(got.sizes()) + ", reference " + c10::str(ref.sizes());
+    return check;
+  }
+  at::Tensor diff = (got.to(at::kDouble) - ref.to(at::kDouble)).abs();
+  check.elements = diff.numel();
+  check.max_abs_error = diff.numel() ? diff.max().item<double>() : 0.0;
+  if (spec.contains("atol_per_index0")) {
+    std::vector<double> per = spec["atol_per_index0"].get<std::vector<double>>();
+    at::Tensor tol = at::tensor(per, at::TensorOptions().dtype(at::kDouble));
+    std::vector<int64_t> shape(diff.dim(), 1);
+    shape[0] = diff.size(0);
+    check.mismatches = (diff > tol.view(shape)).sum().item<int64_t>();
+    check.note = "per-index atol";
+  } else {
+    check.mismatches = (diff > check.atol).sum().item<int64_t>();
+  }
+  check.passed = check.mismatches == 0;
+  return check;
+}
+
+}  // namespace kvs

@@ -1,0 +1,33 @@
+#pragma once
+// The VQVAE image decoder of VAR (models/basic_vae.py Decoder): conv_in, a middle
+// of two ResnetBlocks around a self-attention block, `up` levels from the lowest
+// resolution upwards (num_res_blocks + 1 ResnetBlocks each, self-attention after
+// each block of the lowest level, nearest-2x upsampling + conv above level 0),
+// GroupNorm, SiLU, conv_out. ResnetBlock and GroupNorm are the same blocks as
+// LlamaGen's tokenizer (engine/models/llamagen/vq_blocks.h); only the attention
+// block differs (one fused qkv convolution).
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+
+#include "engine/models/var/var_config.h"
+
+namespace kvs::var {
+
+class VaeDecoder {
+ public:
+  // `weights`: VQVAE state_dict names without prefix ("decoder.*"), shape-checked.
+  VaeDecoder(const VqvaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device);
+
+  // z [B, z_channels, h, w] (after post_quant_conv) -> [B, in_channels, h*f, w*f], unclamped.
+  at::Tensor forward(const at::Tensor& z) const;
+
+ private:
+  at::Tensor attn_block(const at::Tensor& x, const std::string& prefix) const;
+
+  VqvaeConfig config_;
+  std::map<std::string, at::Tensor> weights_;
+};
+
+}  // namespace kvs::var
