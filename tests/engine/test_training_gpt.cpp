@@ -5,6 +5,7 @@
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
+#include <c10/core/GradMode.h>
 
 #include <fstream>
 
@@ -74,6 +75,22 @@ TEST(TrainingGpt, GradientsReachEveryWeightAndLossFalls) {
   // The engine's incremental path sees the trained weights too (shared tensors).
   at::Tensor teacher = gpt.forward_teacher(batch.labels, batch.codes.narrow(1, 0, 15)).detach();
   EXPECT_TRUE(std::isfinite(teacher.sum().item<double>()));
+}
+
+TEST(TrainingGpt, FusedTeacherAttentionMatchesExplicit) {
+  for (llamagen::GptConfig cfg : {tiny_gpt(), test::tiny_gqa_gpt()}) {
+    ParameterSet params = init_gpt_parameters(cfg, 2, at::kCPU);
+    {
+      c10::NoGradGuard no_grad;
+      params.get("output.weight").normal_(0.0, 0.5);
+    }
+    llamagen::LlamaGenGpt gpt(cfg, params.as_map(), at::kCPU);
+    at::Tensor labels = at::tensor({int64_t{0}, int64_t{1}});
+    at::Tensor codes = at::randint(cfg.vocab_size, {2, cfg.block_size - 1}, at::TensorOptions().dtype(at::kLong));
+    using A = llamagen::LlamaGenGpt::TeacherAttention;
+    at::Tensor fused = gpt.forward_teacher(labels, codes, A::Fused).detach();
+    EXPECT_TRUE(at::allclose(fused, gpt.forward_teacher(labels, codes, A::Explicit).detach(), 1e-5, 1e-5));
+  }
 }
 
 // One tiny GPT run on the fixed batch through run_training; returns the loss.csv rows.

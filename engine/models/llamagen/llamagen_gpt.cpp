@@ -55,7 +55,8 @@ at::Tensor LlamaGenGpt::feed_forward(const Layer& layer, const at::Tensor& x) co
 
 at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const at::Tensor& x,
                                   const at::Tensor& rope, KvStore* cache,
-                                  const std::vector<int64_t>& positions, const StepObserver& observer) const {
+                                  const std::vector<int64_t>& positions, const StepObserver& observer,
+                                  TeacherAttention teacher) const {
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t h = config_.n_head, hkv = config_.kv_heads(), d = config_.head_dim();
   const int64_t group = h / hkv;
@@ -75,6 +76,14 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
     return at::linear(attention.out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
   }
   // Teacher forcing over the whole sequence: plain causal attention.
+  if (teacher == TeacherAttention::Fused) {
+    if (group > 1) {
+      k = k.repeat_interleave(group, 1);
+      v = v.repeat_interleave(group, 1);
+    }
+    at::Tensor out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/t > 1);
+    return at::linear(out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
+  }
   const int64_t l = k.size(2);
   // Query head j uses kv head j / group (upstream: repeat_interleave on the kv
   // heads). Grouping the queries avoids materialising the repeated keys.
@@ -92,27 +101,28 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
 }
 
 at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache,
-                                   const StepObserver& observer) const {
+                                   const StepObserver& observer, TeacherAttention teacher) const {
   const int64_t t = h.size(1);
   std::vector<int64_t> positions(static_cast<size_t>(t));
   for (int64_t i = 0; i < t; ++i) positions[i] = first_position + i;
   at::Tensor rope = rope_.narrow(0, first_position, t);
   for (int64_t i = 0; i < config_.n_layer; ++i) {
     const Layer& layer = layers_[i];
-    h = h + attention(i, layer, rms_norm(h, layer.attention_norm), rope, cache, positions, observer);
+    h = h + attention(i, layer, rms_norm(h, layer.attention_norm), rope, cache, positions, observer, teacher);
     h = h + feed_forward(layer, rms_norm(h, layer.ffn_norm));
   }
   return at::linear(rms_norm(h, norm_), output_).to(at::kFloat);
 }
 
-at::Tensor LlamaGenGpt::forward_teacher(const at::Tensor& labels, const at::Tensor& tokens) const {
+at::Tensor LlamaGenGpt::forward_teacher(const at::Tensor& labels, const at::Tensor& tokens,
+                                        TeacherAttention attention) const {
   const int64_t total = config_.cls_token_num + tokens.size(1);
   if (total > rope_.size(0))
     throw InvalidArgumentError("teacher forward: " + std::to_string(tokens.size(1)) +
                                " tokens exceed the model's block size " + std::to_string(config_.block_size));
   at::Tensor cond = at::embedding(cls_embedding_, labels.to(device_, at::kLong)).unsqueeze(1);
   at::Tensor h = at::cat({cond, at::embedding(tok_embeddings_, tokens.to(device_, at::kLong))}, 1);
-  return run_layers(h, 0, nullptr);
+  return run_layers(h, 0, nullptr, {}, attention);
 }
 
 KvStore LlamaGenGpt::make_cache(int64_t rows, int64_t capacity) const {

@@ -39,9 +39,18 @@ class LlamaGenGpt {
   const GptConfig& config() const { return config_; }
   at::Device device() const { return device_; }
 
+  // How forward_teacher computes causal attention. Explicit keeps upstream's
+  // operation order (what conformance compares); Fused calls
+  // at::scaled_dot_product_attention — the same function with different rounding,
+  // and a much cheaper forward + backward (the training tool uses it).
+  enum class TeacherAttention { Explicit, Fused };
+
   // labels [B]; tokens [B, S] image tokens (S <= block_size - 1 for a full teacher
-  // pass). Returns logits [B, cls_token_num + S, vocab] (float32).
-  at::Tensor forward_teacher(const at::Tensor& labels, const at::Tensor& tokens) const;
+  // pass). Returns logits [B, cls_token_num + S, vocab] (float32). Differentiable
+  // when the weights handed to the constructor require grad (they are kept, not copied,
+  // when already float32, contiguous and on `device`).
+  at::Tensor forward_teacher(const at::Tensor& labels, const at::Tensor& tokens,
+                             TeacherAttention attention = TeacherAttention::Explicit) const;
 
   // A cache for `rows` sequences holding up to `capacity` positions.
   KvStore make_cache(int64_t rows, int64_t capacity) const;
@@ -64,8 +73,10 @@ class LlamaGenGpt {
   at::Tensor feed_forward(const Layer& layer, const at::Tensor& x) const;
   // x: [B, T, dim] normalised input; positions: the T sequence positions.
   at::Tensor attention(int64_t layer_index, const Layer& layer, const at::Tensor& x, const at::Tensor& rope,
-                       KvStore* cache, const std::vector<int64_t>& positions, const StepObserver& observer) const;
-  at::Tensor run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const StepObserver& observer = {}) const;
+                       KvStore* cache, const std::vector<int64_t>& positions, const StepObserver& observer,
+                       TeacherAttention teacher = TeacherAttention::Explicit) const;
+  at::Tensor run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const StepObserver& observer = {},
+                        TeacherAttention teacher = TeacherAttention::Explicit) const;
 
   GptConfig config_;
   at::Device device_;

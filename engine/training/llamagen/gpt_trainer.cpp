@@ -45,7 +45,8 @@ at::Tensor gpt_loss(const llamagen::LlamaGenGpt& gpt, const at::Tensor& labels, 
   at::Tensor targets = codes.to(gpt.device(), at::kLong);
   // Input: class token + all but the last image token; the logits at sequence
   // position cls_token_num - 1 + i predict image token i.
-  at::Tensor logits = gpt.forward_teacher(labels.to(gpt.device()), targets.narrow(1, 0, targets.size(1) - 1));
+  at::Tensor logits = gpt.forward_teacher(labels.to(gpt.device()), targets.narrow(1, 0, targets.size(1) - 1),
+                                         llamagen::LlamaGenGpt::TeacherAttention::Fused);
   logits = logits.narrow(1, gpt.config().cls_token_num - 1, targets.size(1)).reshape({-1, vocab});
   targets = targets.reshape({-1});
   if (token_accuracy)

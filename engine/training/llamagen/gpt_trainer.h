@@ -4,8 +4,8 @@
 // over all image tokens given the class token, class dropout (label -> null class
 // with probability class_dropout_prob, which is what CFG needs), AdamW (betas 0.9,
 // 0.95; decay on >= 2-D tensors), gradient clipping. The forward is the engine's
-// own LlamaGenGpt::forward_teacher running on the trainable tensors, so what is
-// trained is exactly what generates. Init as gpt.py: N(0, 0.02) for linear layers
+// own LlamaGenGpt::forward_teacher running on the trainable tensors (with its fused
+// attention: same function, cheaper backward), so what is trained is what generates. Init as gpt.py: N(0, 0.02) for linear layers
 // and embeddings, zero output layer, unit norms.
 #include <cstdint>
 #include <string>
