@@ -4,6 +4,7 @@
 #include "app/cli/commands.h"
 #include "engine/core/errors.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
+#include "engine/models/var/var_random_init.h"
 
 namespace kvs::cli {
 
@@ -14,10 +15,33 @@ int cmd_create_random(const std::vector<std::string>& args) {
     std::puts("usage: kvstudio-cli create-random --out DIR [--preset demo|GPT-B|GPT-L|...|GPT-3B]\n"
               "  [--image-size 256|384] [--tokenizer VQ-16|VQ-8] [--classes N] [--seed N] [--dtype f32|f16|bf16]\n"
               "  A randomly initialised LlamaGen bundle: the demo preset is the bundled default model\n"
-              "  (untrained); official sizes let you measure speed and memory without a download.");
+              "  (untrained); official sizes let you measure speed and memory without a download.\n"
+              "usage: kvstudio-cli create-random --out DIR --preset var-demo|var-d16|var-d20|var-d24|var-d30|var-d36\n"
+              "  [--image-size 256|512 (default: the official one, 512 for d36)] [--classes N] [--seed N] [--dtype ...]\n"
+              "  A randomly initialised VAR bundle (next-scale) with the official VQVAE (vae_ch160v4096z32).");
     return 0;
   }
   const std::string preset = p.get("--preset", "demo");
+  if (preset.rfind("var-", 0) == 0) {
+    var::VarConfig var_config;
+    var::VqvaeConfig vae_config;
+    if (preset == "var-demo") {
+      if (p.has("--image-size")) throw InvalidArgumentError("the var-demo preset has a fixed size (64 px)");
+      var_config = var::demo_var_config();
+      vae_config = var::demo_vqvae_config();
+      var_config.num_classes = p.get_int("--classes", var_config.num_classes);
+    } else {
+      var_config = var::var_preset(preset, p.get_int("--image-size", 0), p.get_int("--classes", 1000));
+      vae_config = var::vqvae_preset(var_config.patch_nums);
+    }
+    if (p.has("--tokenizer")) throw InvalidArgumentError("option --tokenizer applies to LlamaGen presets only");
+    const std::string out = p.require("--out");
+    const std::string name = p.get("--name", preset + "-random");
+    var::write_random_var_bundle(out, name, var_config, vae_config, p.get_u64("--seed", 0), p.get("--dtype", "f32"));
+    std::printf("wrote %s (%s, %.1fM VAR parameters, %lld px, random weights)\n", out.c_str(), name.c_str(),
+                var_config.parameter_count() / 1e6, (long long)vae_config.image_size());
+    return 0;
+  }
   llamagen::GptConfig gpt;
   llamagen::VqConfig vq;
   if (preset == "demo") {

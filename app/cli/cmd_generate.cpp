@@ -26,11 +26,12 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
   --class IDS         class id, or a comma-separated list (one image each)
   --batch N           images per class id (default 1)
   --seed N|random     sampling seed (default 0); the same seed gives the same tokens
-  --cfg F             classifier-free guidance scale (default: the model's, else 4.0; <= 1 disables)
-  --cfg-interval N    stop CFG after decode step N (default -1: always)
+  --cfg F             classifier-free guidance scale (default: the model's, else 4.0; <= 1 disables).
+                      VAR models ramp it over the scales, t = F * scale / (scales - 1); 0 disables
+  --cfg-interval N    stop CFG after decode step N (default -1: always; raster models only)
   --temperature F     default 1.0
   --top-k N           default 0 (off)
-  --top-p F           default 1.0 (off)
+  --top-p F           default 1.0 (off); VAR models filter as upstream VAR does
   --greedy            arg-max instead of sampling
   --out PATH          output PNG (default kvstudio_c<class>_s<seed>.png); with several
                       images an index is appended: NAME_<i>.png

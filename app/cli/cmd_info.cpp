@@ -8,8 +8,78 @@
 #include "engine/io/safetensors_reader.h"
 #include "engine/models/llamagen/llamagen_config.h"
 #include "engine/models/llamagen/llamagen_model.h"
+#include "engine/models/var/var_model.h"
 
 namespace kvs::cli {
+namespace {
+
+std::string join_ints(const std::vector<int64_t>& v) {
+  std::string s;
+  for (int64_t x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+int info_var(const io::ModelBundle& bundle, bool as_json) {
+  // Loading on the CPU validates every tensor name, shape and dtype.
+  const auto model = var::VarModel::load(bundle, at::Device(at::kCPU));
+  const auto& c = model.transformer->config();
+  const auto& v = model.vqvae->config();
+  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  int64_t var_params = 0, vae_params = 0;
+  std::string dtypes;
+  for (const auto& e : reader->index().tensors) {
+    const int64_t n = static_cast<int64_t>(e.numel());
+    if (e.name.rfind("var.", 0) == 0) var_params += n;
+    else vae_params += n;
+    if (dtypes.find(io::dtype_name(e.dtype)) == std::string::npos) {
+      if (!dtypes.empty()) dtypes += ',';
+      dtypes += io::dtype_name(e.dtype);
+    }
+  }
+  const int64_t kv_per_token_f32 = 2 * c.depth * c.num_heads * c.head_dim() * 4;
+  const int64_t tokens = c.total_tokens();
+  if (as_json) {
+    nlohmann::json j = {{"name", model.name},
+                        {"family", "var"},
+                        {"var", var::to_json(c)},
+                        {"tokenizer", var::to_json(v)},
+                        {"var_parameters", var_params},
+                        {"vqvae_decoder_parameters", vae_params},
+                        {"image_size", v.image_size()},
+                        {"scales", c.scales()},
+                        {"tokens_per_image", tokens},
+                        {"phi_schedule", v.phi_schedule()},
+                        {"kv_bytes_per_token_f32", kv_per_token_f32},
+                        {"kv_bytes_per_token_f16", kv_per_token_f32 / 2},
+                        {"weights_dtypes", dtypes},
+                        {"provenance", bundle.manifest.value("provenance", nlohmann::json::object())}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model:        %s (%s)\n", model.name.c_str(), bundle.dir.c_str());
+  std::printf("family:       var (class-conditional, next-scale prediction)\n");
+  std::printf("transformer:  depth %lld, width %lld, %lld heads (head_dim %lld), mlp %lld%s%s\n", (long long)c.depth,
+              (long long)c.embed_dim, (long long)c.num_heads, (long long)c.head_dim(), (long long)c.mlp_hidden(),
+              c.shared_aln ? ", shared AdaLN" : "", c.attn_l2_norm ? ", L2-normalised attention" : "");
+  std::printf("              vocab %lld, %lld classes, %lld scales (%s) = %lld tokens\n", (long long)c.vocab_size,
+              (long long)c.num_classes, (long long)c.scales(), join_ints(c.patch_nums).c_str(), (long long)tokens);
+  std::printf("tokenizer:    multi-scale VQVAE codebook %lldx%lld, ch %lld, %zu levels (%lldx), phi %lld (schedule %s)\n",
+              (long long)v.vocab_size, (long long)v.z_channels, (long long)v.ch, v.ch_mult.size(),
+              (long long)v.downsample(), (long long)v.phi_count(), join_ints(v.phi_schedule()).c_str());
+  std::printf("image:        %lldx%lld px\n", (long long)v.image_size(), (long long)v.image_size());
+  std::printf("parameters:   VAR %.2fM, VQVAE decoder %.2fM (weights %s)\n", var_params / 1e6, vae_params / 1e6,
+              dtypes.c_str());
+  std::printf("KV cache:     %lld bytes/token in float32 (%lld in fp16/bf16); full image: %.2f MiB per sequence,\n"
+              "              x2 with CFG (conditional + unconditional rows)\n",
+              (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2, kv_per_token_f32 * tokens / 1048576.0);
+  if (bundle.manifest.contains("provenance")) std::printf("provenance:   %s\n", bundle.manifest["provenance"].dump().c_str());
+  return 0;
+}
+
+}  // namespace
 
 int cmd_info(const std::vector<std::string>& args) {
   ArgParser p(args, {}, {"--help", "--json"}, 1);
@@ -20,8 +90,9 @@ int cmd_info(const std::vector<std::string>& args) {
   }
   const std::string path = p.positional().empty() ? default_model_path() : p.positional()[0];
   const io::ModelBundle bundle = io::ModelBundle::open(path);
+  if (bundle.family() == "var") return info_var(bundle, p.flag("--json"));
   if (bundle.family() != "llamagen")
-    throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported yet (supported: llamagen)");
+    throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported yet (supported: llamagen, var)");
   // Loading on the CPU validates every tensor name, shape and dtype.
   const auto model = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU));
   const auto& g = model.gpt->config();

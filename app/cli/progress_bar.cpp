@@ -47,9 +47,22 @@ void ProgressBar::on_event(const GenerationEvent& event) {
   if (quiet_) return;
   if (const auto* s = std::get_if<StartedEvent>(&event)) {
     label_ = s->model_name;
-    std::fprintf(stderr, "generating %lld image(s) of %lldx%lld tokens with %s on %s\n",
-                 static_cast<long long>(s->batch), static_cast<long long>(s->grid_height),
-                 static_cast<long long>(s->grid_width), s->model_name.c_str(), s->device.c_str());
+    per_scale_ = s->unit_name == "scale";
+    if (per_scale_)
+      std::fprintf(stderr, "generating %lld image(s) in %lld scales up to %lldx%lld tokens with %s on %s\n",
+                   static_cast<long long>(s->batch), static_cast<long long>(s->units_total),
+                   static_cast<long long>(s->grid_height), static_cast<long long>(s->grid_width),
+                   s->model_name.c_str(), s->device.c_str());
+    else
+      std::fprintf(stderr, "generating %lld image(s) of %lldx%lld tokens with %s on %s\n",
+                   static_cast<long long>(s->batch), static_cast<long long>(s->grid_height),
+                   static_cast<long long>(s->grid_width), s->model_name.c_str(), s->device.c_str());
+  } else if (const auto* u = std::get_if<UnitDoneEvent>(&event); u != nullptr && per_scale_) {
+    if (tty_) std::fputc('\r', stderr);
+    std::fprintf(stderr, "scale %lld/%lld done at %.2f s  KV %.2f MiB retained of %.2f MiB full%s\n",
+                 static_cast<long long>(u->unit_index + 1), static_cast<long long>(u->units_total),
+                 u->elapsed_ms / 1000.0, u->kv_bytes_logical / 1048576.0, u->kv_bytes_full_equivalent / 1048576.0,
+                 tty_ ? "                    " : "");
   } else if (const auto* p = std::get_if<TokenProgressEvent>(&event)) {
     const auto now = std::chrono::steady_clock::now();
     const bool final = p->tokens_done == p->tokens_total;

@@ -1,6 +1,7 @@
 #pragma once
 // Terminal progress for a generation: a redrawn bar with tokens/s and ETA on a
-// terminal; a few plain lines when stderr is not a terminal (logs, CI).
+// terminal; a few plain lines when stderr is not a terminal (logs, CI). Next-scale
+// models (unit "scale") also report every scale as it completes.
 #include <chrono>
 #include <string>
 
@@ -20,6 +21,7 @@ class ProgressBar : public EventSink {
   int last_quarter_ = -1;
   std::chrono::steady_clock::time_point last_draw_{};
   std::string label_;
+  bool per_scale_ = false;  // the run's unit is a scale: one line per scale
 };
 
 std::string format_duration(double seconds);

@@ -13,47 +13,16 @@
 #include "engine/io/model_bundle.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/raster_generation.h"
+#include "engine/models/var/var_model.h"
+#include "engine/session/event_snapshots.h"
+#include "engine/session/scale_session.h"
 
 namespace kvs {
 namespace {
 
-RgbImage to_rgb_image(const at::Tensor& nhwc_u8_single) {
-  RgbImage img;
-  img.height = static_cast<int>(nhwc_u8_single.size(0));
-  img.width = static_cast<int>(nhwc_u8_single.size(1));
-  at::Tensor c = nhwc_u8_single.contiguous();
-  img.pixels.assign(c.data_ptr<uint8_t>(), c.data_ptr<uint8_t>() + c.numel());
-  return img;
-}
-
 std::vector<RgbImage> decode_images(const llamagen::LlamaGenModel& model, const at::Tensor& codes) {
   const int64_t grid = model.gpt->config().grid_size();
-  at::Tensor u8 = llamagen::images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid));
-  std::vector<RgbImage> images;
-  for (int64_t i = 0; i < u8.size(0); ++i) images.push_back(to_rgb_image(u8[i]));
-  return images;
-}
-
-// Bitsets of the positions retained for batch row 0, per (layer, KV head).
-RetainedMasks retained_masks(const KvStore& store, int64_t total_positions) {
-  RetainedMasks masks;
-  masks.n_layer = store.n_layer();
-  masks.kv_heads = store.kv_heads();
-  masks.positions = total_positions;
-  masks.bits.assign(static_cast<size_t>(masks.n_layer * masks.kv_heads * masks.words()), 0);
-  for (int64_t l = 0; l < masks.n_layer; ++l) {
-    at::Tensor pos = store.positions_tensor(l)[0].contiguous();  // [kv_heads, capacity]
-    const int64_t capacity = pos.size(1);
-    const int64_t* p = pos.data_ptr<int64_t>();
-    for (int64_t h = 0; h < masks.kv_heads; ++h)
-      for (int64_t j = 0; j < capacity; ++j) {
-        const int64_t position = p[h * capacity + j];
-        if (position < 0 || position >= total_positions) continue;
-        masks.bits[static_cast<size_t>((l * masks.kv_heads + h) * masks.words() + position / 64)] |=
-            uint64_t{1} << (position % 64);
-      }
-  }
-  return masks;
+  return to_rgb_images(llamagen::images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid)));
 }
 
 void emit(EventSink* sink, const GenerationEvent& e) {
@@ -64,7 +33,9 @@ void emit(EventSink* sink, const GenerationEvent& e) {
 
 struct GenerationSession::Impl {
   std::string loaded_key;
+  std::string family;             // of the loaded model: "llamagen" | "var"
   llamagen::LlamaGenModel model;
+  var::VarModel var_model;
 };
 
 GenerationSession::GenerationSession() : impl_(std::make_unique<Impl>()) {}
@@ -86,11 +57,32 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     const io::ModelBundle bundle = io::ModelBundle::open(request.model_path);
     const std::string key = bundle.dir + "@" + device.description;
     if (impl_->loaded_key != key) {
-      if (bundle.family() != "llamagen")
-        throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported yet (supported: llamagen)");
-      impl_->model = llamagen::LlamaGenModel::load(bundle, torch_device);
+      const std::string family = bundle.family();
+      if (family != "llamagen" && family != "var")
+        throw InvalidArgumentError("model family '" + family + "' is not supported yet (supported: llamagen, var)");
+      impl_->loaded_key.clear();
+      impl_->model = llamagen::LlamaGenModel{};
+      impl_->var_model = var::VarModel{};
+      if (family == "var") impl_->var_model = var::VarModel::load(bundle, torch_device);
+      else impl_->model = llamagen::LlamaGenModel::load(bundle, torch_device);
+      impl_->family = family;
       impl_->loaded_key = key;
       log.info("loaded model " + bundle.name() + " on " + device.description);
+    }
+    if (impl_->family == "var") {
+      ScaleSessionContext scale;
+      scale.model = &impl_->var_model;
+      scale.request = &request;
+      scale.sink = sink;
+      scale.device_description = device.description;
+      scale.cancelled = [this] { return cancel_requested_.load(); };
+      scale.take_policy_change = [this] {
+        std::optional<std::string> change;
+        std::lock_guard<std::mutex> lock(pending_mutex_);
+        change.swap(pending_policy_);
+        return change;
+      };
+      return run_scale_generation(scale);
     }
     const auto& model = impl_->model;
     const auto& config = model.gpt->config();
@@ -170,8 +162,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
       unit.kv_bytes_peak = mem.bytes_peak;
       unit.policy = policy_spec;
-      for (int64_t l = 0; l < cache.n_layer(); ++l)
-        unit.retained_per_layer.push_back(cache.lengths_tensor(l)[0].sum().item<int64_t>());
+      unit.retained_per_layer = retained_per_layer(cache);
       if (request.emit_retained_masks) unit.retained = retained_masks(cache, total_positions);
       if (request.emit_attention_map && attention_count > 0) {
         AttentionMap map;

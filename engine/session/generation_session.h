@@ -1,6 +1,8 @@
 #pragma once
 // GenerationSession::run(request, sink): loads (and caches) the model, drives
 // generation, emits typed events and returns the images. Torch-free header.
+// The bundle's "family" picks the driver: "llamagen" (raster, one unit per token
+// line) or "var" (next-scale, one unit per scale: engine/session/scale_session.h).
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -18,7 +20,8 @@ struct GenerationResult {
   std::string model_name;
   std::string device;
   std::vector<RgbImage> images;                 // one per class id
-  std::vector<std::vector<int32_t>> tokens;     // raster token ids per image
+  std::vector<std::vector<int32_t>> tokens;     // token ids per image: raster order, or (VAR) all scales
+                                                // flattened, coarsest first
   int64_t grid_height = 0, grid_width = 0;
   double elapsed_ms = 0;
   double tokens_per_second = 0;                 // per image
@@ -41,7 +44,7 @@ class GenerationSession {
   void cancel() { cancel_requested_ = true; }
 
   // Thread-safe; a running generation switches to this policy spec at its next
-  // line boundary (the new policy adopts the cache as it stands) and reports a
+  // line (scale) boundary (the new policy adopts the cache as it stands) and reports a
   // PolicyChangedEvent. An invalid spec is refused there, the old policy stays.
   void request_policy_change(const std::string& spec);
 

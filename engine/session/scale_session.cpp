@@ -1,0 +1,178 @@
+#include "engine/session/scale_session.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <chrono>
+#include <memory>
+
+#include "engine/cache/policies/policy_registry.h"
+#include "engine/core/errors.h"
+#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_model.h"
+#include "engine/session/event_snapshots.h"
+
+namespace kvs {
+namespace {
+
+void emit(EventSink* sink, const GenerationEvent& e) {
+  if (sink) sink->on_event(e);
+}
+
+std::vector<RgbImage> decode_fhat(const var::VarModel& model, const at::Tensor& f_hat) {
+  return to_rgb_images(var::var_images_to_uint8_nhwc(model.vqvae->fhat_to_img(f_hat)));
+}
+
+// VAR runs with `full` or a policy written for scale units (cache_policy.h).
+std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context) {
+  std::unique_ptr<CachePolicy> policy = make_policy(spec, context);
+  if (policy->name() != "full" && !policy->supports_units())
+    throw InvalidArgumentError("policy '" + policy->name() +
+                               "' works on raster (next-token) models only; this VAR model takes 'full' or a "
+                               "scale policy");
+  return policy;
+}
+
+}  // namespace
+
+GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
+  const var::VarModel& model = *ctx.model;
+  const GenerationRequest& request = *ctx.request;
+  const var::VarConfig& config = model.transformer->config();
+  for (int64_t c : request.class_ids)
+    if (c >= config.num_classes)
+      throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: model " + model.name + " has " +
+                                 std::to_string(config.num_classes) + " classes (0.." +
+                                 std::to_string(config.num_classes - 1) + ")");
+  if (request.cfg_interval != -1)
+    throw InvalidArgumentError("cfg interval applies to raster models only (VAR ramps its guidance over the scales)");
+  if (request.attention_layer < -1 || request.attention_layer >= config.depth)
+    throw InvalidArgumentError("attention layer " + std::to_string(request.attention_layer) + " does not exist (model has " +
+                               std::to_string(config.depth) + " layers; -1 = mean)");
+  if (request.attention_head < -1 || request.attention_head >= config.num_heads)
+    throw InvalidArgumentError("attention head " + std::to_string(request.attention_head) + " does not exist (model has " +
+                               std::to_string(config.num_heads) + " KV heads; -1 = mean)");
+
+  const int64_t grid = config.final_grid(), scales = config.scales(), total = config.total_tokens();
+  const int64_t batch = static_cast<int64_t>(request.class_ids.size());
+  emit(ctx.sink, StartedEvent{model.name, ctx.device_description, batch, grid, grid, total, "scale", scales});
+
+  var::ScaleParams params;
+  params.cfg = request.cfg_scale;
+  params.sampling = request.sampling;
+  params.seed = request.seed;
+
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  const PolicyContext context = var::scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
+  std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context);
+  std::string policy_spec = request.policy;
+  var::ScaleHooks hooks;
+  hooks.policy = [&] { return policy.get(); };
+  hooks.cache_capacity_tokens = policy->initial_entries();
+  hooks.cancelled = ctx.cancelled;
+
+  // Attention of each scale's queries (image 0), averaged over the queries and the
+  // layers/heads asked for, per sequence position.
+  at::Tensor attention_sum;
+  int64_t attention_count = 0, attention_query = 0;
+  if (request.emit_attention_map) {
+    hooks.wants_attention = [](int64_t) { return true; };
+    hooks.on_attention = [&](int64_t layer, int64_t si, const KvAttention& a, const KvStore& store) {
+      if (request.attention_layer >= 0 && layer != request.attention_layer) return;
+      if (layer == 0 || request.attention_layer >= 0) {
+        attention_sum = at::zeros({total}, at::TensorOptions().dtype(at::kFloat));
+        attention_count = 0;
+        attention_query = config.scale_begin(si);
+      }
+      const double queries = static_cast<double>(config.scale_tokens(si));
+      at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / queries;               // [heads, L]
+      at::Tensor pos = store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1));   // [heads, L]
+      if (request.attention_head >= 0) {
+        mass = mass.narrow(0, request.attention_head, 1);
+        pos = pos.narrow(0, request.attention_head, 1);
+      }
+      at::Tensor valid = pos >= 0;
+      attention_sum.index_add_(0, at::where(valid, pos, at::zeros_like(pos)).reshape({-1}),
+                               at::where(valid, mass, at::zeros_like(mass)).reshape({-1}));
+      attention_count += mass.size(0);
+    };
+  }
+
+  double preview_ms = 0;
+  hooks.on_scale = [&](const var::ScaleStep& step) {
+    const double ms = elapsed_ms();
+    emit(ctx.sink, TokenProgressEvent{step.tokens_done, total, ms, ms > 0 ? step.tokens_done * 1000.0 / ms : 0});
+    const KvStore& cache = *step.cache;
+    UnitDoneEvent unit;
+    unit.unit_index = step.scale;
+    unit.units_total = scales;
+    unit.elapsed_ms = ms;
+    const KvMemoryStats mem = cache.memory();
+    unit.kv_bytes_logical = mem.bytes_logical;
+    unit.kv_bytes_allocated = mem.bytes_allocated;
+    unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
+    unit.kv_bytes_peak = mem.bytes_peak;
+    unit.policy = policy_spec;
+    unit.retained_per_layer = retained_per_layer(cache);
+    if (request.emit_retained_masks) unit.retained = retained_masks(cache, total);
+    if (request.emit_attention_map && attention_count > 0) {
+      AttentionMap map;
+      map.layer = request.attention_layer;
+      map.head = request.attention_head;
+      map.query_position = attention_query;
+      map.positions = total;
+      at::Tensor mean = (attention_sum / static_cast<double>(attention_count)).contiguous();
+      map.weights.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + total);
+      unit.attention = std::move(map);
+      attention_count = 0;
+    }
+    const bool last_unit = step.scale + 1 == scales;
+    const bool within_share = request.preview_max_share <= 0 || last_unit || preview_ms <= request.preview_max_share * ms;
+    if (request.preview_every_units > 0 && (step.scale + 1) % request.preview_every_units == 0 && within_share) {
+      // f_hat already spans the whole image: decode it as it stands.
+      const double decode_start = elapsed_ms();
+      unit.preview = decode_fhat(model, *step.f_hat);
+      preview_ms += elapsed_ms() - decode_start;
+    }
+    emit(ctx.sink, unit);
+    // A change requested so far takes effect for the next scale.
+    std::optional<std::string> change = ctx.take_policy_change ? ctx.take_policy_change() : std::nullopt;
+    if (change) {
+      try {
+        policy = make_scale_policy(*change, context);
+        policy_spec = *change;
+        emit(ctx.sink, PolicyChangedEvent{step.scale, policy_spec, true, ""});
+      } catch (const Error& e) {
+        emit(ctx.sink, PolicyChangedEvent{step.scale, policy_spec, false, e.what()});
+      }
+    }
+  };
+  const var::ScaleResult generated =
+      var::generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params, hooks);
+
+  GenerationResult result;
+  result.model_name = model.name;
+  result.device = ctx.device_description;
+  result.grid_height = grid;
+  result.grid_width = grid;
+  const double gen_ms = elapsed_ms();
+  result.tokens_per_second = gen_ms > 0 ? total * 1000.0 / gen_ms : 0;
+  result.images = decode_fhat(model, generated.f_hat);
+  at::Tensor tokens32 = generated.tokens().to(at::kInt).contiguous();
+  for (int64_t i = 0; i < batch; ++i) {
+    const int32_t* p = tokens32[i].data_ptr<int32_t>();
+    result.tokens.emplace_back(p, p + total);
+  }
+  result.kv_bytes_peak = generated.memory.bytes_peak;
+  result.kv_bytes_logical_final = generated.memory.bytes_logical;
+  result.kv_bytes_full = generated.memory.bytes_full_equivalent;
+  result.policy = policy_spec;
+  result.elapsed_ms = elapsed_ms();
+  emit(ctx.sink, FinishedEvent{result.elapsed_ms});
+  return result;
+}
+
+}  // namespace kvs

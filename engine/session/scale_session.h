@@ -1,0 +1,34 @@
+#pragma once
+// GenerationSession's driver for the next-scale family (VAR): one unit per scale.
+// Emits the same events as the raster driver: StartedEvent (unit "scale"), a
+// TokenProgressEvent and a UnitDoneEvent per scale (KV memory, retained masks over
+// the flattened multi-scale positions, the attention of the scale's queries, and
+// a preview decoded from the current f_hat: after any scale the whole image is
+// there, coarse), PolicyChangedEvent at scale boundaries, then the result.
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "engine/session/generation_events.h"
+#include "engine/session/generation_request.h"
+#include "engine/session/generation_session.h"
+
+namespace kvs {
+
+namespace var {
+struct VarModel;
+}
+
+struct ScaleSessionContext {
+  const var::VarModel* model = nullptr;
+  const GenerationRequest* request = nullptr;
+  EventSink* sink = nullptr;
+  std::string device_description;
+  std::function<bool()> cancelled;
+  // A policy change requested so far (taken at each scale boundary), if any.
+  std::function<std::optional<std::string>()> take_policy_change;
+};
+
+GenerationResult run_scale_generation(const ScaleSessionContext& context);
+
+}  // namespace kvs
