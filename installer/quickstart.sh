@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The two README commands:
-#   installer/quickstart.sh run   install what is missing, build, run the main job
-#                                 (today: kvstudio-cli generate on the bundled demo model)
+#   installer/quickstart.sh run   install what is missing, build, run the main job:
+#                                 the KV Studio window, generating with the bundled demo
+#                                 model at once; without a display (or without the GUI
+#                                 build) it falls back to kvstudio-cli generate
 #   installer/quickstart.sh test  install what is missing, build, run the whole test suite
 #                                 (unit, conformance, CLI; again under ASan+UBSan; and
 #                                 a bounded fuzzing run);
 #                                 exits non-zero on any failure
 # Extra arguments after `run` go to `kvstudio-cli generate` (e.g. --class 7 --seed 3).
+# KVSTUDIO_HEADLESS=1 makes `run` use the command line even with a display.
 # Environment: KVSTUDIO_PRESET (default "default"; "headless" skips the GUI),
 #              KVSTUDIO_JOBS (build parallelism, default: all cores),
 #              KVSTUDIO_SKIP_ASAN=1 / KVSTUDIO_SKIP_FUZZ=1 (test: skip those stages).
@@ -36,6 +39,15 @@ echo "build: $(( $(date +%s) - start )) s" >&2
 cli="build/$preset/app/kvstudio-cli"
 
 if [[ "$mode" == "run" ]]; then
+  gui="build/$preset/app/gui/kvstudio"
+  if [[ $# -eq 0 && -x "$gui" && "${KVSTUDIO_HEADLESS:-0}" != "1" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) ]]; then
+    step "KV Studio window (generating with the bundled demo model)"
+    exec "$gui" --generate
+  fi
+  if [[ $# -eq 0 && "${KVSTUDIO_HEADLESS:-0}" != "1" ]]; then
+    if [[ ! -x "$gui" ]]; then echo "(the window was not built: Qt 6 missing or the headless preset; using the command line)" >&2
+    else echo "(no display: using the command line; run $gui on a desktop for the window)" >&2; fi
+  fi
   step "generate with the bundled demo model"
   mkdir -p out
   if [[ $# -eq 0 ]]; then set -- --class 3 --seed 0 --out out/kvstudio_demo.png; fi

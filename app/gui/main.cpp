@@ -1,5 +1,5 @@
 // kvstudio: the KV Studio window.
-//   kvstudio [--model DIR] [--threads N]
+//   kvstudio [--model DIR] [--threads N] [--generate]
 //   kvstudio --run-once [--policy SPEC] [--compare P1,P2,...] [--switch-policy SPEC[@LINE]]
 //            [--debug-overlay] [--capture-line N] --screenshot FILE [--summary FILE]
 #include <QApplication>
@@ -89,8 +89,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption classId({QStringLiteral("class")}, QStringLiteral("Class id"), QStringLiteral("N"));
   const QCommandLineOption timeout({QStringLiteral("timeout")}, QStringLiteral("--run-once gives up after this many seconds (default 300)"), QStringLiteral("S"), QStringLiteral("300"));
   const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size WxH"), QStringLiteral("WxH"));
+  const QCommandLineOption generateNow({QStringLiteral("generate")}, QStringLiteral("Start generating as soon as the window opens"));
   parser.addOptions({model, threads, runOnce, policy, compare, switchPolicy, screenshot, summary, debugOverlay, differences, captureLine,
-                     seed, classId, timeout, size});
+                     seed, classId, timeout, size, generateNow});
   parser.process(app);
 
   if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
@@ -128,7 +129,10 @@ int main(int argc, char** argv) {
   }
   window.show();
 
-  if (!parser.isSet(runOnce)) return app.exec();
+  if (!parser.isSet(runOnce)) {
+    if (parser.isSet(generateNow)) QTimer::singleShot(300, &window, [&window] { window.generate(); });
+    return app.exec();
+  }
 
   kvs::gui::RunOnceOptions ro;
   ro.screenshot = parser.value(screenshot);

@@ -18,6 +18,7 @@
 #include "ui/widgets/error_banner.h"
 #include "ui/widgets/generation_canvas.h"
 #include "ui/widgets/main_window.h"
+#include "ui/widgets/model_manager_dialog.h"
 #include "ui/widgets/parameter_panel.h"
 
 using namespace kvs::ui;
@@ -103,6 +104,49 @@ class TestMainWindow : public QObject {
     QCOMPARE(w.run()->activePolicy(), QStringLiteral("streaming:rho=0.25"));
     const auto& m = w.run()->memory().back();
     QVERIFY(m.kv_bytes_logical < m.kv_bytes_full);
+  }
+
+  void closingMidGenerationJoinsQuickly() {
+    auto* w = new MainWindow(options());
+    w->show();
+    QSignalSpy units(w->run(), &RunViewModel::unitChanged);
+    QVERIFY(w->generate());
+    QVERIFY(units.wait(60000));
+    QElapsedTimer clock;
+    clock.start();
+    w->close();
+    delete w;
+    QVERIFY2(clock.elapsed() < 2000, "closing mid-generation took longer than 2 s");
+  }
+
+  void rapidPolicySwitchesNeverBreakARun() {
+    MainWindow w(options());
+    w.show();
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    int edits = 0;
+    const QStringList specs = {QStringLiteral("linear:rho=0.25"), QStringLiteral("streaming:rho=0.5"), QStringLiteral("h2o:rho=0.25"),
+                               QStringLiteral("linear:rho=0.01"), QStringLiteral("full")};
+    connect(w.run(), &RunViewModel::unitChanged, this, [&] { w.parameters()->setPolicySpec(specs[edits++ % specs.size()]); });
+    QVERIFY(w.generate());
+    QVERIFY(done.wait(60000));
+    QVERIFY(done[0][0].toBool());
+    QCOMPARE(w.run()->state(), RunState::Finished);
+  }
+
+  void modelManagerListsBundlesAndProblems() {
+    QTemporaryDir dir;
+    QDir(dir.path()).mkpath(QStringLiteral("broken"));
+    QFile f(dir.filePath(QStringLiteral("broken/model.json")));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write("[]");
+    f.close();
+    ModelLocations locations{QStringLiteral(KVSTUDIO_DEMO_MODEL), dir.path(), {}};
+    ModelManagerDialog dialog(&locations);
+    QCOMPARE(dialog.models().size(), size_t{2});
+    QVERIFY(dialog.models()[0].usable());
+    QVERIFY(!dialog.models()[1].usable());
+    QCOMPARE(locations.originOf(QString::fromStdString(dialog.models()[0].dir)), QStringLiteral("bundled demo"));
+    QCOMPARE(locations.originOf(QString::fromStdString(dialog.models()[1].dir)), QStringLiteral("user models"));
   }
 
   void brokenModelShowsABanner() {

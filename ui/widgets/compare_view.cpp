@@ -39,7 +39,7 @@ QTableWidgetItem* cell(const QString& text, bool right = true) {
 
 QString number(double v, int decimals) {
   if (std::isnan(v)) return QStringLiteral("—");
-  if (std::isinf(v)) return QStringLiteral("∞ (identical)");
+  if (std::isinf(v)) return QStringLiteral("∞");
   return QString::number(v, 'f', decimals);
 }
 
@@ -98,10 +98,16 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
   bl->setContentsMargins(0, 0, 0, 0);
   table_ = new QTableWidget(0, 8, bottom);
   table_->setObjectName(QStringLiteral("compareTable"));
-  table_->setHorizontalHeaderLabels({tr("policy"), tr("KV at end"), tr("% of full"), tr("KV peak"), tr("tok/s"),
-                                     tr("tokens agree"), tr("PSNR dB"), tr("SSIM")});
-  for (int c = 0; c < 8; ++c) table_->horizontalHeader()->setSectionResizeMode(c, QHeaderView::ResizeToContents);
-  table_->horizontalHeader()->setStretchLastSection(true);
+  table_->setHorizontalHeaderLabels({tr("policy"), tr("KV end"), tr("% full"), tr("peak"), tr("tok/s"), tr("agree"), tr("PSNR"),
+                                     tr("SSIM")});
+  const QStringList headerTips = {tr("policy spec"), tr("KV bytes retained at the end"), tr("share of the full cache"),
+                                  tr("peak KV bytes allocated"), tr("tokens per second per image"),
+                                  tr("share of tokens equal to the full cache's"), tr("PSNR against the full-cache image, dB (∞: identical)"),
+                                  tr("SSIM against the full-cache image")};
+  for (int c = 0; c < 8; ++c) {
+    table_->horizontalHeaderItem(c)->setToolTip(headerTips[c]);
+    table_->horizontalHeader()->setSectionResizeMode(c, c == 0 ? QHeaderView::Stretch : QHeaderView::ResizeToContents);
+  }
   table_->verticalHeader()->hide();
   table_->setAlternatingRowColors(true);
   table_->setToolTip(tr("Each policy against the full cache on the same class and seed (image 0). "
@@ -124,12 +130,12 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
   split_ = new SplitView(splitBox);
   sl->addWidget(split_, 1);
   bl->addWidget(splitBox, 2);
-  splitBox->setMaximumWidth(340);
+  splitBox->setMaximumWidth(300);
   splitter->addWidget(bottom);
   splitter->setStretchFactor(0, 3);
   splitter->setStretchFactor(1, 2);
   splitter->setSizes({520, 330});
-  table_->setMinimumWidth(600);
+  table_->setMinimumWidth(420);
   layout->addWidget(splitter, 1);
 
   connect(run_, &QPushButton::clicked, this, [this] { Q_EMIT runRequested(configs()); });
@@ -237,7 +243,8 @@ void CompareView::refreshTable() {
   table_->setRowCount(rows.size());
   for (int r = 0; r < rows.size(); ++r) {
     const CompareRow& row = rows[r];
-    table_->setItem(r, 0, cell(row.policy + (row.reference ? tr(" (reference)") : QString()), false));
+    table_->setItem(r, 0, cell(row.policy + (row.reference ? tr(" (ref)") : QString()), false));
+    table_->item(r, 0)->setToolTip(row.reference ? tr("%1: the reference every other row is compared with").arg(row.policy) : row.policy);
     table_->setItem(r, 1, cell(formatBytes(row.kvBytesFinal)));
     table_->setItem(r, 2, cell(row.kvBytesFull > 0 ? QStringLiteral("%1%").arg(100.0 * row.kvBytesFinal / row.kvBytesFull, 0, 'f', 1) : QStringLiteral("—")));
     table_->setItem(r, 3, cell(formatBytes(row.kvBytesPeak)));

@@ -8,6 +8,7 @@
 #include <QWheelEvent>
 
 #include <algorithm>
+#include <cstdio>
 #include <bit>
 #include <vector>
 
@@ -147,7 +148,7 @@ void DebugOverlay::drawUi() {
       float mean = 0;
       for (float f : frame_ms_) mean += f;
       mean /= std::max<size_t>(1, frame_ms_.size());
-      row("GUI frame time", "%.1f ms", mean);
+      row("GUI frame interval (overlay, 20 Hz)", "%.1f ms", mean);
       if (worker_) {
         ImGui::TableNextRow();
         ImGui::TableSetColumnIndex(0);
@@ -172,8 +173,12 @@ void DebugOverlay::drawUi() {
       const int columns = static_cast<int>(std::min<int64_t>(m.kv_heads, 62)) + 2;
       if (ImGui::BeginTable("heads", columns, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
         ImGui::TableSetupColumn("layer");
-        for (int64_t h = 0; h < columns - 2; ++h) ImGui::TableSetupColumn(("H" + std::to_string(h)).c_str());
-        ImGui::TableSetupColumn("evicted");
+        for (int64_t h = 0; h < columns - 2; ++h) {
+          char name[24];
+          std::snprintf(name, sizeof(name), "H%lld", static_cast<long long>(h));
+          ImGui::TableSetupColumn(name);
+        }
+        ImGui::TableSetupColumn("evicted, last line");
         ImGui::TableHeadersRow();
         const auto& evicted = run->evictionsLastUnit();
         for (int64_t l = 0; l < m.n_layer; ++l) {

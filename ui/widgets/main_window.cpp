@@ -403,6 +403,7 @@ bool MainWindow::runCompare(const QStringList& specs) {
   }
   s.batch = 1;
   s.threads = options_.threads;
+  if (specs != compare_view_->configs()) compare_view_->setConfigs(specs);
   const QString problem = compare_->start(specs, s.toRequest());
   if (!problem.isEmpty()) {
     showError(problem);
