@@ -41,6 +41,8 @@ first as the reference.
   --cfg F             classifier-free guidance scale (default: the model's, else 4.0)
   --temperature F, --top-k N, --top-p F   sampling (default: the model's)
   --no-warmup         skip the untimed full-cache run made before measuring
+  --rounds R          timing rounds: each round runs every policy once, in turn; speed is each
+                      policy's fastest round (default 1; use 3+ on a busy machine)
   --device D          auto|cpu|cuda (default auto)
   --threads N         CPU threads (default: all cores)
   --json FILE         write the records as a JSON array
@@ -102,10 +104,12 @@ void print_table(const std::vector<BenchRecord>& records) {
     std::printf("%s\n", line.c_str());
   }
   if (!records.empty())
-    std::printf("model %s on %s, %dx%d tokens, %lld images per policy in runs of %lld\n", records[0].model.c_str(),
+    std::printf("model %s on %s, %dx%d tokens, %lld images per policy in runs of %lld%s\n", records[0].model.c_str(),
                 records[0].device.c_str(), static_cast<int>(records[0].grid_height),
                 static_cast<int>(records[0].grid_width), static_cast<long long>(records[0].images),
-                static_cast<long long>(records[0].batch));
+                static_cast<long long>(records[0].batch),
+                records[0].rounds > 1 ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
+                                      : "");
 }
 
 }  // namespace
@@ -113,7 +117,7 @@ void print_table(const std::vector<BenchRecord>& records) {
 int cmd_bench(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--random", "--policies", "--batch", "--images", "--seed", "--classes", "--cfg",
-               "--temperature", "--top-k", "--top-p", "--device", "--threads", "--json", "--chart"},
+               "--temperature", "--top-k", "--top-p", "--device", "--threads", "--json", "--chart", "--rounds"},
               {"--quiet", "--no-warmup", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -135,6 +139,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (p.has("--top-k")) options.top_k = p.get_int("--top-k", 0);
   if (p.has("--top-p")) options.top_p = p.get_double("--top-p", 0);
   options.warmup = !p.flag("--no-warmup");
+  options.rounds = p.get_int("--rounds", 1);
+  if (options.rounds < 1 || options.rounds > 100) throw InvalidArgumentError("option --rounds must be between 1 and 100");
   options.device = p.get("--device", "auto");
   options.threads = static_cast<int>(p.get_int("--threads", 0));
   const std::string json_path = p.get("--json", "");
@@ -147,9 +153,12 @@ int cmd_bench(const std::vector<std::string>& args) {
   auto progress = [&](const BenchProgress& b) {
     if (quiet) return;
     if (b.run_finished) {
-      std::fprintf(stderr, "%s[%lld/%lld] %-28s run %lld/%lld done in %.2f s\n", tty ? "\r\033[K" : "",
+      const std::string round =
+          b.rounds > 1 ? " (round " + std::to_string(b.round + 1) + "/" + std::to_string(b.rounds) + ")" : std::string();
+      std::fprintf(stderr, "%s[%lld/%lld] %-28s run %lld/%lld%s done in %.2f s\n", tty ? "\r\033[K" : "",
                    static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
-                   static_cast<long long>(b.run_index + 1), static_cast<long long>(b.run_count), b.run_elapsed_ms / 1000.0);
+                   static_cast<long long>(b.run_index + 1), static_cast<long long>(b.run_count), round.c_str(),
+                   b.run_elapsed_ms / 1000.0);
     } else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total)) {
       std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s run %lld/%lld  token %lld/%lld", static_cast<long long>(b.policy_index + 1),
                    static_cast<long long>(b.policy_count), b.policy.c_str(), static_cast<long long>(b.run_index + 1),

@@ -53,6 +53,11 @@ struct BenchOptions {
   bool warmup = true;                 // one untimed full-cache run first (thread pools,
                                       // allocator and caches warm up; else the first policy
                                       // measured, full, would pay for them)
+  // Timing rounds: every round runs each policy once, in turn, and a policy's
+  // speed is its fastest round. Interleaving spreads a busy machine's noise
+  // evenly over the policies instead of charging it to whichever ran then;
+  // tokens, images and memory come from the first round (runs are seeded).
+  int64_t rounds = 1;
   std::string device = "auto";
   int threads = 0;
 };
@@ -67,7 +72,8 @@ struct BenchRecord {
   int64_t process_peak_bytes = 0;              // VmHWM after the policy's runs (see above)
   bool process_peak_is_own = false;            // VmHWM was reset before the policy's runs
   int64_t process_rss_delta_bytes = 0;         // RSS after minus before the policy's runs
-  double generation_ms = 0;                    // summed over runs
+  double generation_ms = 0;                    // summed over runs (the fastest round)
+  int64_t rounds = 1;                          // timing rounds (BenchOptions::rounds)
   double tokens_per_s = 0;                     // image tokens of all images / generation time
   double speedup_vs_full = 0;
   double token_agreement = 0;
@@ -86,6 +92,7 @@ struct BenchProgress {
   std::string policy;
   int64_t policy_index = 0, policy_count = 0;
   int64_t run_index = 0, run_count = 0;
+  int64_t round = 0, rounds = 1;
   int64_t tokens_done = 0, tokens_total = 0;  // within the current run (per image)
   bool run_finished = false;
   double run_elapsed_ms = 0;

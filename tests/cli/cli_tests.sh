@@ -120,6 +120,7 @@ fi
 expect_error bench-unknown-policy "unknown cache policy 'nosuch'" -- bench --policies full,nosuch:rho=1/4 --quiet
 expect_error bench-impossible-budget "policy linear: .*impossible" -- bench --policies linear:rho=1/100 --quiet
 expect_error bench-bad-random "--random: unknown architecture 'llamagen-Q@256'" -- bench --random llamagen-Q@256 --policies full --quiet
+expect_error bench-bad-rounds "option --rounds must be between 1 and 100" -- bench --policies full --rounds 0 --quiet
 
 # world: the procedural image world (class list, labelled grid, clear errors).
 if [[ $("$cli" world --list | grep -c .) -ge 10 ]] && "$cli" world --list | grep -q "^ 1  mountains"; then
