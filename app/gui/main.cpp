@@ -89,9 +89,10 @@ int main(int argc, char** argv) {
   const QCommandLineOption classId({QStringLiteral("class")}, QStringLiteral("Class id"), QStringLiteral("N"));
   const QCommandLineOption timeout({QStringLiteral("timeout")}, QStringLiteral("--run-once gives up after this many seconds (default 300)"), QStringLiteral("S"), QStringLiteral("300"));
   const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size WxH"), QStringLiteral("WxH"));
+  const QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("In --run-once, the tab to screenshot: generate, compare or history"), QStringLiteral("NAME"));
   const QCommandLineOption generateNow({QStringLiteral("generate")}, QStringLiteral("Start generating as soon as the window opens"));
   parser.addOptions({model, threads, runOnce, policy, compare, switchPolicy, screenshot, summary, debugOverlay, differences, captureLine,
-                     seed, classId, timeout, size, generateNow});
+                     seed, classId, timeout, size, generateNow, tab});
   parser.process(app);
 
   if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
@@ -149,6 +150,7 @@ int main(int argc, char** argv) {
   ro.debugOverlay = parser.isSet(debugOverlay);
   ro.differences = parser.isSet(differences);
   ro.timeoutSeconds = parser.value(timeout).toInt();
+  if (parser.isSet(tab)) ro.tab = QStringList{QStringLiteral("generate"), QStringLiteral("compare"), QStringLiteral("history")}.indexOf(parser.value(tab));
   kvs::gui::RunOnce driver(&window, ro);
   QTimer::singleShot(200, &driver, &kvs::gui::RunOnce::start);
   return app.exec();

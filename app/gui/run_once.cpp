@@ -186,6 +186,10 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
 void RunOnce::finish(bool ok, const QString& message) {
   if (done_) return;
   done_ = true;
+  if (options_.tab >= 0) {
+    window_->showTab(options_.tab);
+    QCoreApplication::processEvents();
+  }
   if (!captured_ || options_.captureLine <= 0) ok = capture() && ok;
   QFile f(options_.summary);
   if (f.open(QIODevice::WriteOnly | QIODevice::Truncate)) f.write(QJsonDocument(summary(ok, message)).toJson());

@@ -25,6 +25,7 @@ struct RunOnceOptions {
   int captureLine = 0;      // > 0: take the screenshot when this line arrives (mid-run)
   bool debugOverlay = false;
   bool differences = false; // compare: show difference heatmaps
+  int tab = -1;             // >= 0: show this tab for the screenshot (0 Generate, 1 Compare, 2 History)
   int timeoutSeconds = 300;
 };
 

@@ -4,6 +4,10 @@
 // PNG saved from the history recalls its parameters, and the compare table
 // fills with one row per configuration.
 #include <QCheckBox>
+#include <QComboBox>
+#include <QCompleter>
+#include <QSlider>
+#include <QSpinBox>
 #include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
@@ -104,6 +108,32 @@ class TestMainWindow : public QObject {
     QCOMPARE(w.run()->activePolicy(), QStringLiteral("streaming:rho=0.25"));
     const auto& m = w.run()->memory().back();
     QVERIFY(m.kv_bytes_logical < m.kv_bytes_full);
+  }
+
+  void parameterPanelBuildsSpecsFromTheCatalog() {
+    MainWindow w(options());
+    ParameterPanel* panel = w.parameters();
+    panel->setPolicySpec(QStringLiteral("linear:rho=0.25"));
+    QCOMPARE(panel->policySpec(), QStringLiteral("linear:rho=0.25"));
+    auto* nInit = panel->findChild<QSpinBox*>(QStringLiteral("param_n_init"));
+    QVERIFY(nInit != nullptr);
+    QVERIFY(!nInit->toolTip().isEmpty());  // the registry's one-sentence help
+    nInit->setValue(8);
+    QCOMPARE(panel->policySpec(), QStringLiteral("linear:n_init=8,rho=0.25"));
+    auto* slider = panel->findChild<QSlider*>(QStringLiteral("budgetSlider"));
+    QVERIFY(slider != nullptr);
+    slider->setValue(50);
+    QCOMPARE(panel->policySpec(), QStringLiteral("linear:n_init=8,rho=0.5"));
+    // A spec in tokens switches the slider to tokens; the spec round-trips.
+    panel->setPolicySpec(QStringLiteral("streaming:budget=32,sink=2"));
+    QCOMPARE(panel->policySpec(), QStringLiteral("streaming:budget=32,sink=2"));
+    QCOMPARE(slider->maximum(), 256);  // the demo's 16x16 tokens
+    panel->setPolicySpec(QStringLiteral("full"));
+    QCOMPARE(panel->policySpec(), QStringLiteral("full"));
+    // The class box searches by substring.
+    auto* classes = panel->findChild<QComboBox*>(QStringLiteral("classCombo"));
+    QCOMPARE(classes->count(), 10);
+    QCOMPARE(classes->completer()->filterMode(), Qt::MatchContains);
   }
 
   void closingMidGenerationJoinsQuickly() {
