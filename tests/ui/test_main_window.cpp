@@ -136,6 +136,31 @@ class TestMainWindow : public QObject {
     QCOMPARE(classes->completer()->filterMode(), Qt::MatchContains);
   }
 
+  void settingsPersistAcrossSessions() {
+    QTemporaryDir config;
+    qputenv("XDG_CONFIG_HOME", config.path().toUtf8());
+    QCoreApplication::setOrganizationName(QStringLiteral("KVStudioTest"));
+    MainWindowOptions o = options();
+    o.useSettings = true;
+    {
+      MainWindow w(o);
+      GenerationSettings s = w.parameters()->settings();
+      s.seed = 4242;
+      s.classId = 6;
+      s.policy = QStringLiteral("streaming:rho=0.5,sink=8");
+      w.parameters()->setSettings(s);
+      w.setOverlays(kOverlayRetained | kOverlayGrid);
+      w.close();  // saves
+    }
+    MainWindow again(o);
+    const GenerationSettings back = again.parameters()->settings();
+    QCOMPARE(back.seed, quint64{4242});
+    QCOMPARE(back.classId, int64_t{6});
+    QCOMPARE(back.policy, QStringLiteral("streaming:rho=0.5,sink=8"));
+    QCOMPARE(again.canvas()->overlays(), unsigned{kOverlayRetained | kOverlayGrid});
+    qunsetenv("XDG_CONFIG_HOME");
+  }
+
   void closingMidGenerationJoinsQuickly() {
     auto* w = new MainWindow(options());
     w->show();
