@@ -8,13 +8,13 @@
 namespace kvs::train_app {
 namespace {
 
-constexpr RecipeDefaults kRecipe{.steps = 1500,
+constexpr RecipeDefaults kRecipe{.steps = 800,
                                  .batch = 32,
                                  .lr = 2e-3,
-                                 .warmup = 100,
+                                 .warmup = 50,
                                  .weight_decay = 0.05,
                                  .log_every = 20,
-                                 .eval_every = 250,
+                                 .eval_every = 200,
                                  .checkpoint_every = 250};
 
 }  // namespace

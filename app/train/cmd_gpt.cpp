@@ -10,13 +10,13 @@
 namespace kvs::train_app {
 namespace {
 
-constexpr RecipeDefaults kRecipe{.steps = 1000,
-                                 .batch = 32,
-                                 .lr = 6e-4,
+constexpr RecipeDefaults kRecipe{.steps = 1600,
+                                 .batch = 8,
+                                 .lr = 8e-4,
                                  .warmup = 100,
                                  .weight_decay = 0.05,
-                                 .log_every = 10,
-                                 .eval_every = 250,
+                                 .log_every = 20,
+                                 .eval_every = 400,
                                  .checkpoint_every = 100};
 
 }  // namespace
@@ -36,7 +36,7 @@ int cmd_gpt(const std::vector<std::string>& args, const std::string& command_lin
         "  --layers N               transformer layers (default 6)\n"
         "  --heads N                attention heads (default 8)\n"
         "  --class-dropout X        label -> null class probability, for CFG (default 0.1)\n"
-        "  --train-per-class N      training images per class (default 2000)\n"
+        "  --train-per-class N      training images per class (default 1000, the tokenizer's images)\n"
         "  --eval-per-class N       held-out images per class for the held-out loss (default 20)\n"
         "%s",
         common_options_help(kRecipe).c_str());
@@ -51,7 +51,7 @@ int cmd_gpt(const std::vector<std::string>& args, const std::string& command_lin
   c.n_head = p.get_int("--heads", 8);
   c.class_dropout_prob = p.get_double("--class-dropout", 0.1);
   c.num_classes = training::world_class_count();
-  setup.train_per_class = p.get_int("--train-per-class", 2000);
+  setup.train_per_class = p.get_int("--train-per-class", 1000);
   setup.eval_per_class = p.get_int("--eval-per-class", 20);
   // vocab_size and block_size follow the tokenizer: read from its checkpoint by the trainer.
   training::fit_gpt_to_tokenizer(setup);

@@ -9,12 +9,12 @@ namespace kvs::train_app {
 namespace {
 
 // The demo tokenizer recipe (README "Training the demo models").
-constexpr RecipeDefaults kRecipe{.steps = 3000,
-                                 .batch = 16,
-                                 .lr = 4e-4,
+constexpr RecipeDefaults kRecipe{.steps = 5000,
+                                 .batch = 8,
+                                 .lr = 1e-3,
                                  .warmup = 100,
                                  .weight_decay = 0.05,
-                                 .log_every = 20,
+                                 .log_every = 50,
                                  .eval_every = 500,
                                  .checkpoint_every = 250};
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/training/scene_classifier.h"
+#include "engine/metrics/scene_classifier.h"
 #include "engine/training/training_loop.h"
 
 namespace kvs::training {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/training/image_tensors.h"
+#include "engine/metrics/image_tensors.h"
 
 namespace kvs::training {
 

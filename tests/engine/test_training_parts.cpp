@@ -9,9 +9,9 @@
 #include "engine/core/errors.h"
 #include "engine/training/adamw.h"
 #include "engine/training/checkpoint.h"
-#include "engine/training/frechet_distance.h"
+#include "engine/metrics/frechet_distance.h"
 #include "engine/training/lr_schedule.h"
-#include "engine/training/scene_classifier.h"
+#include "engine/metrics/scene_classifier.h"
 #include "engine/training/world_dataset.h"
 #include "tests/engine/test_helpers.h"
 

@@ -16,10 +16,10 @@
 #include "engine/session/generation_session.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/classifier_trainer.h"
-#include "engine/training/frechet_distance.h"
-#include "engine/training/image_tensors.h"
+#include "engine/metrics/frechet_distance.h"
+#include "engine/metrics/image_tensors.h"
 #include "engine/training/llamagen/vq_model.h"
-#include "engine/training/scene_classifier.h"
+#include "engine/metrics/scene_classifier.h"
 #include "engine/training/world_data.h"
 
 namespace kvs::training {
@@ -58,12 +58,6 @@ RgbImage image_grid(const at::Tensor& images, int64_t rows, int64_t cols, int sc
 
 }  // namespace
 
-std::optional<std::string> bundle_classifier_path(const io::ModelBundle& bundle) {
-  const auto& files = bundle.manifest.at("files");
-  if (!files.contains("evaluation_classifier") || !files["evaluation_classifier"].is_string()) return std::nullopt;
-  return (fs::path(bundle.dir) / files["evaluation_classifier"].get<std::string>()).string();
-}
-
 nlohmann::json evaluate_llamagen_bundle(const BundleEvaluationOptions& o) {
   const auto t_start = Clock::now();
   const io::ModelBundle bundle = io::ModelBundle::open(o.bundle_dir);
@@ -77,7 +71,7 @@ nlohmann::json evaluate_llamagen_bundle(const BundleEvaluationOptions& o) {
                              std::to_string(world_class_count()));
 
   std::string classifier_path = o.classifier_path;
-  if (classifier_path.empty()) classifier_path = bundle_classifier_path(bundle).value_or("");
+  if (classifier_path.empty()) classifier_path = evaluation_classifier_path(bundle).value_or("");
   if (classifier_path.empty() && !o.work_dir.empty()) classifier_path = classifier_file(o.work_dir);
   if (classifier_path.empty())
     throw InvalidArgumentError("no evaluation classifier: the bundle has none; pass --classifier FILE or --work DIR");

@@ -13,11 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
-
-#include "engine/io/model_bundle.h"
 
 namespace kvs::training {
 
@@ -37,9 +34,6 @@ struct BundleEvaluationOptions {
   bool write_manifest = true;
   std::string command;           // recorded with the numbers
 };
-
-// The bundle's evaluation classifier file (files.evaluation_classifier), if any.
-std::optional<std::string> bundle_classifier_path(const io::ModelBundle& bundle);
 
 // Returns the "quality" object (also written into model.json when asked).
 nlohmann::json evaluate_llamagen_bundle(const BundleEvaluationOptions& options);

@@ -11,7 +11,7 @@
 #include "engine/models/llamagen/llamagen_weights.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/llamagen/vq_model.h"
-#include "engine/training/scene_classifier.h"
+#include "engine/metrics/scene_classifier.h"
 #include "engine/training/world_dataset.h"
 
 namespace kvs::training {

@@ -21,8 +21,6 @@ struct BundleExportOptions {
   std::string command;        // recorded in provenance
 };
 
-constexpr const char* kEvaluationClassifierFile = "evaluation-classifier.safetensors";
-
 // Returns the manifest written to OUT/model.json.
 nlohmann::json export_llamagen_bundle(const BundleExportOptions& options);
 

@@ -23,7 +23,7 @@ namespace kvs::training {
 struct GptTrainSetup {
   llamagen::GptConfig model;     // vocab_size / block_size must fit the tokenizer
   std::string vq_run_dir;        // the trained tokenizer (WORK/vq)
-  int64_t train_per_class = 2000;
+  int64_t train_per_class = 1000;
   int64_t eval_per_class = 20;
 };
 

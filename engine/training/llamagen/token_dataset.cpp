@@ -10,7 +10,7 @@
 #include "engine/core/logging.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
-#include "engine/training/image_tensors.h"
+#include "engine/metrics/image_tensors.h"
 
 namespace kvs::training {
 

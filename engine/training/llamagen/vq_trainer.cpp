@@ -11,7 +11,7 @@
 #include "engine/core/logging.h"
 #include "engine/metrics/image_metrics.h"
 #include "engine/models/llamagen/vq_decoder.h"
-#include "engine/training/image_tensors.h"
+#include "engine/metrics/image_tensors.h"
 #include "engine/training/world_data.h"
 
 namespace kvs::training {

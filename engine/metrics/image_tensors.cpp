@@ -1,4 +1,4 @@
-#include "engine/training/image_tensors.h"
+#include "engine/metrics/image_tensors.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -7,7 +7,7 @@
 
 #include "engine/core/errors.h"
 
-namespace kvs::training {
+namespace kvs {
 
 at::Tensor u8_images_to_input(const at::Tensor& pixels_nhwc, at::Device device) {
   return pixels_nhwc.to(device).permute({0, 3, 1, 2}).to(at::kFloat).div(127.5).sub(1.0).contiguous();
@@ -34,4 +34,4 @@ RgbImage tensor_to_rgb_image(const at::Tensor& pixels_hwc) {
   return img;
 }
 
-}  // namespace kvs::training
+}  // namespace kvs

@@ -11,7 +11,7 @@
 
 #include <cstdint>
 
-namespace kvs::training {
+namespace kvs {
 
 struct FeatureStats {
   at::Tensor mean;  // [F] float64
@@ -24,4 +24,4 @@ FeatureStats feature_stats(const at::Tensor& features);
 double frechet_distance(const FeatureStats& a, const FeatureStats& b);
 double frechet_distance(const at::Tensor& features_a, const at::Tensor& features_b);
 
-}  // namespace kvs::training
+}  // namespace kvs

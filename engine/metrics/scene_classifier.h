@@ -16,12 +16,17 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/io/tensor_spec.h"
 
-namespace kvs::training {
+namespace kvs {
+
+namespace io {
+struct ModelBundle;
+}
 
 struct ClassifierConfig {
   int64_t num_classes = 10;
@@ -67,7 +72,13 @@ class SceneClassifier {
 void save_classifier(const std::string& path, const ClassifierConfig& config,
                      const std::map<std::string, at::Tensor>& weights, at::ScalarType dtype = at::kFloat);
 
+// Trained bundles carry their evaluation classifier as
+// files.evaluation_classifier = "evaluation-classifier.safetensors" (written by
+// kvstudio-train export); the benchmark and `kvstudio-train evaluate` use it.
+constexpr const char* kEvaluationClassifierFile = "evaluation-classifier.safetensors";
+std::optional<std::string> evaluation_classifier_path(const io::ModelBundle& bundle);
+
 // Fraction of rows whose arg-max logit equals the label.
 double accuracy(const at::Tensor& logits, const at::Tensor& labels);
 
-}  // namespace kvs::training
+}  // namespace kvs

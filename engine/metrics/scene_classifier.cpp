@@ -1,4 +1,4 @@
-#include "engine/training/scene_classifier.h"
+#include "engine/metrics/scene_classifier.h"
 
 #include <nlohmann/json.hpp>
 
@@ -6,12 +6,15 @@
 #include <ATen/TensorOperators.h>
 #include <c10/core/GradMode.h>
 
+#include <filesystem>
+
 #include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
-#include "engine/training/image_tensors.h"
+#include "engine/metrics/image_tensors.h"
 
-namespace kvs::training {
+namespace kvs {
 
 void ClassifierConfig::validate() const {
   if (num_classes < 2) throw InvalidArgumentError("classifier: num_classes must be at least 2");
@@ -143,9 +146,15 @@ void save_classifier(const std::string& path, const ClassifierConfig& config,
   io::write_safetensors(path, tensors, {{"kvstudio", "scene-classifier"}, {"config", to_json(config).dump()}});
 }
 
+std::optional<std::string> evaluation_classifier_path(const io::ModelBundle& bundle) {
+  const auto& files = bundle.manifest.at("files");
+  if (!files.contains("evaluation_classifier") || !files["evaluation_classifier"].is_string()) return std::nullopt;
+  return (std::filesystem::path(bundle.dir) / files["evaluation_classifier"].get<std::string>()).string();
+}
+
 double accuracy(const at::Tensor& logits, const at::Tensor& labels) {
   if (logits.size(0) == 0) return 0.0;
   return logits.argmax(1).to(at::kCPU).eq(labels.to(at::kCPU, at::kLong)).to(at::kDouble).mean().item<double>();
 }
 
-}  // namespace kvs::training
+}  // namespace kvs

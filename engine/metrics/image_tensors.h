@@ -7,7 +7,7 @@
 
 #include "engine/image/rgb_image.h"
 
-namespace kvs::training {
+namespace kvs {
 
 // uint8 [N, H, W, 3] (any device) -> float32 [N, 3, H, W] in [-1, 1] on `device`.
 at::Tensor u8_images_to_input(const at::Tensor& pixels_nhwc, at::Device device);
@@ -16,4 +16,4 @@ at::Tensor rgb_images_to_tensor(const std::vector<RgbImage>& images);
 // uint8 [H, W, 3] -> RgbImage.
 RgbImage tensor_to_rgb_image(const at::Tensor& pixels_hwc);
 
-}  // namespace kvs::training
+}  // namespace kvs

@@ -1,4 +1,4 @@
-#include "engine/training/frechet_distance.h"
+#include "engine/metrics/frechet_distance.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -7,7 +7,7 @@
 
 #include "engine/core/errors.h"
 
-namespace kvs::training {
+namespace kvs {
 
 FeatureStats feature_stats(const at::Tensor& features) {
   if (features.dim() != 2 || features.size(0) < 2)
@@ -41,4 +41,4 @@ double frechet_distance(const at::Tensor& features_a, const at::Tensor& features
   return frechet_distance(feature_stats(features_a), feature_stats(features_b));
 }
 
-}  // namespace kvs::training
+}  // namespace kvs
