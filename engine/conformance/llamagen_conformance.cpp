@@ -7,6 +7,7 @@
 
 #include "engine/conformance/conformance_compare.h"
 #include "engine/conformance/conformance_report.h"
+#include "engine/conformance/mar_conformance.h"
 #include "engine/conformance/var_conformance.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
@@ -179,11 +180,13 @@ ConformanceReport run_conformance_case(const std::string& case_json_path, const 
       return run_llamagen(manifest, dir, device);
     if (manifest.contains("constructors") && manifest["constructors"].contains("var_args"))
       return run_var_conformance(manifest, dir, device);
+    if (manifest.contains("constructors") && manifest["constructors"].contains("mar"))
+      return run_mar_conformance(manifest, dir, device);
   } catch (const nlohmann::json::exception& e) {
     throw FormatError("file " + case_json_path + ": missing or malformed field (" + e.what() + ")");
   }
   throw InvalidArgumentError("file " + case_json_path + ": case family '" + manifest.value("model", "?") +
-                             "' is not supported yet (supported: LlamaGen, VAR)");
+                             "' is not supported yet (supported: LlamaGen, VAR, MAR)");
 }
 
 }  // namespace kvs

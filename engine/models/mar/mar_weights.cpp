@@ -1,0 +1,188 @@
+#include "engine/models/mar/mar_weights.h"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "engine/core/errors.h"
+
+namespace kvs::mar {
+namespace {
+
+void add_linear(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_features) {
+  out.push_back({p + ".weight", {out_features, in}});
+  out.push_back({p + ".bias", {out_features}});
+}
+
+void add_norm(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
+  out.push_back({p + ".weight", {ch}});
+  out.push_back({p + ".bias", {ch}});
+}
+
+void add_conv(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch, int64_t k) {
+  out.push_back({p + ".weight", {out_ch, in, k, k}});
+  out.push_back({p + ".bias", {out_ch}});
+}
+
+// timm vision_transformer.Block: norm1, attn.qkv (bias), attn.proj, norm2, mlp.fc1, mlp.fc2.
+void add_block(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t dim, int64_t hidden) {
+  add_norm(out, p + ".norm1", dim);
+  add_linear(out, p + ".attn.qkv", dim, 3 * dim);
+  add_linear(out, p + ".attn.proj", dim, dim);
+  add_norm(out, p + ".norm2", dim);
+  add_linear(out, p + ".mlp.fc1", dim, hidden);
+  add_linear(out, p + ".mlp.fc2", hidden, dim);
+}
+
+// vae.py ResnetBlock without a time embedding (temb_channels = 0), nin_shortcut
+// when the channel count changes.
+void add_resnet(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch) {
+  add_norm(out, p + ".norm1", in);
+  add_conv(out, p + ".conv1", in, out_ch, 3);
+  add_norm(out, p + ".norm2", out_ch);
+  add_conv(out, p + ".conv2", out_ch, out_ch, 3);
+  if (in != out_ch) add_conv(out, p + ".nin_shortcut", in, out_ch, 1);
+}
+
+// vae.py AttnBlock: separate 1x1 q, k, v convolutions.
+void add_attn(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
+  add_norm(out, p + ".norm", ch);
+  for (const char* part : {".q", ".k", ".v", ".proj_out"}) add_conv(out, p + part, ch, ch, 1);
+}
+
+int64_t count(const std::vector<io::ExpectedTensor>& list) {
+  int64_t n = 0;
+  for (const auto& e : list) {
+    int64_t m = 1;
+    for (int64_t d : e.shape) m *= d;
+    n += m;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::vector<io::ExpectedTensor> mar_expected_tensors(const MarConfig& c) {
+  const int64_t E = c.encoder_embed_dim, D = c.decoder_embed_dim, L = c.seq_len(), buf = c.buffer_size;
+  std::vector<io::ExpectedTensor> out = {
+      {"fake_latent", {1, E}},
+      {"encoder_pos_embed_learned", {1, L + buf, E}},
+      {"mask_token", {1, 1, D}},
+      {"decoder_pos_embed_learned", {1, L + buf, D}},
+      {"diffusion_pos_embed_learned", {1, L, D}},
+      {"class_emb.weight", {c.class_num, E}},
+  };
+  add_linear(out, "z_proj", c.token_embed_dim(), E);
+  add_norm(out, "z_proj_ln", E);
+  for (int64_t i = 0; i < c.encoder_depth; ++i)
+    add_block(out, "encoder_blocks." + std::to_string(i), E, c.encoder_mlp_hidden());
+  add_norm(out, "encoder_norm", E);
+  add_linear(out, "decoder_embed", E, D);
+  for (int64_t i = 0; i < c.decoder_depth; ++i)
+    add_block(out, "decoder_blocks." + std::to_string(i), D, c.decoder_mlp_hidden());
+  add_norm(out, "decoder_norm", D);
+  // models/diffloss.py SimpleMLPAdaLN (frequency_embedding_size 256).
+  const std::string h = "diffloss.net.";
+  const int64_t W = c.diffloss_w;
+  add_linear(out, h + "time_embed.mlp.0", 256, W);
+  add_linear(out, h + "time_embed.mlp.2", W, W);
+  add_linear(out, h + "cond_embed", D, W);
+  add_linear(out, h + "input_proj", c.token_embed_dim(), W);
+  for (int64_t i = 0; i < c.diffloss_d; ++i) {
+    const std::string p = h + "res_blocks." + std::to_string(i);
+    add_norm(out, p + ".in_ln", W);
+    add_linear(out, p + ".mlp.0", W, W);
+    add_linear(out, p + ".mlp.2", W, W);
+    add_linear(out, p + ".adaLN_modulation.1", W, 3 * W);
+  }
+  add_linear(out, h + "final_layer.linear", W, c.head_out_channels());
+  add_linear(out, h + "final_layer.adaLN_modulation.1", W, 2 * W);
+  return out;
+}
+
+std::vector<io::ExpectedTensor> kl_vae_expected_tensors(const KlVaeConfig& c) {
+  std::vector<io::ExpectedTensor> out;
+  add_conv(out, "post_quant_conv", c.embed_dim, c.embed_dim, 1);
+  const int64_t levels = static_cast<int64_t>(c.ch_mult.size());
+  int64_t block_in = c.ch * c.ch_mult[static_cast<size_t>(levels - 1)];
+  int64_t curr_res = c.resolution >> (levels - 1);
+  add_conv(out, "decoder.conv_in", c.embed_dim, block_in, 3);
+  add_resnet(out, "decoder.mid.block_1", block_in, block_in);
+  add_attn(out, "decoder.mid.attn_1", block_in);
+  add_resnet(out, "decoder.mid.block_2", block_in, block_in);
+  // Upstream builds `up` from the lowest resolution and prepends, so up[i] is level i.
+  for (int64_t level = levels - 1; level >= 0; --level) {
+    const int64_t block_out = c.ch * c.ch_mult[static_cast<size_t>(level)];
+    const std::string p = "decoder.up." + std::to_string(level);
+    const bool attn = std::find(c.attn_resolutions.begin(), c.attn_resolutions.end(), curr_res) != c.attn_resolutions.end();
+    for (int64_t i = 0; i <= c.num_res_blocks; ++i) {
+      add_resnet(out, p + ".block." + std::to_string(i), block_in, block_out);
+      block_in = block_out;
+      if (attn) add_attn(out, p + ".attn." + std::to_string(i), block_in);
+    }
+    if (level != 0) {
+      add_conv(out, p + ".upsample.conv", block_in, block_in, 3);
+      curr_res *= 2;
+    }
+  }
+  add_norm(out, "decoder.norm_out", block_in);
+  add_conv(out, "decoder.conv_out", block_in, c.out_ch, 3);
+  return out;
+}
+
+bool is_unused_vae_key(const std::string& name) {
+  for (const char* prefix : {"encoder.", "quant_conv.", "loss."})
+    if (name.rfind(prefix, 0) == 0) return true;
+  return false;
+}
+
+int64_t mar_parameter_count(const MarConfig& config) { return count(mar_expected_tensors(config)); }
+
+int64_t kl_vae_decoder_parameter_count(const KlVaeConfig& config) { return count(kl_vae_expected_tensors(config)); }
+
+int64_t count_indexed(const io::ShapeMap& shapes, const std::string& prefix, const std::string& suffix) {
+  std::set<int64_t> idx;
+  for (const auto& [k, v] : shapes) {
+    if (k.rfind(prefix, 0) != 0) continue;
+    size_t pos = prefix.size(), digits = 0;
+    while (pos + digits < k.size() && std::isdigit(static_cast<unsigned char>(k[pos + digits]))) ++digits;
+    if (digits == 0 || digits > 9 || k.compare(pos + digits, std::string::npos, "." + suffix) != 0) continue;
+    idx.insert(std::stoll(k.substr(pos, digits)));
+  }
+  return static_cast<int64_t>(idx.size());
+}
+
+KlVaeConfig infer_kl_vae_config(const io::ShapeMap& shapes, const std::string& origin) {
+  auto shape = [&](const std::string& name) -> const std::vector<int64_t>& {
+    auto it = shapes.find(name);
+    if (it == shapes.end()) throw ModelMismatchError(origin + ": missing tensors: " + name);
+    return it->second;
+  };
+  KlVaeConfig c;
+  c.embed_dim = shape("post_quant_conv.weight").at(0);
+  const int64_t levels = count_indexed(shapes, "decoder.up.", "block.0.conv1.weight");
+  if (levels == 0) throw ModelMismatchError(origin + ": no decoder.up.N tensors (not a KL-VAE decoder?)");
+  c.num_res_blocks = count_indexed(shapes, "decoder.up.0.block.", "conv1.weight") - 1;
+  c.ch = shape("decoder.up.0.block.0.conv2.weight").at(0);
+  c.ch_mult.assign(static_cast<size_t>(levels), 1);
+  c.attn_resolutions.clear();
+  for (int64_t level = 0; level < levels; ++level) {
+    const std::string p = "decoder.up." + std::to_string(level);
+    c.ch_mult[static_cast<size_t>(level)] = shape(p + ".block.0.conv2.weight").at(0) / c.ch;
+    // Level l works at resolution >> l (the lowest level at resolution >> (levels - 1)).
+    if (shapes.count(p + ".attn.0.q.weight")) c.attn_resolutions.push_back(c.resolution >> level);
+  }
+  std::reverse(c.attn_resolutions.begin(), c.attn_resolutions.end());
+  c.out_ch = shape("decoder.conv_out.weight").at(0);
+  c.validate();
+  return c;
+}
+
+std::vector<io::ExpectedTensor> with_prefix(const std::string& prefix, const std::vector<io::ExpectedTensor>& expected) {
+  std::vector<io::ExpectedTensor> out;
+  out.reserve(expected.size());
+  for (const auto& e : expected) out.push_back({prefix + e.name, e.shape});
+  return out;
+}
+
+}  // namespace kvs::mar
