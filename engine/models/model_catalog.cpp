@@ -10,6 +10,7 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/llamagen/llamagen_config.h"
+#include "engine/models/var/var_config.h"
 
 namespace kvs {
 namespace fs = std::filesystem;
@@ -38,7 +39,30 @@ ModelSummary summarize_model_bundle(const std::string& dir) {
     const auto size = fs::file_size(bundle.weights_path(), ec);
     if (ec) throw FileError("weights file " + bundle.weights_path() + " is missing or unreadable");
     s.weights_bytes = static_cast<int64_t>(size);
-    if (s.family != "llamagen") throw InvalidArgumentError("model family '" + s.family + "' is not supported yet (supported: llamagen)");
+    if (s.family == "var") {
+      // Next-scale: the grid is the final scale's token map; no condition entries.
+      const var::VarConfig c = var::var_config_from_json(m.at("architecture").at("var"));
+      const var::VqvaeConfig v = var::vqvae_config_from_json(m.at("tokenizer"));
+      s.n_layer = c.depth;
+      s.n_head = c.num_heads;
+      s.kv_heads = c.num_heads;
+      s.head_dim = c.head_dim();
+      s.grid = c.final_grid();
+      s.condition_tokens = 0;
+      s.num_classes = c.num_classes;
+      s.image_size = v.image_size();
+      s.gpt_parameters = c.parameter_count();
+      s.kv_bytes_per_token = 2 * c.depth * c.num_heads * c.head_dim() * 4;
+      std::ostringstream a;
+      a << "VAR depth " << c.depth << ", width " << c.embed_dim << ", " << c.num_heads << " heads";
+      if (c.shared_aln) a << " (shared AdaLN)";
+      a << "; " << c.scales() << " scales up to " << s.grid << "x" << s.grid << " (" << c.total_tokens()
+        << " tokens), " << s.image_size << " px; VQVAE " << v.vocab_size << " codes";
+      s.architecture = a.str();
+      return s;
+    }
+    if (s.family != "llamagen")
+      throw InvalidArgumentError("model family '" + s.family + "' is not supported yet (supported: llamagen, var)");
     const auto& arch = m.at("architecture");
     const llamagen::GptConfig g = llamagen::gpt_config_from_json(arch.at("gpt"));
     g.validate();

@@ -24,12 +24,31 @@ std::vector<RgbImage> decode_fhat(const var::VarModel& model, const at::Tensor& 
 }
 
 // VAR runs with `full` or a policy written for scale units (cache_policy.h).
+// A raster policy may already refuse the scale context while it is built (its
+// budget rules count token lines); the note says why either way.
 std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context) {
-  std::unique_ptr<CachePolicy> policy = make_policy(spec, context);
-  if (policy->name() != "full" && !policy->supports_units())
-    throw InvalidArgumentError("policy '" + policy->name() +
-                               "' works on raster (next-token) models only; this VAR model takes 'full' or a "
-                               "scale policy");
+  const std::string note = "works on raster (next-token) models only; this VAR model takes 'full' or a scale policy";
+  std::unique_ptr<CachePolicy> policy;
+  try {
+    policy = make_policy(spec, context);
+  } catch (const InvalidArgumentError& e) {
+    const std::string name = parse_policy_spec(spec).name;
+    if (name == "full") throw;
+    std::string message = e.what();
+    message += " (if policy '";
+    message += name;
+    message += "' ";
+    message += note;
+    message += ")";
+    throw InvalidArgumentError(message);
+  }
+  if (policy->name() != "full" && !policy->supports_units()) {
+    std::string message = "policy '";
+    message += policy->name();
+    message += "' ";
+    message += note;
+    throw InvalidArgumentError(message);
+  }
   return policy;
 }
 

@@ -54,7 +54,7 @@ expect_error corrupt-info "truncated" -- info "$work/corrupt"
 echo "hello" > "$work/fake.pt"
 expect_error text-as-checkpoint "not a PyTorch checkpoint" -- convert --quiet --family llamagen --checkpoint "$work/fake.pt" --tokenizer "$work/fake.pt" --out "$work/conv"
 expect_error convert-missing "does not exist" -- convert --family llamagen --checkpoint "$work/none.pt" --tokenizer "$work/none.pt" --out "$work/conv"
-expect_error convert-family "unknown --family 'var'" -- convert --family var --checkpoint a --tokenizer b --out c
+expect_error convert-family "unknown --family 'mar'" -- convert --family mar --checkpoint a --tokenizer b --out c
 expect_error verify-missing "does not exist" -- verify "$work/none.json"
 expect_error inspect-foreign "not a PNG image" -- inspect "$work/fake.pt"
 
@@ -85,6 +85,22 @@ if "$cli" generate --class 1,2 --batch 2 --seed 3 --out "$work/batch.png" --quie
 else
   fail batch-files
 fi
+
+# A next-scale (VAR) model: info, generate scale by scale, reproducible ids, clear errors.
+if "$cli" create-random --preset var-demo --out "$work/var" --seed 2 >/dev/null &&
+   "$cli" info "$work/var" | grep -q "10 scales (1,2,3,4,5,6,8,10,13,16) = 680 tokens" &&
+   progress=$("$cli" generate --model "$work/var" --class 4 --seed 5 --threads 1 --out "$work/va.png" 2>&1 >/dev/null) &&
+   grep -q "scale 10/10 done" <<<"$progress" &&
+   "$cli" generate --model "$work/var" --class 4 --seed 5 --threads 1 --out "$work/vb.png" --quiet >/dev/null; then
+  pass var-generate
+  va=$("$cli" inspect --json "$work/va.png" | tr -d ' \n' | grep -o '"tokens":\[[0-9,]*\]')
+  vb=$("$cli" inspect --json "$work/vb.png" | tr -d ' \n' | grep -o '"tokens":\[[0-9,]*\]')
+  if [[ -n "$va" && "$va" == "$vb" ]]; then pass var-same-seed-same-ids; else fail var-same-seed-same-ids; fi
+else
+  fail var-generate
+fi
+expect_error var-raster-policy "works on raster \(next-token\) models only" -- generate --model "$work/var" --class 1 --policy linear:rho=1/2 --out "$work/x.png" --quiet
+expect_error var-bad-preset "unknown VAR size 'var-d17'" -- create-random --preset var-d17 --out "$work/v17"
 
 # bench: full is the reference (agreement 1), compressed policies keep less KV.
 if "$cli" bench --policies full,streaming:rho=1/4,linear:rho=1/4 --batch 2 --images 2 --seed 1 \

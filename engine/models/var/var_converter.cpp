@@ -63,11 +63,11 @@ std::string join(const std::vector<int64_t>& v) {
 
 VarConfig infer_var(const StateDict& sd, const VarConvertOptions& opt, const std::string& origin) {
   VarConfig c;
+  c.depth = count_indexed(sd, "blocks.", "attn.mat_qkv.weight");
+  if (c.depth == 0) throw ModelMismatchError(origin + ": no blocks.N.attn.mat_qkv.weight tensors (not a VAR checkpoint?)");
   const at::Tensor& word = need(sd, "word_embed.weight", origin);
   c.embed_dim = word.size(0);
   c.cvae = word.size(1);
-  c.depth = count_indexed(sd, "blocks.", "attn.mat_qkv.weight");
-  if (c.depth == 0) throw ModelMismatchError(origin + ": no blocks.N.attn.mat_qkv.weight tensors (not a VAR checkpoint?)");
   c.num_classes = need(sd, "class_emb.weight", origin).size(0) - 1;  // + the null class
   c.vocab_size = need(sd, "head.weight", origin).size(0);
   c.shared_aln = sd.count("shared_ada_lin.1.weight") > 0;
@@ -84,6 +84,7 @@ VarConfig infer_var(const StateDict& sd, const VarConvertOptions& opt, const std
   if (!opt.patch_nums.empty()) {
     c.patch_nums = opt.patch_nums;
   } else {
+    c.patch_nums.clear();
     for (int64_t px : {256, 512, 1024}) {
       std::vector<int64_t> pn = patch_nums_for_resolution(px);
       int64_t l = 0;
