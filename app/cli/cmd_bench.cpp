@@ -30,7 +30,8 @@ first as the reference.
 
   --model DIR         model bundle (default: the bundled demo model)
   --random ARCH       an official architecture with seeded random weights instead of --model:
-                      llamagen-demo, llamagen-B@256, llamagen-L@384, llamagen-XL@384, ...
+                      llamagen-demo, llamagen-B@256, llamagen-L@384, llamagen-XL@384, ...,
+                      var-demo, var-d16, var-d20, var-d24, var-d30, var-d36 (512 px), var-d16@512
                       (written to a temporary folder in f16 and removed afterwards)
   --policies LIST     comma-separated specs; a comma before KEY= continues a spec:
                       full,streaming:rho=1/4,sink=4,linear:rho=1/6,n_init=4

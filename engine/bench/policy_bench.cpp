@@ -19,6 +19,9 @@
 #include "engine/models/llamagen/llamagen_config.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
 #include "engine/models/llamagen/raster_generation.h"
+#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_config.h"
+#include "engine/models/var/var_random_init.h"
 #include "engine/session/generation_session.h"
 
 namespace kvs {
@@ -31,17 +34,52 @@ bool is_policy_name(const std::string& name) {
   return false;
 }
 
-// "llamagen-demo" or "llamagen-<SIZE>[@<pixels>]" (SIZE as in gpt_preset without "GPT-").
+// "llamagen-demo" or "llamagen-<SIZE>[@<pixels>]" (SIZE as in gpt_preset without "GPT-"),
+// "var-demo" or "var-<dNN>[@<pixels>]" (var_preset; pixels 256 or 512).
 struct RandomArch {
+  std::string family = "llamagen";
   llamagen::GptConfig gpt;
   llamagen::VqConfig vq;
+  var::VarConfig var;
+  var::VqvaeConfig vae;
   std::string name;
 };
 
+RandomArch parse_random_var_arch(const std::string& text) {
+  RandomArch arch;
+  arch.family = "var";
+  arch.name = text + "-random";
+  if (text == "var-demo") {
+    arch.var = var::demo_var_config();
+    arch.vae = var::demo_vqvae_config();
+    return arch;
+  }
+  std::string size = text.substr(4);
+  int64_t image_size = 0;
+  const auto at = size.find('@');
+  if (at != std::string::npos) {
+    const std::string px = size.substr(at + 1);
+    size = size.substr(0, at);
+    if (px.empty() || px.size() > 5 || px.find_first_not_of("0123456789") != std::string::npos)
+      throw InvalidArgumentError("--random: bad image size '" + px + "' in '" + text + "'");
+    image_size = std::stoll(px);
+  }
+  try {
+    arch.var = var::var_preset(size, image_size);
+  } catch (const InvalidArgumentError& e) {
+    throw InvalidArgumentError("--random: " + std::string(e.what()) + " in '" + text +
+                               "' (expected var-demo or var-<d16|d20|d24|d30|d36>[@256|512])");
+  }
+  arch.vae = var::vqvae_preset(arch.var.patch_nums);
+  return arch;
+}
+
 RandomArch parse_random_arch(const std::string& text) {
+  if (text.rfind("var-", 0) == 0) return parse_random_var_arch(text);
   std::string sizes;
   for (const auto& n : llamagen::gpt_preset_names()) sizes += (sizes.empty() ? "" : "|") + n.substr(4);
-  const std::string expected = "expected llamagen-demo or llamagen-<" + sizes + ">@<image size, e.g. 256 or 384>";
+  const std::string expected = "expected llamagen-demo or llamagen-<" + sizes +
+                               ">@<image size, e.g. 256 or 384>, or var-demo / var-<d16..d36>";
   RandomArch arch;
   arch.name = text + "-random";
   if (text == "llamagen-demo") {
@@ -211,18 +249,25 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
 
   // The architecture, known before any weights are written or loaded.
   std::optional<RandomArch> random;
+  std::string family = "llamagen";
   llamagen::GptConfig gpt;
+  var::VarConfig var_config;
   nlohmann::json defaults = nlohmann::json::object();
   if (!options.random_arch.empty()) {
     random = parse_random_arch(options.random_arch);
+    family = random->family;
     gpt = random->gpt;
+    var_config = random->var;
   } else {
     const io::ModelBundle bundle = io::ModelBundle::open(options.model_path);
-    if (bundle.family() != "llamagen")
-      throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported by bench yet (supported: llamagen)");
-    gpt = llamagen::gpt_config_from_json(bundle.manifest.at("architecture").at("gpt"));
+    family = bundle.family();
+    if (family == "var") var_config = var::var_config_from_json(bundle.manifest.at("architecture").at("var"));
+    else if (family == "llamagen") gpt = llamagen::gpt_config_from_json(bundle.manifest.at("architecture").at("gpt"));
+    else throw InvalidArgumentError("model family '" + family + "' is not supported by bench yet (supported: llamagen, var)");
     defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
   }
+  const bool next_scale = family == "var";
+  const int64_t num_classes = next_scale ? var_config.num_classes : gpt.num_classes;
 
   GenerationRequest base;
   base.cfg_scale = options.cfg.value_or(defaults.value("cfg_scale", 4.0));
@@ -236,18 +281,25 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   std::vector<int64_t> classes(static_cast<size_t>(options.images));
   for (int64_t i = 0; i < options.images; ++i)
     classes[static_cast<size_t>(i)] = options.classes.empty()
-                                          ? i % gpt.num_classes
+                                          ? i % num_classes
                                           : options.classes[static_cast<size_t>(i) % options.classes.size()];
   for (int64_t c : classes)
-    if (c < 0 || c >= gpt.num_classes)
+    if (c < 0 || c >= num_classes)
       throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: the model has " +
-                                 std::to_string(gpt.num_classes) + " classes (0.." + std::to_string(gpt.num_classes - 1) + ")");
+                                 std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) + ")");
 
   // Every policy is built once on the real geometry, so impossible budgets are
   // refused before the first (possibly long) run.
   for (int64_t b : {options.batch, (options.images - 1) % options.batch + 1}) {
-    const PolicyContext context = llamagen::raster_policy_context(gpt, b, base.cfg_scale > 1.0, options.seed);
-    for (const auto& spec : specs) make_policy(spec.text(), context);
+    // VAR: CFG rows unless cfg is 0, and only policies written for scale units.
+    const PolicyContext context = next_scale ? var::scale_policy_context(var_config, b, base.cfg_scale != 0.0, options.seed)
+                                             : llamagen::raster_policy_context(gpt, b, base.cfg_scale > 1.0, options.seed);
+    for (const auto& spec : specs) {
+      const auto policy = make_policy(spec.text(), context);
+      if (next_scale && policy->name() != "full" && !policy->supports_units())
+        throw InvalidArgumentError("policy '" + policy->name() + "' works on raster (next-token) models only, not on " +
+                                   "this VAR model");
+    }
   }
   {
     GenerationRequest check = base;
@@ -260,7 +312,10 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   std::string model_path = options.model_path;
   if (random) {
     temp.emplace();
-    llamagen::write_random_llamagen_bundle(temp->path.string(), random->name, random->gpt, random->vq, options.seed, "f16");
+    if (next_scale)
+      var::write_random_var_bundle(temp->path.string(), random->name, random->var, random->vae, options.seed, "f16");
+    else
+      llamagen::write_random_llamagen_bundle(temp->path.string(), random->name, random->gpt, random->vq, options.seed, "f16");
     model_path = temp->path.string();
   }
   base.model_path = model_path;

@@ -40,7 +40,7 @@ namespace kvs {
 
 struct BenchOptions {
   std::string model_path;   // a bundle folder, or
-  std::string random_arch;  // "llamagen-B@384", "llamagen-XL@256", "llamagen-demo": seeded random
+  std::string random_arch;  // "llamagen-B@384", "llamagen-XL@256", "llamagen-demo", "var-d16", "var-demo": seeded random
                             // weights written (f16) to a temporary bundle, removed afterwards
   std::vector<std::string> policies;  // specs, e.g. "linear:rho=1/6,n_init=4"
   int64_t batch = 1;                  // images per generation run
