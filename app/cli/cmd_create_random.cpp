@@ -1,15 +1,20 @@
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
 #include "engine/core/errors.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
+#include "engine/models/mar/mar_random_init.h"
+#include "engine/models/mar/mar_weights.h"
 #include "engine/models/var/var_random_init.h"
 
 namespace kvs::cli {
 
 int cmd_create_random(const std::vector<std::string>& args) {
-  ArgParser p(args, {"--out", "--preset", "--image-size", "--tokenizer", "--classes", "--seed", "--dtype", "--name"},
+  ArgParser p(args, {"--out", "--preset", "--image-size", "--tokenizer", "--classes", "--seed", "--dtype", "--name",
+                     "--diffusion-steps"},
               {"--help"}, 0);
   if (p.flag("--help")) {
     std::puts("usage: kvstudio-cli create-random --out DIR [--preset demo|GPT-B|GPT-L|...|GPT-3B]\n"
@@ -18,10 +23,33 @@ int cmd_create_random(const std::vector<std::string>& args) {
               "  (untrained); official sizes let you measure speed and memory without a download.\n"
               "usage: kvstudio-cli create-random --out DIR --preset var-demo|var-d16|var-d20|var-d24|var-d30|var-d36\n"
               "  [--image-size 256|512 (default: the official one, 512 for d36)] [--classes N] [--seed N] [--dtype ...]\n"
-              "  A randomly initialised VAR bundle (next-scale) with the official VQVAE (vae_ch160v4096z32).");
+              "  A randomly initialised VAR bundle (next-scale) with the official VQVAE (vae_ch160v4096z32).\n"
+              "usage: kvstudio-cli create-random --out DIR --preset mar-demo|mar-B|mar-L|mar-H\n"
+              "  [--classes N] [--diffusion-steps 100] [--seed N] [--dtype ...]\n"
+              "  A randomly initialised MAR bundle (masked, diffusion head) with the KL-16 VAE decoder\n"
+              "  (mar-demo: a small 64-px model for tests and demos).");
     return 0;
   }
   const std::string preset = p.get("--preset", "demo");
+  if (preset.rfind("mar-", 0) == 0) {
+    for (const char* option : {"--image-size", "--tokenizer"})
+      if (p.has(option)) throw InvalidArgumentError(std::string("option ") + option + " does not apply to MAR presets");
+    const bool demo = preset == "mar-demo";
+    mar::MarConfig mar_config = demo ? mar::demo_mar_config() : mar::mar_preset(preset);
+    const mar::KlVaeConfig vae_config = demo ? mar::demo_kl_vae_config() : mar::kl16_config();
+    mar_config.class_num = p.get_int("--classes", mar_config.class_num);
+    mar_config.num_sampling_steps = p.get("--diffusion-steps", mar_config.num_sampling_steps);
+    const std::string out = p.require("--out");
+    const std::string name = p.get("--name", preset + "-random");
+    const nlohmann::json defaults = mar::mar_sampling_defaults(demo ? "mar-B" : preset);
+    mar::write_random_mar_bundle(out, name, mar_config, vae_config, p.get_u64("--seed", 0), p.get("--dtype", "f32"),
+                                 &defaults);
+    std::printf("wrote %s (%s, %.1fM MAR parameters, %lld px, random weights)\n", out.c_str(), name.c_str(),
+                mar::mar_parameter_count(mar_config) / 1e6,
+                (long long)(mar_config.seq_h() * mar_config.patch_size * vae_config.upsampling()));
+    return 0;
+  }
+  if (p.has("--diffusion-steps")) throw InvalidArgumentError("option --diffusion-steps applies to MAR presets only");
   if (preset.rfind("var-", 0) == 0) {
     var::VarConfig var_config;
     var::VqvaeConfig vae_config;

@@ -29,6 +29,8 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
   --cfg F             classifier-free guidance scale (default: the model's, else 4.0; <= 1 disables).
                       VAR models ramp it over the scales, t = F * scale / (scales - 1); 0 disables
   --cfg-interval N    stop CFG after decode step N (default -1: always; raster models only)
+  --steps N           MAR models: decoding steps (default: the model's, else 64)
+  --cfg-schedule S    MAR models: linear (default) | constant; MAR guides whenever --cfg is not 1
   --temperature F     default 1.0
   --top-k N           default 0 (off)
   --top-p F           default 1.0 (off); VAR models filter as upstream VAR does
@@ -63,7 +65,7 @@ std::vector<int64_t> parse_class_list(const std::string& text) {
 int cmd_generate(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--class", "--batch", "--seed", "--cfg", "--cfg-interval", "--temperature", "--top-k",
-               "--top-p", "--out", "--device", "--threads", "--policy"},
+               "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule"},
               {"--quiet", "--greedy", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -83,6 +85,10 @@ int cmd_generate(const std::vector<std::string>& args) {
   else request.seed = p.get_u64("--seed", 0);
   request.cfg_scale = p.get_double("--cfg", defaults.value("cfg_scale", 4.0));
   request.cfg_interval = p.get_int("--cfg-interval", -1);
+  request.steps = p.get_int("--steps", defaults.value("steps", 0));
+  request.cfg_schedule = p.get("--cfg-schedule", defaults.value("cfg_schedule", std::string()));
+  if ((p.has("--steps") || p.has("--cfg-schedule")) && bundle.family() != "mar")
+    throw InvalidArgumentError("options --steps and --cfg-schedule apply to MAR models only");
   request.sampling.temperature = p.get_double("--temperature", defaults.value("temperature", 1.0));
   request.sampling.top_k = p.get_int("--top-k", defaults.value("top_k", 0));
   request.sampling.top_p = p.get_double("--top-p", defaults.value("top_p", 1.0));
@@ -123,7 +129,10 @@ int cmd_generate(const std::vector<std::string>& args) {
     write_png(path, result.images[i], generation_png_chunks(request, result, i, class_names, KVSTUDIO_VERSION));
     std::printf("%s\n", path.c_str());
   }
-  if (!p.flag("--quiet"))
+  if (!p.flag("--quiet") && result.kv_bytes_full == 0)  // MAR: no KV cache
+    std::fprintf(stderr, "done in %.2f s (%.1f tokens/s per image)\n", result.elapsed_ms / 1000.0,
+                 result.tokens_per_second);
+  else if (!p.flag("--quiet"))
     std::fprintf(stderr, "done in %.2f s (%.1f tokens/s per image; KV cache %s: %.2f MiB retained of %.2f MiB full, peak %.2f MiB allocated)\n",
                  result.elapsed_ms / 1000.0, result.tokens_per_second, result.policy.c_str(),
                  result.kv_bytes_logical_final / 1048576.0, result.kv_bytes_full / 1048576.0, result.kv_bytes_peak / 1048576.0);

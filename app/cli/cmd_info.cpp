@@ -8,6 +8,7 @@
 #include "engine/io/safetensors_reader.h"
 #include "engine/models/llamagen/llamagen_config.h"
 #include "engine/models/llamagen/llamagen_model.h"
+#include "engine/models/mar/mar_model.h"
 #include "engine/models/var/var_model.h"
 
 namespace kvs::cli {
@@ -79,6 +80,65 @@ int info_var(const io::ModelBundle& bundle, bool as_json) {
   return 0;
 }
 
+int info_mar(const io::ModelBundle& bundle, bool as_json) {
+  // Loading on the CPU validates every tensor name, shape and dtype.
+  const auto model = mar::MarModel::load(bundle, at::Device(at::kCPU));
+  const auto& c = model.config();
+  const auto& v = model.vae->config();
+  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  int64_t mar_params = 0, head_params = 0, vae_params = 0;
+  std::string dtypes;
+  for (const auto& e : reader->index().tensors) {
+    const int64_t n = static_cast<int64_t>(e.numel());
+    if (e.name.rfind("mar.diffloss.", 0) == 0) head_params += n;
+    else if (e.name.rfind("mar.", 0) == 0) mar_params += n;
+    else vae_params += n;
+    if (dtypes.find(io::dtype_name(e.dtype)) == std::string::npos) {
+      if (!dtypes.empty()) dtypes += ',';
+      dtypes += io::dtype_name(e.dtype);
+    }
+  }
+  const nlohmann::json defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
+  if (as_json) {
+    nlohmann::json j = {{"name", model.name},
+                        {"family", "mar"},
+                        {"mar", mar::to_json(c)},
+                        {"tokenizer", mar::to_json(v)},
+                        {"transformer_parameters", mar_params},
+                        {"diffusion_head_parameters", head_params},
+                        {"vae_decoder_parameters", vae_params},
+                        {"image_size", model.image_size()},
+                        {"tokens_per_image", c.seq_len()},
+                        {"diffusion_steps", model.diffusion->num_timesteps()},
+                        {"sampling_defaults", defaults},
+                        {"weights_dtypes", dtypes},
+                        {"provenance", bundle.manifest.value("provenance", nlohmann::json::object())}};
+    std::printf("%s\n", j.dump(2).c_str());
+    return 0;
+  }
+  std::printf("model:        %s (%s)\n", model.name.c_str(), bundle.dir.c_str());
+  std::printf("family:       mar (class-conditional, masked autoregressive with a diffusion head)\n");
+  std::printf("encoder:      %lld blocks, width %lld, %lld heads, mlp %lld; %lld buffer positions\n",
+              (long long)c.encoder_depth, (long long)c.encoder_embed_dim, (long long)c.encoder_num_heads,
+              (long long)c.encoder_mlp_hidden(), (long long)c.buffer_size);
+  std::printf("decoder:      %lld blocks, width %lld, %lld heads, mlp %lld\n", (long long)c.decoder_depth,
+              (long long)c.decoder_embed_dim, (long long)c.decoder_num_heads, (long long)c.decoder_mlp_hidden());
+  std::printf("tokens:       %lldx%lld continuous tokens of %lld channels, %lld classes\n", (long long)c.seq_h(),
+              (long long)c.seq_w(), (long long)c.token_embed_dim(), (long long)c.class_num);
+  std::printf("diff. head:   %lld res blocks, width %lld; %lld sampling steps (respacing '%s' of 1000, cosine)\n",
+              (long long)c.diffloss_d, (long long)c.diffloss_w, (long long)model.diffusion->num_timesteps(),
+              c.num_sampling_steps.c_str());
+  std::printf("tokenizer:    KL VAE decoder, latent %lld, ch %lld, %zu levels (%lldx), latent scale %g\n",
+              (long long)v.embed_dim, (long long)v.ch, v.ch_mult.size(), (long long)v.upsampling(), v.latent_scale);
+  std::printf("image:        %lldx%lld px\n", (long long)model.image_size(), (long long)model.image_size());
+  std::printf("parameters:   MAR %.2fM, diffusion head %.2fM, VAE decoder %.2fM (weights %s)\n", mar_params / 1e6,
+              head_params / 1e6, vae_params / 1e6, dtypes.c_str());
+  if (!defaults.empty()) std::printf("sampling:     %s\n", defaults.dump().c_str());
+  std::printf("KV cache:     none (bidirectional attention recomputed at every step)\n");
+  if (bundle.manifest.contains("provenance")) std::printf("provenance:   %s\n", bundle.manifest["provenance"].dump().c_str());
+  return 0;
+}
+
 }  // namespace
 
 int cmd_info(const std::vector<std::string>& args) {
@@ -91,8 +151,9 @@ int cmd_info(const std::vector<std::string>& args) {
   const std::string path = p.positional().empty() ? default_model_path() : p.positional()[0];
   const io::ModelBundle bundle = io::ModelBundle::open(path);
   if (bundle.family() == "var") return info_var(bundle, p.flag("--json"));
+  if (bundle.family() == "mar") return info_mar(bundle, p.flag("--json"));
   if (bundle.family() != "llamagen")
-    throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported yet (supported: llamagen, var)");
+    throw InvalidArgumentError("model family '" + bundle.family() + "' is not supported yet (supported: llamagen, var, mar)");
   // Loading on the CPU validates every tensor name, shape and dtype.
   const auto model = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU));
   const auto& g = model.gpt->config();

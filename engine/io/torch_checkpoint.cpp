@@ -847,6 +847,11 @@ class StorageLoader {
 
 std::vector<std::pair<std::string, at::Tensor>> read_torch_state_dict(const std::string& path,
                                                                     const std::string& what) {
+  return read_torch_state_dict_under(path, what, {"model", "module", "state_dict"}).tensors;
+}
+
+TorchStateDict read_torch_state_dict_under(const std::string& path, const std::string& what,
+                                           const std::vector<std::string>& keys) {
   namespace fs = std::filesystem;
   const std::string origin = what + " " + path;
   std::error_code ec;
@@ -895,21 +900,24 @@ std::vector<std::pair<std::string, at::Tensor>> read_torch_state_dict(const std:
     if (root.kind != Kind::Dict)
       throw FormatError(origin + ": top level is " + vm.describe(root) + ", expected a dict (a state dict or {\"model\": ...})");
 
-    // {"model": sd} / {"module": sd} / {"state_dict": sd} / the state dict itself.
+    // {"<key>": sd} for the first of `keys` (e.g. "model", "module", "state_dict") / the state dict itself.
     std::size_t selected = root.ref;
-    std::string where = "state dict";
-    for (const char* key : {"model", "module", "state_dict"}) {
+    std::string where = "state dict", selected_key;
+    for (const std::string& key : keys) {
       const DictData& top = vm.dicts[root.ref];
       auto it = top.by_str.find(key);
       if (it != top.by_str.end() && top.items[it->second].second.kind == Kind::Dict) {
         selected = top.items[it->second].second.ref;
-        where = std::string("state dict \"") + key + "\"";
+        where = "state dict \"" + key + "\"";
+        selected_key = key;
         break;
       }
     }
 
     StorageLoader loader(*reader, vm, origin);
-    std::vector<std::pair<std::string, at::Tensor>> out;
+    TorchStateDict result;
+    result.selected_key = selected_key;
+    std::vector<std::pair<std::string, at::Tensor>>& out = result.tensors;
     const DictData& sd = vm.dicts[selected];
     out.reserve(sd.items.size());
     for (const auto& [key, value] : sd.items) {
@@ -921,7 +929,7 @@ std::vector<std::pair<std::string, at::Tensor>> read_torch_state_dict(const std:
                           ", expected a tensor (is this a state dict?)");
       out.emplace_back(name, loader.tensor(vm.tensors[value.ref], "'" + name + "'"));
     }
-    return out;
+    return result;
   } catch (const c10::Error& e) {
     throw FormatError(origin + ": cannot read checkpoint (" + first_line(e.what_without_backtrace()) + ")");
   }

@@ -33,4 +33,15 @@ namespace kvs::io {
 std::vector<std::pair<std::string, at::Tensor>> read_torch_state_dict(const std::string& path,
                                                                     const std::string& what);
 
+// The same with the candidate keys given: the dict under the first of `keys`
+// whose value is a dict (a key holding None or a non-dict is passed over), else
+// the top-level dict. `selected_key` tells which one was read ("" = top level).
+// E.g. MAR's checkpoint-last.pth: {"model_ema", "model"} picks the EMA weights.
+struct TorchStateDict {
+  std::string selected_key;
+  std::vector<std::pair<std::string, at::Tensor>> tensors;
+};
+TorchStateDict read_torch_state_dict_under(const std::string& path, const std::string& what,
+                                           const std::vector<std::string>& keys);
+
 }  // namespace kvs::io

@@ -64,6 +64,9 @@ struct UnitDoneEvent {
   std::optional<RetainedMasks> retained;    // when the request asks for cache maps
   std::optional<AttentionMap> attention;    // when the request asks for attention maps
   std::optional<std::vector<RgbImage>> preview;  // when previews are requested
+  // Masked models (MAR): the token positions (row-major grid index) of image 0
+  // predicted in this unit, in generation order; empty for the other families.
+  std::vector<int32_t> predicted_positions;
 };
 
 // A policy change requested during a run took effect (or was refused) at a line boundary.

@@ -74,6 +74,8 @@ GenerationRequest request_from_json(const nlohmann::json& j) {
   read_field(j, "seed", &r.seed, where);
   read_field(j, "cfg_scale", &r.cfg_scale, where);
   read_field(j, "cfg_interval", &r.cfg_interval, where);
+  read_field(j, "steps", &r.steps, where);
+  read_field(j, "cfg_schedule", &r.cfg_schedule, where);
   read_field(j, "temperature", &r.sampling.temperature, where);
   read_field(j, "top_k", &r.sampling.top_k, where);
   read_field(j, "top_p", &r.sampling.top_p, where);

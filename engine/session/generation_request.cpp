@@ -14,6 +14,9 @@ void GenerationRequest::validate() const {
   if (class_ids.size() > 256) throw InvalidArgumentError("batch of " + std::to_string(class_ids.size()) + " is larger than 256");
   if (!(cfg_scale >= 0)) throw InvalidArgumentError("cfg scale must be >= 0");
   if (cfg_interval < -1) throw InvalidArgumentError("cfg interval must be >= -1 (-1 = always)");
+  if (steps < 0) throw InvalidArgumentError("steps must be >= 0 (0 = the model's default)");
+  if (!cfg_schedule.empty() && cfg_schedule != "linear" && cfg_schedule != "constant")
+    throw InvalidArgumentError("unknown cfg schedule '" + cfg_schedule + "' (expected linear or constant)");
   if (threads < 0) throw InvalidArgumentError("threads must be >= 0 (0 = all cores)");
   // Name and parameter names are checked here; the budget needs the model's grid
   // and is checked when the session builds the policy.
@@ -29,6 +32,8 @@ nlohmann::json to_json(const GenerationRequest& r) {
           {"seed", r.seed},
           {"cfg_scale", r.cfg_scale},
           {"cfg_interval", r.cfg_interval},
+          {"steps", r.steps},
+          {"cfg_schedule", r.cfg_schedule},
           {"temperature", r.sampling.temperature},
           {"top_k", r.sampling.top_k},
           {"top_p", r.sampling.top_p},

@@ -13,8 +13,10 @@
 #include "engine/io/model_bundle.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/raster_generation.h"
+#include "engine/models/mar/mar_model.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/event_snapshots.h"
+#include "engine/session/masked_session.h"
 #include "engine/session/scale_session.h"
 
 namespace kvs {
@@ -33,9 +35,10 @@ void emit(EventSink* sink, const GenerationEvent& e) {
 
 struct GenerationSession::Impl {
   std::string loaded_key;
-  std::string family;             // of the loaded model: "llamagen" | "var"
+  std::string family;             // of the loaded model: "llamagen" | "var" | "mar"
   llamagen::LlamaGenModel model;
   var::VarModel var_model;
+  mar::MarModel mar_model;
 };
 
 GenerationSession::GenerationSession() : impl_(std::make_unique<Impl>()) {}
@@ -58,16 +61,27 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     const std::string key = bundle.dir + "@" + device.description;
     if (impl_->loaded_key != key) {
       const std::string family = bundle.family();
-      if (family != "llamagen" && family != "var")
-        throw InvalidArgumentError("model family '" + family + "' is not supported yet (supported: llamagen, var)");
+      if (family != "llamagen" && family != "var" && family != "mar")
+        throw InvalidArgumentError("model family '" + family + "' is not supported yet (supported: llamagen, var, mar)");
       impl_->loaded_key.clear();
       impl_->model = llamagen::LlamaGenModel{};
       impl_->var_model = var::VarModel{};
+      impl_->mar_model = mar::MarModel{};
       if (family == "var") impl_->var_model = var::VarModel::load(bundle, torch_device);
+      else if (family == "mar") impl_->mar_model = mar::MarModel::load(bundle, torch_device);
       else impl_->model = llamagen::LlamaGenModel::load(bundle, torch_device);
       impl_->family = family;
       impl_->loaded_key = key;
       log.info("loaded model " + bundle.name() + " on " + device.description);
+    }
+    if (impl_->family == "mar") {
+      MaskedSessionContext masked;
+      masked.model = &impl_->mar_model;
+      masked.request = &request;
+      masked.sink = sink;
+      masked.device_description = device.description;
+      masked.cancelled = [this] { return cancel_requested_.load(); };
+      return run_masked_generation(masked);
     }
     if (impl_->family == "var") {
       ScaleSessionContext scale;

@@ -2,7 +2,8 @@
 // GenerationSession::run(request, sink): loads (and caches) the model, drives
 // generation, emits typed events and returns the images. Torch-free header.
 // The bundle's "family" picks the driver: "llamagen" (raster, one unit per token
-// line) or "var" (next-scale, one unit per scale: engine/session/scale_session.h).
+// line), "var" (next-scale, one unit per scale: engine/session/scale_session.h)
+// or "mar" (masked, one unit per decoding step: engine/session/masked_session.h).
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -21,7 +22,8 @@ struct GenerationResult {
   std::string device;
   std::vector<RgbImage> images;                 // one per class id
   std::vector<std::vector<int32_t>> tokens;     // token ids per image: raster order, or (VAR) all scales
-                                                // flattened, coarsest first
+                                                // flattened, coarsest first; (MAR, continuous tokens)
+                                                // the token positions in generation order
   int64_t grid_height = 0, grid_width = 0;
   double elapsed_ms = 0;
   double tokens_per_second = 0;                 // per image

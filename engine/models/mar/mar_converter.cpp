@@ -1,0 +1,191 @@
+#include "engine/models/mar/mar_converter.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <map>
+
+#include "engine/core/errors.h"
+#include "engine/core/logging.h"
+#include "engine/io/safetensors_writer.h"
+#include "engine/io/torch_checkpoint.h"
+#include "engine/models/mar/mar_model.h"
+#include "engine/models/mar/mar_weights.h"
+
+namespace kvs::mar {
+namespace {
+namespace fs = std::filesystem;
+using StateDict = std::map<std::string, at::Tensor>;
+
+StateDict strip_wrappers(std::vector<std::pair<std::string, at::Tensor>> items, const std::string& origin) {
+  StateDict out;
+  for (auto& [key, tensor] : items) {
+    std::string name = key;
+    for (const char* prefix : {"module.", "_orig_mod."})  // DDP / torch.compile wrappers
+      if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
+    out[name] = tensor;
+  }
+  if (out.empty()) throw FormatError(origin + ": contains no tensors");
+  return out;
+}
+
+io::ShapeMap shapes_of(const StateDict& sd) {
+  io::ShapeMap shapes;
+  for (const auto& [k, v] : sd) shapes[k] = v.sizes().vec();
+  return shapes;
+}
+
+const at::Tensor& need(const StateDict& sd, const std::string& name, const std::string& origin) {
+  auto it = sd.find(name);
+  if (it == sd.end()) throw ModelMismatchError(origin + ": missing tensors: " + name);
+  return it->second;
+}
+
+int64_t exact_sqrt(int64_t n) {
+  const int64_t r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
+  return r * r == n ? r : -1;
+}
+
+int64_t official_heads(int64_t width) {
+  if (width == 768) return 12;
+  if (width == 1024 || width == 1280) return 16;
+  return 0;
+}
+
+std::string preset_for_width(int64_t width) {
+  if (width == 1024) return "mar-L";
+  if (width == 1280) return "mar-H";
+  return "mar-B";
+}
+
+MarConfig infer_mar(const StateDict& sd, const MarConvertOptions& opt, const KlVaeConfig& vae, const std::string& origin) {
+  const io::ShapeMap shapes = shapes_of(sd);
+  MarConfig c;
+  const at::Tensor& z_proj = need(sd, "z_proj.weight", origin);
+  c.encoder_embed_dim = z_proj.size(0);
+  const int64_t token_dim = z_proj.size(1);
+  c.encoder_depth = count_indexed(shapes, "encoder_blocks.", "attn.qkv.weight");
+  c.decoder_depth = count_indexed(shapes, "decoder_blocks.", "attn.qkv.weight");
+  if (c.encoder_depth == 0 || c.decoder_depth == 0)
+    throw ModelMismatchError(origin + ": no encoder_blocks.N / decoder_blocks.N tensors (not a MAR checkpoint?)");
+  c.decoder_embed_dim = need(sd, "decoder_embed.weight", origin).size(0);
+  c.mlp_ratio = static_cast<double>(need(sd, "encoder_blocks.0.mlp.fc1.weight", origin).size(0)) /
+                static_cast<double>(c.encoder_embed_dim);
+  const int64_t seq_len = need(sd, "diffusion_pos_embed_learned", origin).size(1);
+  c.buffer_size = need(sd, "encoder_pos_embed_learned", origin).size(1) - seq_len;
+  c.class_num = need(sd, "class_emb.weight", origin).size(0);
+  c.diffloss_w = need(sd, "diffloss.net.input_proj.weight", origin).size(0);
+  c.diffloss_d = count_indexed(shapes, "diffloss.net.res_blocks.", "in_ln.weight");
+  c.vae_embed_dim = vae.embed_dim;
+  const int64_t seq_h = exact_sqrt(seq_len);
+  if (seq_h <= 0) throw ModelMismatchError(origin + ": " + std::to_string(seq_len) + " tokens do not form a square grid");
+  const int64_t patch = token_dim % vae.embed_dim == 0 ? exact_sqrt(token_dim / vae.embed_dim) : -1;
+  if (patch <= 0)
+    throw ModelMismatchError(origin + ": token width " + std::to_string(token_dim) + " is not the VAE's " +
+                             std::to_string(vae.embed_dim) + " channels times a square patch");
+  c.patch_size = patch;
+  c.vae_stride = opt.vae_stride;
+  c.img_size = seq_h * patch * opt.vae_stride;
+  c.encoder_num_heads = opt.num_heads > 0 ? opt.num_heads : official_heads(c.encoder_embed_dim);
+  c.decoder_num_heads = opt.num_heads > 0 ? opt.num_heads : official_heads(c.decoder_embed_dim);
+  if (c.encoder_num_heads == 0 || c.decoder_num_heads == 0)
+    throw InvalidArgumentError(origin + ": width " + std::to_string(c.encoder_embed_dim) +
+                               " is not an official MAR size, so the head count is unknown; pass --n-head");
+  c.num_sampling_steps = opt.num_sampling_steps;
+  c.validate();
+  return c;
+}
+
+at::Tensor cast_for_storage(const at::Tensor& t, const std::string& dtype) {
+  if (dtype == "keep") return t;
+  if (dtype == "f32") return t.to(at::kFloat);
+  if (dtype == "f16") return t.to(at::kHalf);
+  if (dtype == "bf16") return t.to(at::kBFloat16);
+  throw InvalidArgumentError("unknown weights dtype '" + dtype + "' (expected keep, f32, f16 or bf16)");
+}
+
+}  // namespace
+
+MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarConvertProgress& progress) {
+  auto log = module_logger("convert");
+  auto report_progress = [&](double f, const std::string& stage) {
+    if (progress) progress(f, stage);
+    log.info(stage);
+  };
+  if (opt.checkpoint.empty()) throw InvalidArgumentError("convert needs --checkpoint <checkpoint-last.pth>");
+  if (opt.vae.empty()) throw InvalidArgumentError("convert needs --tokenizer <kl16.ckpt>");
+  if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
+  if (opt.vae_stride <= 0) throw InvalidArgumentError("--vae-stride must be positive");
+  cast_for_storage(at::zeros({1}), opt.weights_dtype);  // validates the option early
+  std::error_code ec;
+  for (const auto& [what, path] :
+       {std::pair<std::string, std::string>{"checkpoint", opt.checkpoint}, {"tokenizer", opt.vae}})
+    if (!fs::exists(path, ec)) throw FileError(what + " " + path + ": does not exist");
+
+  MarConvertReport report;
+  report_progress(0.0, "reading KL-VAE " + opt.vae);
+  const std::string vae_origin = "tokenizer " + opt.vae;
+  StateDict vae_sd = strip_wrappers(io::read_torch_state_dict(opt.vae, "tokenizer"), vae_origin);
+  for (auto it = vae_sd.begin(); it != vae_sd.end();) {
+    if (is_unused_vae_key(it->first)) {
+      report.dropped_keys.push_back("vae." + it->first);
+      it = vae_sd.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  report.vae = infer_kl_vae_config(shapes_of(vae_sd), vae_origin);
+  io::check_tensor_set(shapes_of(vae_sd), kl_vae_expected_tensors(report.vae), vae_origin);
+
+  report_progress(0.2, "reading MAR checkpoint " + opt.checkpoint);
+  const std::string mar_origin = "checkpoint " + opt.checkpoint;
+  const std::vector<std::string> keys = opt.use_ema ? std::vector<std::string>{"model_ema", "model", "module", "state_dict"}
+                                                    : std::vector<std::string>{"model", "module", "state_dict"};
+  io::TorchStateDict loaded = io::read_torch_state_dict_under(opt.checkpoint, "checkpoint", keys);
+  report.source_key = loaded.selected_key;
+  if (opt.use_ema && loaded.selected_key != "model_ema") {
+    report.warnings.push_back("the checkpoint has no EMA weights (\"model_ema\"); converted " +
+                              (loaded.selected_key.empty() ? std::string("its top-level state dict")
+                                                           : "\"" + loaded.selected_key + "\"") +
+                              " instead (the official evaluation uses the EMA weights)");
+    log.warn(report.warnings.back());
+  }
+  StateDict mar_sd = strip_wrappers(std::move(loaded.tensors), mar_origin);
+  report.mar = infer_mar(mar_sd, opt, report.vae, mar_origin);
+  io::check_tensor_set(shapes_of(mar_sd), mar_expected_tensors(report.mar), mar_origin);
+  check_compatible(report.mar, report.vae);
+
+  report_progress(0.6, "writing bundle " + opt.out_dir);
+  io::NamedTensors tensors;
+  for (const auto& e : mar_expected_tensors(report.mar))
+    tensors.emplace_back("mar." + e.name, cast_for_storage(mar_sd.at(e.name), opt.weights_dtype));
+  for (const auto& e : kl_vae_expected_tensors(report.vae))
+    tensors.emplace_back("vae." + e.name, cast_for_storage(vae_sd.at(e.name), opt.weights_dtype));
+  fs::create_directories(opt.out_dir, ec);
+  if (ec) throw FileError("folder " + opt.out_dir + ": cannot create (" + ec.message() + ")");
+  std::string name = opt.name;
+  if (name.empty()) {
+    const fs::path ckpt = fs::absolute(fs::path(opt.checkpoint));
+    name = ckpt.parent_path().filename().string();
+    if (name.empty() || name == "." || name == "/") name = ckpt.stem().string();
+  }
+  io::write_safetensors((fs::path(opt.out_dir) / "weights.safetensors").string(), tensors,
+                        {{"format", "kvstudio"}, {"family", "mar"}});
+  nlohmann::json provenance = {{"source", "official MAR checkpoint"},
+                               {"checkpoint", fs::path(opt.checkpoint).filename().string()},
+                               {"checkpoint_entry", report.source_key},
+                               {"tokenizer", fs::path(opt.vae).filename().string()},
+                               {"converted_by", "kvstudio-cli convert"}};
+  nlohmann::json manifest = mar_manifest(name, report.mar, report.vae, provenance);
+  manifest["sampling_defaults"] = mar_sampling_defaults(preset_for_width(report.mar.encoder_embed_dim));
+  io::write_bundle_manifest(opt.out_dir, manifest);
+  report.tensors_written = static_cast<int64_t>(tensors.size());
+  for (const auto& [n, t] : tensors) report.bytes_written += static_cast<int64_t>(t.nbytes());
+  report_progress(1.0, "done");
+  return report;
+}
+
+}  // namespace kvs::mar

@@ -1,0 +1,83 @@
+#include "engine/models/mar/mar_random_init.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+#include "engine/core/errors.h"
+#include "engine/io/safetensors_writer.h"
+#include "engine/models/mar/mar_model.h"
+#include "engine/models/mar/mar_weights.h"
+
+namespace kvs::mar {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+at::Tensor init_tensor(const io::ExpectedTensor& e, at::Generator& gen) {
+  const auto f32 = at::TensorOptions().dtype(at::kFloat);
+  const std::string& n = e.name;
+  if (n == "class_emb.weight" || n == "fake_latent" || n == "mask_token") return at::normal(0.0, 1.0, e.shape, gen, f32);
+  if (ends_with(n, "pos_embed_learned")) return at::normal(0.0, 0.5, e.shape, gen, f32);
+  if (ends_with(n, ".bias")) return at::zeros(e.shape, f32);
+  if (e.shape.size() == 1) return at::ones(e.shape, f32);  // LayerNorm / GroupNorm weights
+  int64_t fan_in = 1;
+  for (size_t i = 1; i < e.shape.size(); ++i) fan_in *= e.shape[i];
+  const bool output_layer = n == "diffloss.net.final_layer.linear.weight" || n == "decoder.conv_out.weight";
+  const double variance = (output_layer ? 0.25 : 1.0) / static_cast<double>(fan_in);
+  return at::normal(0.0, std::sqrt(variance), e.shape, gen, f32);
+}
+
+}  // namespace
+
+void write_random_mar_bundle(const std::string& dir, const std::string& name, const MarConfig& mar,
+                             const KlVaeConfig& vae, uint64_t seed, const std::string& weights_dtype,
+                             const nlohmann::json* sampling_defaults) {
+  mar.validate();
+  vae.validate();
+  check_compatible(mar, vae);
+  GaussianDiffusion check_schedule(mar.num_sampling_steps);  // rejects a bad respacing before writing
+  at::ScalarType dtype = at::kFloat;
+  if (weights_dtype == "f16") dtype = at::kHalf;
+  else if (weights_dtype == "bf16") dtype = at::kBFloat16;
+  else if (weights_dtype != "f32")
+    throw InvalidArgumentError("unknown weights dtype '" + weights_dtype + "' (expected f32, f16 or bf16)");
+  at::Generator gen = at::detail::createCPUGenerator(seed);
+  io::NamedTensors tensors;
+  for (const auto& e : mar_expected_tensors(mar)) tensors.emplace_back("mar." + e.name, init_tensor(e, gen).to(dtype));
+  for (const auto& e : kl_vae_expected_tensors(vae)) tensors.emplace_back("vae." + e.name, init_tensor(e, gen).to(dtype));
+  nlohmann::json manifest = mar_manifest(name, mar, vae,
+                                         {{"source", "random initialisation"},
+                                          {"seed", seed},
+                                          {"created_by", "kvstudio-cli create-random"},
+                                          {"note", "untrained: images are structured noise"}});
+  if (sampling_defaults) manifest["sampling_defaults"] = *sampling_defaults;
+  io::write_bundle_manifest(dir, manifest);
+  io::write_safetensors(dir + "/weights.safetensors", tensors, {{"format", "kvstudio"}, {"family", "mar"}});
+}
+
+MarConfig demo_mar_config() {
+  MarConfig c;
+  c.encoder_embed_dim = c.decoder_embed_dim = 128;
+  c.encoder_depth = c.decoder_depth = 2;
+  c.encoder_num_heads = c.decoder_num_heads = 4;
+  c.class_num = 10;
+  c.diffloss_d = 2;
+  c.diffloss_w = 128;
+  c.num_sampling_steps = "25";
+  return c;
+}
+
+KlVaeConfig demo_kl_vae_config() {
+  KlVaeConfig c;
+  c.ch = 32;
+  c.ch_mult = {1, 1, 1};
+  return c;
+}
+
+}  // namespace kvs::mar

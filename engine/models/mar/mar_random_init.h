@@ -1,0 +1,36 @@
+#pragma once
+// Randomly initialised MAR bundles: speed/memory experiments at official sizes
+// without a download (`kvstudio-cli create-random --preset mar-B`, bench
+// `--random mar-B`), a small untrained demo size, and models built in tests.
+// Seeded and deterministic.
+//
+// Init (chosen so that outputs are not degenerate, unlike upstream's zero-init
+// adaLN modulations and output layers, which make an untrained head output
+// exactly zero): class embedding, fake latent and mask token N(0, 1); position
+// embeddings N(0, 0.5^2); Linear/Conv weights N(0, 1/fan_in), the diffusion
+// head's output layer and the VAE's conv_out N(0, 0.25/fan_in); LayerNorm and
+// GroupNorm weights 1; biases 0 — the conformance cases' re-initialisation
+// without its norm-weight jitter.
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <string>
+
+#include "engine/models/mar/mar_config.h"
+
+namespace kvs::mar {
+
+// Writes DIR/model.json + DIR/weights.safetensors; `weights_dtype`: f32 | f16 | bf16.
+// `sampling_defaults`: written when not null (e.g. mar_sampling_defaults(preset)).
+void write_random_mar_bundle(const std::string& dir, const std::string& name, const MarConfig& mar,
+                             const KlVaeConfig& vae, uint64_t seed, const std::string& weights_dtype = "f32",
+                             const nlohmann::json* sampling_defaults = nullptr);
+
+// A small MAR for demos and tests: a 16x16 grid of 16-channel tokens, encoder and
+// decoder 2 blocks of width 128 (4 heads), the official 64-position buffer, a
+// 2 x 128 diffusion head sampling 25 respaced steps, 10 classes; a KL VAE decoder
+// with ch 32 and 3 levels (64x64 px images).
+MarConfig demo_mar_config();
+KlVaeConfig demo_kl_vae_config();
+
+}  // namespace kvs::mar

@@ -1,0 +1,112 @@
+#include "engine/session/masked_session.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <chrono>
+
+#include "engine/cache/policies/policy_registry.h"
+#include "engine/core/errors.h"
+#include "engine/models/mar/mar_model.h"
+#include "engine/models/mar/mar_random.h"
+#include "engine/models/mar/masked_generation.h"
+#include "engine/session/event_snapshots.h"
+
+namespace kvs {
+namespace {
+
+void emit(EventSink* sink, const GenerationEvent& e) {
+  if (sink) sink->on_event(e);
+}
+
+std::vector<RgbImage> decode_tokens(const mar::MarModel& model, const at::Tensor& tokens) {
+  return to_rgb_images(mar::mar_images_to_uint8_nhwc(model.decode_tokens(tokens)));
+}
+
+}  // namespace
+
+GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
+  const mar::MarModel& model = *ctx.model;
+  const GenerationRequest& request = *ctx.request;
+  const mar::MarConfig& config = model.config();
+  for (int64_t c : request.class_ids)
+    if (c >= config.class_num)
+      throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: model " + model.name + " has " +
+                                 std::to_string(config.class_num) + " classes (0.." +
+                                 std::to_string(config.class_num - 1) + ")");
+  if (request.cfg_interval != -1)
+    throw InvalidArgumentError("cfg interval applies to raster models only (MAR ramps its guidance over the steps)");
+  if (parse_policy_spec(request.policy).name != "full")
+    throw InvalidArgumentError("policy '" + request.policy +
+                               "' is a KV-cache policy for raster/scale models; this MAR model takes 'full' (it "
+                               "recomputes every step and has no KV cache)");
+  if (request.sampling.top_k != 0 || request.sampling.top_p != 1.0 || !request.sampling.sample)
+    throw InvalidArgumentError("top-k, top-p and greedy apply to token models; MAR samples continuous tokens with its "
+                               "diffusion head (use --temperature)");
+
+  mar::MaskedParams params;
+  params.num_iter = request.steps > 0 ? request.steps : 64;
+  params.cfg = request.cfg_scale;
+  params.cfg_schedule = request.cfg_schedule.empty() ? "linear" : request.cfg_schedule;
+  params.temperature = request.sampling.temperature;
+  params.validate();
+
+  const int64_t grid = config.seq_h(), seq_len = config.seq_len();
+  const int64_t batch = static_cast<int64_t>(request.class_ids.size());
+  emit(ctx.sink, StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter});
+
+  const auto start = std::chrono::steady_clock::now();
+  auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  double preview_ms = 0;
+  int64_t unknown_before = seq_len;
+  mar::MaskedHooks hooks;
+  hooks.cancelled = ctx.cancelled;
+  hooks.on_step = [&](const mar::MaskedStep& step) {
+    const double ms = elapsed_ms();
+    emit(ctx.sink, TokenProgressEvent{step.tokens_done, seq_len, ms, ms > 0 ? step.tokens_done * 1000.0 / ms : 0});
+    UnitDoneEvent unit;
+    unit.unit_index = step.step;
+    unit.units_total = step.steps_total;
+    unit.elapsed_ms = ms;
+    unit.policy = request.policy;
+    // The positions of image 0 predicted now: its order entries [unknown after, unknown before).
+    const int64_t unknown_after = seq_len - step.tokens_done;
+    at::Tensor positions =
+        (*step.orders)[0].narrow(0, unknown_after, unknown_before - unknown_after).to(at::kCPU, at::kInt).contiguous();
+    unit.predicted_positions.assign(positions.data_ptr<int32_t>(), positions.data_ptr<int32_t>() + positions.numel());
+    unknown_before = unknown_after;
+    const bool last_unit = step.step + 1 == step.steps_total;
+    const bool within_share = request.preview_max_share <= 0 || last_unit || preview_ms <= request.preview_max_share * ms;
+    if (request.preview_every_units > 0 && (step.step + 1) % request.preview_every_units == 0 && within_share) {
+      const double decode_start = elapsed_ms();
+      unit.preview = decode_tokens(model, *step.tokens);
+      preview_ms += elapsed_ms() - decode_start;
+    }
+    emit(ctx.sink, unit);
+  };
+  mar::SeededMarRandom rng(request.seed);
+  const mar::MaskedResult generated = mar::generate_masked(model, at::tensor(request.class_ids), params, rng, hooks);
+
+  GenerationResult result;
+  result.model_name = model.name;
+  result.device = ctx.device_description;
+  result.grid_height = grid;
+  result.grid_width = grid;
+  const double gen_ms = elapsed_ms();
+  result.tokens_per_second = gen_ms > 0 ? seq_len * 1000.0 / gen_ms : 0;
+  result.images = decode_tokens(model, generated.tokens);
+  // MAR's tokens are continuous latents: report each image's generation order instead.
+  at::Tensor order32 = generated.orders.to(at::kCPU, at::kInt).contiguous();
+  for (int64_t i = 0; i < batch; ++i) {
+    const int32_t* p = order32[i].data_ptr<int32_t>();
+    result.tokens.emplace_back(p, p + seq_len);
+  }
+  result.policy = request.policy;
+  result.elapsed_ms = elapsed_ms();
+  emit(ctx.sink, FinishedEvent{result.elapsed_ms});
+  return result;
+}
+
+}  // namespace kvs
