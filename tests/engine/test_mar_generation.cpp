@@ -1,0 +1,240 @@
+// MAR generation on tiny random models: seeded runs reproduce, every token is
+// predicted exactly once in the order's reverse, the step hook sees the tokens
+// known so far, a feature cache built from the transformer's pieces reproduces
+// the full computation bit for bit, the block observer sees every layer,
+// cancellation, and the session's per-step events.
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
+#include "engine/models/mar/mar_model.h"
+#include "engine/models/mar/mar_random.h"
+#include "engine/models/mar/mar_random_init.h"
+#include "engine/models/mar/masked_generation.h"
+#include "engine/session/generation_session.h"
+#include "tests/engine/test_helpers.h"
+
+using namespace kvs;
+using namespace kvs::mar;
+
+namespace {
+
+MarConfig tiny_mar() {
+  MarConfig c;
+  c.img_size = 64;  // 4x4 tokens
+  c.vae_stride = 16;
+  c.vae_embed_dim = 4;
+  c.encoder_embed_dim = c.decoder_embed_dim = 32;
+  c.encoder_depth = c.decoder_depth = 2;
+  c.encoder_num_heads = c.decoder_num_heads = 2;
+  c.class_num = 5;
+  c.buffer_size = 4;
+  c.diffloss_d = 1;
+  c.diffloss_w = 32;
+  c.num_sampling_steps = "5";
+  return c;
+}
+
+KlVaeConfig tiny_vae() {
+  KlVaeConfig c;
+  c.embed_dim = 4;
+  c.ch = 32;
+  c.ch_mult = {1, 1};
+  c.num_res_blocks = 1;
+  return c;
+}
+
+struct TinyMar {
+  test::TempDir dir;
+  MarModel model;
+  explicit TinyMar(uint64_t seed = 5) {
+    write_random_mar_bundle(dir.path().string(), "tiny-mar", tiny_mar(), tiny_vae(), seed);
+    model = MarModel::load(io::ModelBundle::open(dir.path().string()), at::Device(at::kCPU));
+  }
+};
+
+MaskedParams params(int64_t steps, double cfg = 3.0) {
+  MaskedParams p;
+  p.num_iter = steps;
+  p.cfg = cfg;
+  return p;
+}
+
+// The full computation, rebuilt from the transformer's pieces, as a feature cache would run it.
+class PiecewiseCache : public MarFeatureCache {
+ public:
+  int64_t calls = 0;
+  at::Tensor condition(const MarTransformer& t, const MarStepInput& in) override {
+    ++calls;
+    at::Tensor x = t.encoder_input(in.tokens, in.mask, in.class_embedding);
+    for (int64_t i = 0; i < t.depth(MarStack::Encoder); ++i) {
+      const MarBlockQkv qkv = t.block_qkv(MarStack::Encoder, i, x);
+      x = t.block_mlp(MarStack::Encoder, i, t.block_attend(MarStack::Encoder, i, x, qkv.q, qkv.k, qkv.v));
+    }
+    x = t.decoder_input(t.encoder_output(x), in.mask);
+    for (int64_t i = 0; i < t.depth(MarStack::Decoder); ++i) x = t.block_forward(MarStack::Decoder, i, x);
+    return t.decoder_output(x);
+  }
+};
+
+}  // namespace
+
+TEST(MarGeneration, SeededRunsReproduceAndDiffer) {
+  TinyMar tiny;
+  const at::Tensor labels = at::tensor(std::vector<int64_t>{1, 3});
+  SeededMarRandom r1(7), r2(7), r3(8);
+  const auto a = generate_masked(tiny.model, labels, params(4), r1);
+  const auto b = generate_masked(tiny.model, labels, params(4), r2);
+  const auto c = generate_masked(tiny.model, labels, params(4), r3);
+  EXPECT_TRUE(at::equal(a.tokens, b.tokens));
+  EXPECT_TRUE(at::equal(a.orders, b.orders));
+  EXPECT_FALSE(at::equal(a.tokens, c.tokens));
+  EXPECT_EQ(a.tokens.sizes(), (std::vector<int64_t>{2, 16, 4}));
+  EXPECT_TRUE(at::isfinite(a.tokens).all().item<bool>());
+  EXPECT_EQ(tiny.model.unpatchify(a.tokens).sizes(), (std::vector<int64_t>{2, 4, 4, 4}));
+  EXPECT_EQ(tiny.model.decode_tokens(a.tokens).sizes(), (std::vector<int64_t>{2, 3, 8, 8}));
+  // Guidance on and off give different tokens from the same draws.
+  SeededMarRandom r4(7);
+  EXPECT_FALSE(at::equal(generate_masked(tiny.model, labels, params(4, 1.0), r4).tokens, a.tokens));
+}
+
+TEST(MarGeneration, StepsPredictEveryTokenOnceInOrder) {
+  TinyMar tiny;
+  SeededMarRandom rng(3);
+  MaskedHooks hooks;
+  std::vector<int64_t> done, predicted;
+  at::Tensor seen = at::zeros({2, 16}, at::TensorOptions().dtype(at::kBool));
+  hooks.on_step = [&](const MaskedStep& s) {
+    done.push_back(s.tokens_done);
+    predicted.push_back(s.predicted);
+    EXPECT_EQ(s.steps_total, 6);
+    // Predicted now: never predicted before, now known; known tokens are non-zero, unknown ones zero.
+    EXPECT_FALSE(at::logical_and(seen, *s.predicted_mask).any().item<bool>());
+    seen = at::logical_or(seen, *s.predicted_mask);
+    EXPECT_TRUE(at::equal(seen, *s.known));
+    EXPECT_TRUE(at::equal(s.tokens->abs().sum(2) != 0, *s.known));
+    // The tokens still unknown are the first ones of each image's order.
+    const int64_t unknown = 16 - s.tokens_done;
+    for (int64_t b = 0; b < 2; ++b)
+      EXPECT_FALSE(s.known->index_select(1, (*s.orders)[b].narrow(0, 0, unknown))[b].any().item<bool>());
+  };
+  const auto result = generate_masked(tiny.model, at::tensor(std::vector<int64_t>{0, 4}), params(6), rng, hooks);
+  EXPECT_TRUE(seen.all().item<bool>());
+  EXPECT_EQ(done.back(), 16);
+  int64_t total = 0;
+  for (int64_t p : predicted) total += p;
+  EXPECT_EQ(total, 16);
+  EXPECT_EQ(result.predicted_per_step, predicted);
+  // cosine schedule over 16 tokens and 6 steps: unknown after each step 15, 13, 11, 8, 4, (all known).
+  EXPECT_EQ(done, (std::vector<int64_t>{1, 3, 5, 8, 12, 16}));
+  // Linear guidance grows towards cfg.
+  ASSERT_EQ(result.cfg_per_step.size(), 6u);
+  EXPECT_LT(result.cfg_per_step.front(), result.cfg_per_step.back());
+  EXPECT_LT(result.cfg_per_step.back(), 3.0);
+}
+
+TEST(MarGeneration, FeatureCacheFromPiecesEqualsFullComputation) {
+  TinyMar tiny;
+  const at::Tensor labels = at::tensor(std::vector<int64_t>{2});
+  SeededMarRandom r1(9), r2(9);
+  PiecewiseCache cache;
+  MaskedHooks hooks;
+  hooks.feature_cache = &cache;
+  const auto full = generate_masked(tiny.model, labels, params(3), r1);
+  const auto pieces = generate_masked(tiny.model, labels, params(3), r2, hooks);
+  EXPECT_EQ(cache.calls, 3);
+  EXPECT_TRUE(at::equal(full.tokens, pieces.tokens));
+}
+
+TEST(MarGeneration, ObserverSeesEveryBlockWithItsValues) {
+  TinyMar tiny;
+  std::vector<std::string> calls;
+  MarBlockObserver observer;
+  observer.on_qkv = [&](MarStack s, int64_t layer, const MarBlockQkv& qkv) {
+    calls.push_back((s == MarStack::Encoder ? "enc" : "dec") + std::to_string(layer));
+    EXPECT_EQ(qkv.v.size(1), 2);   // heads
+    EXPECT_EQ(qkv.v.size(3), 16);  // head_dim
+    // The decoder sees buffer + all tokens; rows are doubled by CFG.
+    if (s == MarStack::Decoder) {
+      EXPECT_EQ(qkv.v.sizes(), (std::vector<int64_t>{2, 2, 20, 16}));
+    }
+  };
+  MaskedHooks hooks;
+  hooks.observer = &observer;
+  SeededMarRandom rng(1);
+  generate_masked(tiny.model, at::tensor(std::vector<int64_t>{2}), params(2), rng, hooks);
+  EXPECT_EQ(calls, (std::vector<std::string>{"enc0", "enc1", "dec0", "dec1", "enc0", "enc1", "dec0", "dec1"}));
+}
+
+TEST(MarGeneration, CancelAndBadInputs) {
+  TinyMar tiny;
+  SeededMarRandom rng(1);
+  MaskedHooks hooks;
+  int64_t polls = 0;
+  hooks.cancelled = [&] { return ++polls > 3; };  // cancelled inside the first step's diffusion loop
+  EXPECT_THROW(generate_masked(tiny.model, at::tensor(std::vector<int64_t>{1}), params(4), rng, hooks), CancelledError);
+  SeededMarRandom rng2(1);
+  EXPECT_THROW(generate_masked(tiny.model, at::tensor(std::vector<int64_t>{5}), params(4), rng2), InvalidArgumentError);
+  EXPECT_THROW(generate_masked(tiny.model, at::tensor(std::vector<int64_t>{1}), params(0), rng2), InvalidArgumentError);
+  // The encoder needs the same number of unknown tokens in every row.
+  at::Tensor mask = at::zeros({2, 16});
+  mask[0][3] = 1;
+  EXPECT_THROW(tiny.model.transformer->forward_encoder(at::zeros({2, 16, 4}), mask,
+                                                       tiny.model.transformer->class_embedding(at::tensor(std::vector<int64_t>{0, 1}))),
+               InvalidArgumentError);
+}
+
+TEST(MarGeneration, SessionStreamsOneUnitPerStep) {
+  TinyMar tiny;
+  struct Sink : EventSink {
+    std::vector<GenerationEvent> events;
+    void on_event(const GenerationEvent& e) override { events.push_back(e); }
+  } sink;
+  GenerationRequest request;
+  request.model_path = tiny.dir.path().string();
+  request.class_ids = {1, 2};
+  request.seed = 4;
+  request.cfg_scale = 2.0;
+  request.steps = 5;
+  request.device = "cpu";
+  request.threads = 1;
+  request.preview_every_units = 2;
+  GenerationSession session;
+  const GenerationResult result = session.run(request, &sink);
+  ASSERT_EQ(result.images.size(), 2u);
+  EXPECT_EQ(result.images[0].width, 8);
+  ASSERT_EQ(result.tokens.size(), 2u);
+  std::vector<int32_t> order = result.tokens[0];
+  std::sort(order.begin(), order.end());
+  for (int32_t i = 0; i < 16; ++i) EXPECT_EQ(order[static_cast<size_t>(i)], i);  // a permutation
+  const auto* started = std::get_if<StartedEvent>(&sink.events.front());
+  ASSERT_NE(started, nullptr);
+  EXPECT_EQ(started->unit_name, "step");
+  EXPECT_EQ(started->units_total, 5);
+  std::vector<int32_t> positions;
+  int units = 0, previews = 0;
+  for (const auto& e : sink.events)
+    if (const auto* u = std::get_if<UnitDoneEvent>(&e)) {
+      EXPECT_EQ(u->unit_index, units);
+      ++units;
+      if (u->preview) ++previews;
+      positions.insert(positions.end(), u->predicted_positions.begin(), u->predicted_positions.end());
+    }
+  EXPECT_EQ(units, 5);
+  EXPECT_EQ(previews, 2);  // after units 1 and 3 (every second unit)
+  // Image 0's predicted positions over all steps cover every token once.
+  EXPECT_EQ(positions.size(), 16u);
+  std::vector<int32_t> sorted_positions = positions;
+  std::sort(sorted_positions.begin(), sorted_positions.end());
+  EXPECT_EQ(sorted_positions, order);
+  EXPECT_TRUE(std::holds_alternative<FinishedEvent>(sink.events.back()));
+  // The same request gives the same images; a KV policy is refused with a message.
+  const GenerationResult again = session.run(request);
+  EXPECT_EQ(again.images[1].pixels, result.images[1].pixels);
+  request.policy = "streaming:rho=1/4";
+  EXPECT_THROW(session.run(request), InvalidArgumentError);
+}
