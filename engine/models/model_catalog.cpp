@@ -10,6 +10,8 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/llamagen/llamagen_config.h"
+#include "engine/models/mar/mar_config.h"
+#include "engine/models/mar/mar_weights.h"
 #include "engine/models/var/var_config.h"
 
 namespace kvs {
@@ -61,8 +63,29 @@ ModelSummary summarize_model_bundle(const std::string& dir) {
       s.architecture = a.str();
       return s;
     }
+    if (s.family == "mar") {
+      // Masked: no KV cache; the buffer positions play the condition tokens' part.
+      const mar::MarConfig c = mar::mar_config_from_json(m.at("architecture").at("mar"));
+      const mar::KlVaeConfig v = mar::kl_vae_config_from_json(m.at("tokenizer"));
+      s.n_layer = c.decoder_depth;
+      s.n_head = c.decoder_num_heads;
+      s.kv_heads = c.decoder_num_heads;
+      s.head_dim = c.decoder_embed_dim / c.decoder_num_heads;
+      s.grid = c.seq_h();
+      s.condition_tokens = c.buffer_size;
+      s.num_classes = c.class_num;
+      s.image_size = c.seq_h() * c.patch_size * v.upsampling();
+      s.gpt_parameters = mar::mar_parameter_count(c);
+      s.kv_bytes_per_token = 0;
+      std::ostringstream a;
+      a << "MAR width " << c.encoder_embed_dim << ", " << c.encoder_depth << "+" << c.decoder_depth << " blocks, "
+        << c.encoder_num_heads << " heads; diffusion head " << c.diffloss_d << " x " << c.diffloss_w << "; " << s.grid
+        << "x" << s.grid << " tokens, " << s.image_size << " px; KL VAE";
+      s.architecture = a.str();
+      return s;
+    }
     if (s.family != "llamagen")
-      throw InvalidArgumentError("model family '" + s.family + "' is not supported yet (supported: llamagen, var)");
+      throw InvalidArgumentError("model family '" + s.family + "' is not supported yet (supported: llamagen, var, mar)");
     const auto& arch = m.at("architecture");
     const llamagen::GptConfig g = llamagen::gpt_config_from_json(arch.at("gpt"));
     g.validate();

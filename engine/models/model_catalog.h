@@ -18,13 +18,13 @@ struct ModelSamplingDefaults {
 struct ModelSummary {
   std::string dir;            // bundle folder
   std::string name;           // model.json "name" (folder name when unreadable)
-  std::string family;         // "llamagen" | "var"
+  std::string family;         // "llamagen" | "var" | "mar"
   std::string architecture;   // one line, e.g. "GPT dim 256 x 6 layers, 8 heads; 16x16 tokens; VQ 1024 codes"
   std::string note;           // provenance note ("untrained: ...") when present
   std::string problem;        // non-empty: why the bundle cannot be used
   int64_t n_layer = 0, n_head = 0, kv_heads = 0, head_dim = 0;
   int64_t grid = 0, condition_tokens = 1, num_classes = 0, image_size = 0;
-  int64_t gpt_parameters = 0;     // the transformer's (GPT or VAR)
+  int64_t gpt_parameters = 0;     // the transformer's (GPT, VAR, or MAR with its diffusion head)
   int64_t kv_bytes_per_token = 0;  // float32 K and V over all layers and KV heads, one sequence
   int64_t weights_bytes = 0;       // size of the weights file on disk
   std::vector<std::string> class_names;  // may be empty

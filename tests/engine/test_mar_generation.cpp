@@ -12,6 +12,7 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/mar/mar_model.h"
+#include "engine/models/model_catalog.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/mar_random_init.h"
 #include "engine/models/mar/masked_generation.h"
@@ -237,4 +238,16 @@ TEST(MarGeneration, SessionStreamsOneUnitPerStep) {
   EXPECT_EQ(again.images[1].pixels, result.images[1].pixels);
   request.policy = "streaming:rho=1/4";
   EXPECT_THROW(session.run(request), InvalidArgumentError);
+}
+
+TEST(MarGeneration, CatalogListsMarBundles) {
+  TinyMar tiny;
+  const ModelSummary s = summarize_model_bundle(tiny.dir.path().string());
+  EXPECT_TRUE(s.usable()) << s.problem;
+  EXPECT_EQ(s.family, "mar");
+  EXPECT_EQ(s.grid, 4);
+  EXPECT_EQ(s.image_size, 8);
+  EXPECT_EQ(s.num_classes, 5);
+  EXPECT_EQ(s.kv_bytes_per_token, 0);
+  EXPECT_NE(s.architecture.find("MAR width 32"), std::string::npos) << s.architecture;
 }
