@@ -26,7 +26,9 @@ const char* kHelp = R"(usage: kvstudio-cli bench --policies SPEC[,SPEC...] [opti
 
 Generates the same classes and seeds under each policy and compares it with the
 full cache: KV memory, speed, token agreement, PSNR and SSIM. "full" always runs
-first as the reference.
+first as the reference. On a trained demo model (one that ships its evaluation
+classifier) each policy's images are also judged: class accuracy and demo-FID
+against held-out procedural-world images of the same classes.
 
   --model DIR         model bundle (default: the bundled demo model)
   --random ARCH       an official architecture with seeded random weights instead of --model:
@@ -80,8 +82,11 @@ std::string fixed(double v, int digits) {
 }
 
 void print_table(const std::vector<BenchRecord>& records) {
-  const std::vector<std::string> header{"policy", "KV MiB", "% full", "alloc MiB", "alloc/log", "tok/s",
-                                        "speedup", "agree %", "PSNR dB", "SSIM"};
+  // Demo bundles (with an evaluation classifier) add class accuracy and demo-FID.
+  const bool judged = !records.empty() && !std::isnan(records[0].class_accuracy);
+  std::vector<std::string> header{"policy", "KV MiB", "% full", "alloc MiB", "alloc/log", "tok/s",
+                                  "speedup", "agree %", "PSNR dB", "SSIM"};
+  if (judged) header.insert(header.end(), {"class acc %", "demo-FID"});
   std::vector<std::vector<std::string>> rows{header};
   for (const auto& r : records) {
     const double mib = 1048576.0;
@@ -92,6 +97,7 @@ void print_table(const std::vector<BenchRecord>& records) {
                     fixed(r.tokens_per_s, 1), fixed(r.speedup_vs_full, 2), fixed(100.0 * r.token_agreement, 1),
                     // every image equal to the reference: PSNR is infinite
                     r.identical_images == r.images ? "inf" : fixed(r.psnr, 2), fixed(r.ssim, 4)});
+    if (judged) rows.back().insert(rows.back().end(), {fixed(100.0 * r.class_accuracy, 1), fixed(r.demo_fid, 2)});
   }
   std::vector<size_t> width(header.size(), 0);
   for (const auto& row : rows)

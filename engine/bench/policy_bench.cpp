@@ -11,6 +11,7 @@
 #include <system_error>
 #include <unistd.h>
 
+#include "engine/bench/demo_quality_judge.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -217,6 +218,9 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"psnr", number_or_null(r.psnr)},
           {"ssim", number_or_null(r.ssim)},
           {"identical_images", r.identical_images},
+          {"class_accuracy", number_or_null(r.class_accuracy)},
+          {"demo_fid", number_or_null(r.demo_fid)},
+          {"quality_reference_images", r.quality_reference_images},
           {"images", r.images},
           {"batch", r.batch},
           {"model", r.model},
@@ -393,6 +397,11 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     }
   }
 
+  // Quality in miniature, for bundles that ship an evaluation classifier.
+  std::unique_ptr<DemoQualityJudge> judge;
+  if (!all[0].images.empty())
+    judge = DemoQualityJudge::for_bundle(model_path, classes, all[0].images[0].width);
+
   std::vector<BenchRecord> records;
   const std::vector<std::vector<int32_t>>& ref_tokens = all[0].tokens;
   const std::vector<RgbImage>& ref_images = all[0].images;
@@ -415,6 +424,13 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     rec.token_agreement = mean(agreement);
     rec.psnr = mean(psnrs);
     rec.ssim = mean(ssims);
+    rec.class_accuracy = rec.demo_fid = std::numeric_limits<double>::quiet_NaN();
+    if (judge) {
+      const DemoQualityJudge::Score q = judge->score(images);
+      rec.class_accuracy = q.class_accuracy;
+      rec.demo_fid = q.demo_fid;
+      rec.quality_reference_images = judge->reference_images();
+    }
     rec.speedup_vs_full = records.empty() ? 1.0
                           : records[0].tokens_per_s > 0 ? rec.tokens_per_s / records[0].tokens_per_s
                                                         : 0.0;

@@ -27,6 +27,9 @@
 //   peak of the whole process so far. process_rss_delta_bytes is what the
 //   policy's runs left resident. ssim and token_agreement
 //   are means over all images (see engine/metrics/image_metrics.h).
+// - class_accuracy and demo_fid judge each policy's images with the bundle's
+//   evaluation classifier (engine/bench/demo_quality_judge.h); NaN (JSON null) for
+//   bundles without one (random weights, converted official checkpoints).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -80,6 +83,9 @@ struct BenchRecord {
   double psnr = 0;                             // NaN when every image equals the full cache's
   double ssim = 0;
   int64_t identical_images = 0;                // images whose tokens equal the full cache's
+  double class_accuracy = 0;                   // fraction; NaN without an evaluation classifier
+  double demo_fid = 0;                         // NaN without an evaluation classifier or < 2 images
+  int64_t quality_reference_images = 0;        // held-out images demo_fid is measured against
   int64_t images = 0, batch = 0;
   std::string model, device;
   int64_t grid_height = 0, grid_width = 0;

@@ -14,11 +14,12 @@
 #include <vector>
 
 #include "engine/metrics/image_tensors.h"
+#include "engine/world/scene_world.h"
 
 namespace kvs::training {
 
 enum class WorldSplit { Train, HeldOut };
-constexpr uint64_t kHeldOutSeedBase = 1'000'000'000ULL;
+inline constexpr uint64_t kHeldOutSeedBase = world::kHeldOutSeedBase;
 
 struct WorldItem {
   int64_t class_id = 0;

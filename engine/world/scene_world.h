@@ -35,6 +35,10 @@ struct SceneClass {
 // The classes, in label order (label i = scene_classes()[i]). At least 10.
 const std::vector<SceneClass>& scene_classes();
 
+// Seeds at and above this value are held out: the training tool never trains on
+// them, and evaluation (kvstudio-train evaluate, bench's demo-FID) draws from them.
+inline constexpr uint64_t kHeldOutSeedBase = 1'000'000'000ULL;
+
 inline constexpr int kMinSceneSize = 16;
 inline constexpr int kMaxSceneSize = 2048;
 

@@ -1,0 +1,61 @@
+#pragma once
+// Quality in miniature (issue 4): the way the papers compare policies on FID,
+// `bench` compares them on the demo models with the bundle's own evaluation
+// classifier (engine/metrics/scene_classifier.h):
+//   class_accuracy  fraction of a policy's images whose arg-max class is the class
+//                   they were generated for;
+//   demo_fid        Fréchet distance (engine/metrics/frechet_distance.h) between the
+//                   classifier's penultimate features of the policy's images and of
+//                   held-out procedural-world images.
+// Torch-free header.
+//
+// Choices:
+// - Only bundles that ship an evaluation classifier (files.evaluation_classifier,
+//   written by `kvstudio-train export`) are judged; for the others (random weights,
+//   converted official checkpoints) for_bundle() returns null and bench reports
+//   the fields as null.
+// - The held-out set matches the judged images' classes: a class judged n times
+//   gets n * k held-out images (k = ceil(min_reference / N) for N judged images),
+//   so demo_fid measures quality, not the bench's class mix. Held-out seeds are the
+//   training tool's held-out range (kvs::world::kHeldOutSeedBase), never trained on.
+// - With few images demo_fid is biased upwards (FID always is); every policy of one
+//   bench is judged on the same N and the same held-out set, so the comparison
+//   between policies is fair. It needs N >= 2 (NaN otherwise).
+// - The classifier runs on the CPU whatever device generated the images: it is
+//   small, and its numbers then do not depend on the GPU's kernels.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/image/rgb_image.h"
+
+namespace kvs {
+
+class DemoQualityJudge {
+ public:
+  struct Score {
+    double class_accuracy = 0;  // fraction in [0, 1]
+    double demo_fid = 0;        // NaN when fewer than 2 images
+  };
+
+  // Null when the bundle has no evaluation classifier. `labels` are the classes the
+  // images will be generated for (fixes the held-out set). Throws kvs::Error
+  // subclasses for a broken classifier file or one that does not fit the model.
+  static std::unique_ptr<DemoQualityJudge> for_bundle(const std::string& bundle_dir, const std::vector<int64_t>& labels,
+                                                      int image_size, int64_t min_reference = 200);
+  ~DemoQualityJudge();
+  DemoQualityJudge(const DemoQualityJudge&) = delete;
+  DemoQualityJudge& operator=(const DemoQualityJudge&) = delete;
+
+  // images[i] was generated for labels[i] (the labels given to for_bundle).
+  Score score(const std::vector<RgbImage>& images) const;
+  int64_t reference_images() const;
+
+ private:
+  struct Impl;
+  explicit DemoQualityJudge(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kvs
