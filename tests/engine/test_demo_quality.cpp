@@ -45,6 +45,18 @@ std::string judged_bundle(const test::TempDir& dir) {
   return out;
 }
 
+// Two runs of two images (or as asked) on one thread, no warm-up.
+BenchOptions quick_bench(const std::string& model, std::vector<std::string> policies, int64_t images) {
+  BenchOptions o;
+  o.model_path = model;
+  o.policies = std::move(policies);
+  o.images = images;
+  o.batch = 2;
+  o.threads = 1;
+  o.warmup = false;
+  return o;
+}
+
 SceneClassifier::Output classify(const std::string& bundle, const std::vector<RgbImage>& images) {
   const auto path = evaluation_classifier_path(io::ModelBundle::open(bundle));
   return SceneClassifier::load(*path, at::kCPU).classify_u8(rgb_images_to_tensor(images));
@@ -89,14 +101,7 @@ TEST(DemoQualityJudge, BundlesWithoutClassifierAreNotJudged) {
   llamagen::write_random_llamagen_bundle(dir.file("plain"), "plain", gpt, test::tiny_vq(), 3);
   EXPECT_EQ(DemoQualityJudge::for_bundle(dir.file("plain"), {0, 1}, kImagePx), nullptr);
 
-  BenchOptions o;
-  o.model_path = dir.file("plain");
-  o.policies = {"streaming:rho=1/2"};
-  o.images = 2;
-  o.batch = 2;
-  o.threads = 1;
-  o.warmup = false;
-  const auto records = run_policy_bench(o);
+  const auto records = run_policy_bench(quick_bench(dir.file("plain"), {"streaming:rho=1/2"}, 2));
   ASSERT_EQ(records.size(), 2u);
   EXPECT_TRUE(std::isnan(records[1].class_accuracy));
   EXPECT_TRUE(to_json(records[1])["demo_fid"].is_null());
@@ -104,14 +109,7 @@ TEST(DemoQualityJudge, BundlesWithoutClassifierAreNotJudged) {
 
 TEST(DemoQualityJudge, BenchJudgesEveryPolicy) {
   test::TempDir dir;
-  BenchOptions o;
-  o.model_path = judged_bundle(dir);
-  o.policies = {"streaming:rho=1/4", "linear:rho=1/2"};
-  o.images = 4;
-  o.batch = 2;
-  o.threads = 1;
-  o.warmup = false;
-  const auto records = run_policy_bench(o);
+  const auto records = run_policy_bench(quick_bench(judged_bundle(dir), {"streaming:rho=1/4", "linear:rho=1/2"}, 4));
   ASSERT_EQ(records.size(), 3u);
   for (const auto& r : records) {
     EXPECT_GE(r.class_accuracy, 0.0);
