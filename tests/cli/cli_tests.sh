@@ -31,7 +31,7 @@ expect_error unknown-option "unknown option --bogus" -- generate --class 1 --bog
 expect_error missing-value "option --seed needs a value" -- generate --class 1 --seed
 expect_error bad-number "option --cfg expects a number, got 'abc'" -- generate --class 1 --cfg abc
 expect_error missing-class "missing required option --class" -- generate
-expect_error class-out-of-range "class 99 does not exist: model llamagen-demo has 10 classes" -- generate --class 99 --out "$work/x.png" --quiet
+expect_error class-out-of-range "class 99 does not exist: model llamagen-demo has 12 classes" -- generate --class 99 --out "$work/x.png" --quiet
 expect_error bad-top-p "top-p must be in \(0, 1\]" -- generate --class 1 --top-p 2 --out "$work/x.png"
 # --device cuda: works where a GPU is present, else one clear error line.
 if "$cli" generate --class 1 --device cuda --out "$work/cuda.png" --quiet >/dev/null 2>&1; then
