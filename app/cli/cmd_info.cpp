@@ -1,3 +1,6 @@
+#include <nlohmann/json.hpp>
+
+#include <cmath>
 #include <cstdio>
 
 #include "app/cli/arg_parser.h"
@@ -13,6 +16,40 @@
 
 namespace kvs::cli {
 namespace {
+
+// Where the weights came from (one line per trained part for kvstudio-train
+// bundles) and, when measured, the quality gates (kvstudio-train evaluate).
+void print_provenance_and_quality(const io::ModelBundle& bundle) {
+  const nlohmann::json& m = bundle.manifest;
+  if (m.contains("provenance") && m["provenance"].is_object()) {
+    const nlohmann::json& p = m["provenance"];
+    bool first = true;
+    auto line = [&](const std::string& text) {
+      std::printf("%s%s\n", first ? "provenance:   " : "              ", text.c_str());
+      first = false;
+    };
+    for (const char* key : {"source", "note"})
+      if (p.contains(key) && p[key].is_string()) line(p[key].get<std::string>());
+    if (p.contains("created_by") && p["created_by"].is_string()) line("written by " + p["created_by"].get<std::string>());
+    for (const auto& [key, value] : p.items()) {
+      const auto pos = key.rfind("_training");
+      if (pos == std::string::npos || pos + 9 != key.size() || !value.is_object()) continue;
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "%s: %lld steps, batch %lld, %.0f s of training", key.substr(0, pos).c_str(),
+                    static_cast<long long>(value.value("steps", int64_t{0})),
+                    static_cast<long long>(value.value("batch", int64_t{0})), value.value("train_seconds", 0.0));
+      line(buf);
+    }
+  }
+  if (m.contains("quality") && m["quality"].is_object()) {
+    const nlohmann::json& q = m["quality"];
+    auto number = [&](const char* key) { return q.contains(key) && q[key].is_number() ? q[key].get<double>() : NAN; };
+    std::printf("quality:      tokenizer PSNR %.2f dB, classifier accuracy %.1f %%, generated class accuracy %.1f %%,\n"
+                "              demo-FID %.2f (%lld generated images)\n",
+                number("tokenizer_psnr_db"), 100 * number("classifier_accuracy"), 100 * number("generated_class_accuracy"),
+                number("demo_fid"), static_cast<long long>(q.value("generated_images", int64_t{0})));
+  }
+}
 
 std::string join_ints(const std::vector<int64_t>& v) {
   std::string s;
@@ -76,7 +113,7 @@ int info_var(const io::ModelBundle& bundle, bool as_json) {
   std::printf("KV cache:     %lld bytes/token in float32 (%lld in fp16/bf16); full image: %.2f MiB per sequence,\n"
               "              x2 with CFG (conditional + unconditional rows)\n",
               (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2, kv_per_token_f32 * tokens / 1048576.0);
-  if (bundle.manifest.contains("provenance")) std::printf("provenance:   %s\n", bundle.manifest["provenance"].dump().c_str());
+  print_provenance_and_quality(bundle);
   return 0;
 }
 
@@ -135,7 +172,7 @@ int info_mar(const io::ModelBundle& bundle, bool as_json) {
               head_params / 1e6, vae_params / 1e6, dtypes.c_str());
   if (!defaults.empty()) std::printf("sampling:     %s\n", defaults.dump().c_str());
   std::printf("KV cache:     none (bidirectional attention recomputed at every step)\n");
-  if (bundle.manifest.contains("provenance")) std::printf("provenance:   %s\n", bundle.manifest["provenance"].dump().c_str());
+  print_provenance_and_quality(bundle);
   return 0;
 }
 
@@ -201,7 +238,7 @@ int cmd_info(const std::vector<std::string>& args) {
               "              x2 with CFG (conditional + unconditional rows)\n",
               (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2,
               kv_per_token_f32 * (g.block_size + g.cls_token_num) / 1048576.0);
-  if (bundle.manifest.contains("provenance")) std::printf("provenance:   %s\n", bundle.manifest["provenance"].dump().c_str());
+  print_provenance_and_quality(bundle);
   return 0;
 }
 

@@ -86,6 +86,14 @@ else
   fail batch-files
 fi
 
+# The bundled demo model is trained: info shows where it came from and its measured gates.
+if demo_info=$("$cli" info) && grep -q "trained from scratch by kvstudio-train" <<<"$demo_info" &&
+   grep -q "generated class accuracy" <<<"$demo_info"; then
+  pass demo-info-quality
+else
+  fail demo-info-quality
+fi
+
 # A next-scale (VAR) model: info, generate scale by scale, reproducible ids, clear errors.
 if "$cli" create-random --preset var-demo --out "$work/var" --seed 2 >/dev/null &&
    "$cli" info "$work/var" | grep -q "10 scales (1,2,3,4,5,6,8,10,13,16) = 680 tokens" &&
