@@ -70,7 +70,10 @@ QImage attentionHeatmap(const kvs::AttentionMap& map, const TokenGrid& grid, int
   const int64_t known = std::min(grid.tokens_done, grid.imageTokens());
   for (int64_t i = 0; i < known; ++i) {
     const double v = std::sqrt(std::max(0.0, weightAt(map, grid.condition_tokens + i)) / peak);
-    img.setPixel(static_cast<int>(i % grid.width), static_cast<int>(i / grid.width), inferno(v, alpha));
+    // Opacity grows with the weight: cold tokens stay see-through, so the picture
+    // reads under the map and only where attention goes is it covered.
+    const int a = static_cast<int>(std::lround(alpha * (0.15 + 0.85 * v)));
+    img.setPixel(static_cast<int>(i % grid.width), static_cast<int>(i / grid.width), inferno(v, a));
   }
   return img;
 }

@@ -160,8 +160,8 @@ void GenerationCanvas::paintEvent(QPaintEvent*) {
         const int a = qAlpha(mask.pixel(x, y));
         if (a == 0) continue;
         const QRectF r(img.left() + x * cell, img.top() + y * cell, cell, cell);
-        p.fillRect(r, QColor(10, 11, 16, a * 190 / 255));
-        if (cell >= 5) p.fillRect(r, QBrush(QColor(170, 176, 190, a * 150 / 255), Qt::BDiagPattern));
+        p.fillRect(r, QColor(10, 11, 16, a * 110 / 255));  // dimmed, the picture still readable
+        if (cell >= 5) p.fillRect(r, QBrush(QColor(170, 176, 190, a * 120 / 255), Qt::BDiagPattern));
       }
   }
   if (overlays_ & kOverlayGrid && cell >= 6) {

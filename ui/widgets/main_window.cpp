@@ -134,7 +134,7 @@ void MainWindow::buildUi() {
   mask_head_->setToolTip(tr("KV head of the retained mask (now) and of the attention map (from the next generation)"));
   opacity_ = new QSlider(Qt::Horizontal, generate_page_);
   opacity_->setRange(30, 255);
-  opacity_->setValue(170);
+  opacity_->setValue(200);
   opacity_->setMaximumWidth(80);
   opacity_->setToolTip(tr("Attention overlay opacity"));
   overlayBar->addWidget(new QLabel(tr("Overlays:"), generate_page_));
@@ -630,7 +630,7 @@ void MainWindow::restoreSettings() {
   if (settings.contains(QStringLiteral("view/overlays"))) setOverlays(settings.value(QStringLiteral("view/overlays")).toUInt());
   mask_layer_->setCurrentIndex(std::clamp(settings.value(QStringLiteral("view/maskLayer"), 0).toInt(), 0, mask_layer_->count() - 1));
   mask_head_->setCurrentIndex(std::clamp(settings.value(QStringLiteral("view/maskHead"), 0).toInt(), 0, mask_head_->count() - 1));
-  opacity_->setValue(settings.value(QStringLiteral("view/opacity"), 170).toInt());
+  opacity_->setValue(settings.value(QStringLiteral("view/opacity"), 200).toInt());
   tabs_->setCurrentIndex(std::clamp(settings.value(QStringLiteral("view/tab"), 0).toInt(), 0, 2));
   const QStringList configs = settings.value(QStringLiteral("compare/configs")).toStringList();
   if (!configs.isEmpty()) compare_view_->setConfigs(configs);
