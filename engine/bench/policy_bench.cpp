@@ -149,11 +149,14 @@ class RunSink : public EventSink {
       }
     } else if (const auto* u = std::get_if<UnitDoneEvent>(&event)) {
       allocated_peak = std::max(allocated_peak, u->kv_bytes_allocated);
+      if (u->device_memory && u->device_memory->available)
+        device_peak = std::max(device_peak, u->device_memory->peak_allocated_bytes);
     }
   }
 
   double generation_ms = 0;
   int64_t allocated_peak = 0;
+  int64_t device_peak = -1;  // GPU runs: the allocator's peak (each run resets it)
 
  private:
   GenerationSession& session_;
@@ -209,6 +212,7 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"kv_bytes_full", r.kv_bytes_full},
           {"process_peak_bytes", r.process_peak_bytes},
           {"process_peak_is_own", r.process_peak_is_own},
+          {"device_peak_bytes", r.device_peak_bytes >= 0 ? nlohmann::json(r.device_peak_bytes) : nlohmann::json(nullptr)},
           {"rounds", r.rounds},
           {"process_rss_delta_bytes", r.process_rss_delta_bytes},
           {"generation_ms", r.generation_ms},
@@ -377,6 +381,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
           rec.kv_bytes_allocated = std::max(rec.kv_bytes_allocated, sink.allocated_peak);
           rec.kv_bytes_peak = std::max(rec.kv_bytes_peak, result.kv_bytes_peak);
           rec.kv_bytes_full = std::max(rec.kv_bytes_full, result.kv_bytes_full);
+          rec.device_peak_bytes = std::max(rec.device_peak_bytes, sink.device_peak);
           rec.model = result.model_name;
           rec.device = result.device;
           rec.grid_height = result.grid_height;

@@ -74,6 +74,8 @@ struct BenchRecord {
   int64_t kv_bytes_full = 0;
   int64_t process_peak_bytes = 0;              // VmHWM after the policy's runs (see above)
   bool process_peak_is_own = false;            // VmHWM was reset before the policy's runs
+  int64_t device_peak_bytes = -1;              // GPU: the caching allocator's peak over the policy's
+                                               // runs (weights included); -1 (JSON null) on the CPU
   int64_t process_rss_delta_bytes = 0;         // RSS after minus before the policy's runs
   double generation_ms = 0;                    // summed over runs (the fastest round)
   int64_t rounds = 1;                          // timing rounds (BenchOptions::rounds)

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/image/rgb_image.h"
+#include "engine/metrics/device_memory.h"
 
 namespace kvs {
 
@@ -67,6 +68,9 @@ struct UnitDoneEvent {
   // Masked models (MAR): the token positions (row-major grid index) of image 0
   // predicted in this unit, in generation order; empty for the other families.
   std::vector<int32_t> predicted_positions;
+  // GPU runs: the device's memory after this unit (caching allocator; the peak
+  // is this run's). Absent on CPU runs.
+  std::optional<DeviceMemoryStats> device_memory;
 };
 
 // A policy change requested during a run took effect (or was refused) at a line boundary.

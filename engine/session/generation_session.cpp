@@ -57,6 +57,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     request.validate();
     const DeviceChoice device = choose_device(parse_device_kind(request.device), request.threads);
     const at::Device torch_device = device.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+    const int cuda_index = device.kind == DeviceKind::Cuda ? 0 : -1;
     const io::ModelBundle bundle = io::ModelBundle::open(request.model_path);
     const std::string key = bundle.dir + "@" + device.description;
     if (impl_->loaded_key != key) {
@@ -74,12 +75,14 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       impl_->loaded_key = key;
       log.info("loaded model " + bundle.name() + " on " + device.description);
     }
+    reset_device_memory_peak(cuda_index);  // this run's peak (the weights stay counted)
     if (impl_->family == "mar") {
       MaskedSessionContext masked;
       masked.model = &impl_->mar_model;
       masked.request = &request;
       masked.sink = sink;
       masked.device_description = device.description;
+      masked.cuda_index = cuda_index;
       masked.cancelled = [this] { return cancel_requested_.load(); };
       return run_masked_generation(masked);
     }
@@ -89,6 +92,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       scale.request = &request;
       scale.sink = sink;
       scale.device_description = device.description;
+      scale.cuda_index = cuda_index;
       scale.cancelled = [this] { return cancel_requested_.load(); };
       scale.take_policy_change = [this] {
         std::optional<std::string> change;
@@ -176,6 +180,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
       unit.kv_bytes_peak = mem.bytes_peak;
       unit.policy = policy_spec;
+      if (cuda_index >= 0) unit.device_memory = device_memory_stats(cuda_index);
       unit.retained_per_layer = retained_per_layer(cache);
       if (request.emit_retained_masks) unit.retained = retained_masks(cache, total_positions);
       if (request.emit_attention_map && attention_count > 0) {

@@ -71,6 +71,7 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
     unit.units_total = step.steps_total;
     unit.elapsed_ms = ms;
     unit.policy = request.policy;
+    if (ctx.cuda_index >= 0) unit.device_memory = device_memory_stats(ctx.cuda_index);
     // The positions of image 0 predicted now: its order entries [unknown after, unknown before).
     const int64_t unknown_after = seq_len - step.tokens_done;
     at::Tensor positions =

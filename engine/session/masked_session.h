@@ -25,6 +25,7 @@ struct MaskedSessionContext {
   const GenerationRequest* request = nullptr;
   EventSink* sink = nullptr;
   std::string device_description;
+  int cuda_index = -1;  // the CUDA device of the run, -1 on the CPU (device memory in unit events)
   std::function<bool()> cancelled;
 };
 

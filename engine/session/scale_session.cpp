@@ -135,6 +135,7 @@ GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
     unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
     unit.kv_bytes_peak = mem.bytes_peak;
     unit.policy = policy_spec;
+    if (ctx.cuda_index >= 0) unit.device_memory = device_memory_stats(ctx.cuda_index);
     unit.retained_per_layer = retained_per_layer(cache);
     if (request.emit_retained_masks) unit.retained = retained_masks(cache, total);
     if (request.emit_attention_map && attention_count > 0) {

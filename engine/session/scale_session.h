@@ -24,6 +24,7 @@ struct ScaleSessionContext {
   const GenerationRequest* request = nullptr;
   EventSink* sink = nullptr;
   std::string device_description;
+  int cuda_index = -1;  // the CUDA device of the run, -1 on the CPU (device memory in unit events)
   std::function<bool()> cancelled;
   // A policy change requested so far (taken at each scale boundary), if any.
   std::function<std::optional<std::string>()> take_policy_change;

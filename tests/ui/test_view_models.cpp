@@ -1,6 +1,7 @@
 // View-model logic without widgets or a model: RunViewModel fed with synthetic
 // engine events, the compare table, settings <-> request, history PNG round trip,
 // and the torch-free catalogs the window is built from.
+#include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -18,6 +19,7 @@
 #include "ui/viewmodel/generation_settings.h"
 #include "ui/viewmodel/history_model.h"
 #include "ui/viewmodel/run_view_model.h"
+#include "ui/widgets/memory_panel.h"
 
 using namespace kvs::ui;
 
@@ -110,6 +112,40 @@ class TestViewModels : public QObject {
     QCOMPARE(vm.tokensPerSecond(), 321.0);
     QVERIFY(!vm.active());
     QVERIFY(states.count() >= 3);
+  }
+
+  void memoryPanelShowsDeviceMemoryOnGpuRuns() {
+    RunViewModel vm;
+    MemoryPanel panel;
+    panel.setRun(&vm);
+    vm.track(nullptr, 1, kvs::GenerationRequest{});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4});
+    // A CPU run: no device numbers, and the panel says why.
+    vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
+    QCOMPARE(vm.memory().back().device_allocated_bytes, int64_t{-1});
+    auto labelText = [&] {
+      QString all;
+      for (const QLabel* l : panel.findChildren<QLabel*>()) all += l->text();
+      return all;
+    };
+    QVERIFY(labelText().contains(QStringLiteral("CPU run")));
+    // A GPU run (as the sessions report it on CUDA): allocated, peak, reserved, total.
+    auto gpu = std::make_shared<kvs::UnitDoneEvent>(*unitEvent(1, 150, 200, {15, 18}, false));
+    kvs::DeviceMemoryStats d;
+    d.available = true;
+    d.device_index = 0;
+    d.allocated_bytes = 3 * 1048576;
+    d.peak_allocated_bytes = 5 * 1048576;
+    d.reserved_bytes = 8 * 1048576;
+    d.total_bytes = int64_t{80} * 1024 * 1048576;
+    gpu->device_memory = d;
+    vm.handleUnit(gpu);
+    QCOMPARE(vm.memory().back().device_peak_bytes, int64_t{5 * 1048576});
+    QCOMPARE(vm.memory().back().device_total_bytes, d.total_bytes);
+    const QString text = labelText();
+    QVERIFY2(text.contains(QStringLiteral("GPU")) && text.contains(QStringLiteral("5.00 MiB")) &&
+                 !text.contains(QStringLiteral("CPU run")),
+             qPrintable(text));
   }
 
   void runViewModelCancelAndFailure() {

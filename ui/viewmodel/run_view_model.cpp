@@ -138,6 +138,12 @@ void RunViewModel::handleUnit(const UnitDonePtr& e) {
   m.kv_bytes_allocated = e->kv_bytes_allocated;
   m.kv_bytes_peak = e->kv_bytes_peak;
   m.process_bytes = kvs::process_resident_bytes();
+  if (e->device_memory && e->device_memory->available) {
+    m.device_allocated_bytes = e->device_memory->allocated_bytes;
+    m.device_peak_bytes = e->device_memory->peak_allocated_bytes;
+    m.device_reserved_bytes = e->device_memory->reserved_bytes;
+    m.device_total_bytes = e->device_memory->total_bytes;
+  }
   m.elapsed_ms = e->elapsed_ms;
   memory_.push_back(m);
   if (!e->policy.empty()) active_policy_ = QString::fromStdString(e->policy);

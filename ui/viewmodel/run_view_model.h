@@ -30,6 +30,11 @@ struct MemorySample {
   int64_t kv_bytes_allocated = 0;
   int64_t kv_bytes_peak = 0;
   int64_t process_bytes = 0;     // resident set size of the process
+  // GPU runs: the device's memory after the unit (caching allocator); -1 on the CPU.
+  int64_t device_allocated_bytes = -1;
+  int64_t device_peak_bytes = -1;
+  int64_t device_reserved_bytes = -1;
+  int64_t device_total_bytes = -1;
   double elapsed_ms = 0;
 };
 

@@ -279,9 +279,21 @@ void MemoryPanel::setRun(RunViewModel* run) {
 void MemoryPanel::refreshText() {
   const int64_t rss = kvs::process_resident_bytes(), hwm = kvs::process_peak_resident_bytes();
   QString device = run_ ? QString::fromStdString(run_->started().device) : QString();
-  process_->setText(tr("<span style='color:#9aa0ad'>process</span> %1 <span style='color:#9aa0ad'>(peak %2)</span>%3")
-                        .arg(formatBytes(rss), formatBytes(hwm),
-                             device.isEmpty() ? QString() : QStringLiteral(" · <span style='color:#9aa0ad'>%1</span>").arg(device.toHtmlEscaped())));
+  QString text = tr("<span style='color:#9aa0ad'>process</span> %1 <span style='color:#9aa0ad'>(peak %2)</span>%3")
+                     .arg(formatBytes(rss), formatBytes(hwm),
+                          device.isEmpty() ? QString() : QStringLiteral(" · <span style='color:#9aa0ad'>%1</span>").arg(device.toHtmlEscaped()));
+  // GPU runs add the device's memory (LibTorch's caching allocator); CPU runs say so.
+  const MemorySample* last = run_ && !run_->memory().empty() ? &run_->memory().back() : nullptr;
+  if (last && last->device_allocated_bytes >= 0) {
+    text += tr("<br><span style='color:#9aa0ad'>GPU</span> %1 <span style='color:#9aa0ad'>(peak %2, reserved %3 of %4)</span>")
+                .arg(formatBytes(last->device_allocated_bytes), formatBytes(last->device_peak_bytes),
+                     formatBytes(last->device_reserved_bytes), formatBytes(last->device_total_bytes));
+  } else if (last) {
+    text += tr("<br><span style='color:#9aa0ad'>GPU memory: none in use (CPU run)</span>");
+  }
+  process_->setText(text);
+  process_->setToolTip(tr("Process: resident memory now and its peak. GPU (on CUDA runs): what live tensors hold now, "
+                          "their peak in this run, and what the caching allocator reserves of the device's memory."));
 }
 
 }  // namespace kvs::ui
