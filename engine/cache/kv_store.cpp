@@ -224,17 +224,27 @@ void KvStore::retain_pairs(int64_t layer, const at::Tensor& keep) {
 
 at::Tensor KvStore::padded(const Layer& layer, const at::Tensor& buffer, int64_t length) const {
   if (length <= 0 || buffer.size(0) == 0) return at::zeros({rows_, kv_heads_, std::max<int64_t>(length, 0), head_dim_}, options_);
+  at::Tensor out;
   if (layer.regular) {
     const int64_t capacity = layer.positions.size(2);
-    return buffer.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, 0, length);
+    out = buffer.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, 0, length);
+  } else {
+    // Slot j of segment s, clamped into the segment's own room.
+    at::Tensor j = at::arange(length, kCpuLong).view({1, 1, length});
+    at::Tensor last = at::clamp_min(layer.capacities - 1, 0).unsqueeze(-1);
+    at::Tensor index = layer.offsets.unsqueeze(-1) + at::minimum(j, last);
+    index = at::clamp_max(index, buffer.size(0) - 1).reshape({-1}).to(buffer.device());
+    out = buffer.index_select(0, index).view({rows_, kv_heads_, length, head_dim_});
   }
-  // Slot j of segment s, clamped into the segment's own room (slots past its
-  // length are unspecified anyway).
-  at::Tensor j = at::arange(length, kCpuLong).view({1, 1, length});
-  at::Tensor last = at::clamp_min(layer.capacities - 1, 0).unsqueeze(-1);
-  at::Tensor index = layer.offsets.unsqueeze(-1) + at::minimum(j, last);
-  index = at::clamp_max(index, buffer.size(0) - 1).reshape({-1}).to(buffer.device());
-  return buffer.index_select(0, index).view({rows_, kv_heads_, length, head_dim_});
+  // Slots past a segment's length hold whatever the allocator left there — on a
+  // GPU that can be NaN or Inf, and a masked-out probability of 0 times NaN is
+  // still NaN. Zero them, so that every reader (the dense attention path, policy
+  // scores) sees finite numbers.
+  if (layer.lengths.min().item<int64_t>() < length) {
+    at::Tensor past = at::arange(length, kCpuLong).view({1, 1, length}) >= layer.lengths.unsqueeze(-1);
+    out = out.masked_fill(past.unsqueeze(-1).to(out.device()), 0);
+  }
+  return out;
 }
 
 at::Tensor KvStore::keys(int64_t layer, int64_t length) const {

@@ -108,8 +108,8 @@ class KvStore {
   const at::Tensor& positions_tensor(int64_t layer) const { return layers_.at(layer).positions; }
   const at::Tensor& lengths_tensor(int64_t layer) const { return layers_.at(layer).lengths; }
   // Keys / values of slots [0, length) of every segment as [rows, kv_heads, length,
-  // head_dim]: a view when all capacities are equal, else a gathered copy. Slots at
-  // or past a segment's own length hold unspecified values.
+  // head_dim]: a view when all capacities are equal and every segment reaches
+  // `length`, else a copy. Slots at or past a segment's own length are zero.
   at::Tensor keys(int64_t layer, int64_t length) const;
   at::Tensor values(int64_t layer, int64_t length) const;
   // Entries appended to each segment of the layer so far (the uncompressed length).

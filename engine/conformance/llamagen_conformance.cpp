@@ -1,3 +1,4 @@
+#include <ATen/Context.h>
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 #include <nlohmann/json.hpp>
@@ -174,6 +175,12 @@ ConformanceReport run_conformance_case(const std::string& case_json_path, const 
   }
   const DeviceChoice choice = choose_device(parse_device_kind(device_name), 0);
   const at::Device device = choice.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  if (choice.kind == DeviceKind::Cuda) {
+    // The references are float32 results; cuDNN convolutions default to TF32 on
+    // Ampere and later (10-bit mantissa), which moves decoded pixels by ~1e-3.
+    at::globalContext().setAllowTF32CuDNN(false);
+    at::globalContext().setAllowTF32CuBLAS(false);
+  }
   const fs::path dir = fs::path(case_json_path).parent_path();
   try {
     if (manifest.contains("constructors") && manifest["constructors"].contains("gpt"))

@@ -138,3 +138,23 @@ TEST(KvStore, AttentionOverAnIrregularLayoutEqualsTheDenseLayout) {
   at::Tensor q1 = q.narrow(0, 0, 1);
   EXPECT_TRUE(at::allclose(packed.attend(0, q1, {tokens}, true).out, regular.attend(0, q1, {tokens}, true).out, 1e-5, 1e-6));
 }
+
+// Slots past a segment's length used to hold leftovers (on a GPU: whatever the
+// allocator had, NaN included), and the dense attention path multiplied them by a
+// probability of 0 — NaN all the same. Readers now see zeros there, and a half-
+// precision store (the dense path, as on a GPU) attends to finite numbers.
+TEST(KvStore, SlotsPastASegmentsLengthReadAsZero) {
+  for (const auto dtype : {at::kFloat, at::kHalf}) {
+    KvStore store(1, 1, 2, 4, 8, at::TensorOptions().dtype(dtype));
+    append_tokens(store, 0, 0, 6);
+    store.retain(0, keep_only(store, 0, {{4, 5}, {0, 1, 2, 3, 5}}));  // lengths 2 and 5
+    const at::Tensor keys = store.keys(0, 5).to(at::kFloat), values = store.values(0, 5).to(at::kFloat);
+    EXPECT_EQ(keys[0][0].narrow(0, 2, 3).abs().sum().item<float>(), 0.0f);  // head 0: slots 2..4
+    EXPECT_EQ(values[0][0].narrow(0, 2, 3).abs().sum().item<float>(), 0.0f);
+    EXPECT_GT(keys[0][1].narrow(0, 0, 5).abs().sum().item<float>(), 0.0f);  // head 1: all real
+    // The dense path (half precision here, every dtype on a GPU) attends over them.
+    at::Tensor q = at::ones({1, 2, 1, 4}, at::TensorOptions().dtype(dtype));
+    const KvAttention a = store.attend(0, q, {9}, true, false, false);
+    EXPECT_TRUE(at::isfinite(a.out.to(at::kFloat)).all().item<bool>()) << dtype;
+  }
+}
