@@ -68,6 +68,18 @@ struct UnitDoneEvent {
   // Masked models (MAR): the token positions (row-major grid index) of image 0
   // predicted in this unit, in generation order; empty for the other families.
   std::vector<int32_t> predicted_positions;
+  // Masked models (MAR): per token position (row-major grid index) of image 0,
+  // 1 when this step recomputed its features, 0 when it reused them from a
+  // feature cache (LazyMAR's token cache: the tokens outside I_compute keep their
+  // cached K/V and outputs from the similarity block on). All 1 at steps that
+  // compute everything ("full", refresh steps); empty for the other families.
+  std::vector<uint8_t> recomputed;
+  // Masked models: false when LazyMAR's condition cache stood in for the
+  // unconditional CFG branch at this step (only the conditional rows ran).
+  bool unconditional_computed = true;
+  // Masked models: the matmul/attention FLOPs executed at this step, per image
+  // (engine/models/mar/mar_flops.h); 0 for the other families.
+  double flops = 0;
   // GPU runs: the device's memory after this unit (caching allocator; the peak
   // is this run's). Absent on CPU runs.
   std::optional<DeviceMemoryStats> device_memory;
@@ -83,6 +95,7 @@ struct PolicyChangedEvent {
 
 struct FinishedEvent {
   double elapsed_ms = 0;
+  double flops = 0;  // masked models: matmul/attention FLOPs per image, counted (mar_flops.h); 0 otherwise
 };
 
 struct FailedEvent {

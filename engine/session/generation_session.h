@@ -31,6 +31,8 @@ struct GenerationResult {
   int64_t kv_bytes_logical_final = 0;           // retained at the end
   int64_t kv_bytes_full = 0;                    // the uncompressed cache at the end
   std::string policy;                           // the spec active at the end
+  double flops = 0;                             // masked models (MAR): matmul/attention FLOPs per image
+                                                // executed, counted (engine/models/mar/mar_flops.h); 0 otherwise
 };
 
 class GenerationSession {

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "engine/cache/policies/lazymar_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/models/mar/mar_model.h"
@@ -36,10 +37,9 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
                                  std::to_string(config.class_num - 1) + ")");
   if (request.cfg_interval != -1)
     throw InvalidArgumentError("cfg interval applies to raster models only (MAR ramps its guidance over the steps)");
-  if (parse_policy_spec(request.policy).name != "full")
-    throw InvalidArgumentError("policy '" + request.policy +
-                               "' is a KV-cache policy for raster/scale models; this MAR model takes 'full' (it "
-                               "recomputes every step and has no KV cache)");
+  mar::MarFlopCounter flops;
+  // "full": the exact recomputation; "lazymar:...": LazyMAR's feature caches. Others are refused with the list.
+  const std::unique_ptr<LazyMarCache> feature_cache = make_masked_feature_cache(request.policy, config, &flops);
   if (request.sampling.top_k != 0 || request.sampling.top_p != 1.0 || !request.sampling.sample)
     throw InvalidArgumentError("top-k, top-p and greedy apply to token models; MAR samples continuous tokens with its "
                                "diffusion head (use --temperature)");
@@ -63,6 +63,8 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
   int64_t unknown_before = seq_len;
   mar::MaskedHooks hooks;
   hooks.cancelled = ctx.cancelled;
+  hooks.feature_cache = feature_cache.get();
+  hooks.flops = &flops;
   hooks.on_step = [&](const mar::MaskedStep& step) {
     const double ms = elapsed_ms();
     emit(ctx.sink, TokenProgressEvent{step.tokens_done, seq_len, ms, ms > 0 ? step.tokens_done * 1000.0 / ms : 0});
@@ -78,6 +80,15 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
         (*step.orders)[0].narrow(0, unknown_after, unknown_before - unknown_after).to(at::kCPU, at::kInt).contiguous();
     unit.predicted_positions.assign(positions.data_ptr<int32_t>(), positions.data_ptr<int32_t>() + positions.numel());
     unknown_before = unknown_after;
+    unit.flops = batch > 0 ? flops.step / static_cast<double>(batch) : 0;
+    if (feature_cache && feature_cache->last_step().recomputed.defined()) {
+      const auto& report = feature_cache->last_step();
+      at::Tensor r = report.recomputed[0].to(at::kByte).contiguous();
+      unit.recomputed.assign(r.data_ptr<uint8_t>(), r.data_ptr<uint8_t>() + r.numel());
+      unit.unconditional_computed = report.unconditional_computed;
+    } else {
+      unit.recomputed.assign(static_cast<size_t>(seq_len), 1);
+    }
     const bool last_unit = step.step + 1 == step.steps_total;
     const bool within_share = request.preview_max_share <= 0 || last_unit || preview_ms <= request.preview_max_share * ms;
     if (request.preview_every_units > 0 && (step.step + 1) % request.preview_every_units == 0 && within_share) {
@@ -106,7 +117,8 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
   }
   result.policy = request.policy;
   result.elapsed_ms = elapsed_ms();
-  emit(ctx.sink, FinishedEvent{result.elapsed_ms});
+  result.flops = batch > 0 ? flops.total / static_cast<double>(batch) : 0;
+  emit(ctx.sink, FinishedEvent{result.elapsed_ms, result.flops});
   return result;
 }
 

@@ -6,7 +6,10 @@
 // when asked for, a preview decoded from the tokens known so far (unknown tokens
 // are zero latents, as upstream initialises them), then the result. MAR has no
 // KV cache: the memory fields stay 0, retained masks and attention maps are not
-// produced, and the only policy is "full" (full recomputation every step).
+// produced. Policies: "full" (full recomputation every step) or "lazymar:..."
+// (LazyMAR's feature caches, engine/cache/policies/lazymar_policy.h); each unit
+// event says which positions were recomputed and the step's counted FLOPs, and
+// the result carries the FLOPs per image.
 #include <functional>
 #include <string>
 

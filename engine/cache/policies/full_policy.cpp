@@ -3,8 +3,10 @@
 namespace kvs {
 
 PolicyInfo full_policy_info() {
-  return {"full", "no eviction: the uncompressed KV cache", "-", {},
-          [](const PolicyParams&, const PolicyContext& c) { return std::make_unique<FullPolicy>(c); }};
+  PolicyInfo info{"full", "no eviction: the uncompressed KV cache (masked models: full recomputation every step)", "-", {},
+                  [](const PolicyParams&, const PolicyContext& c) { return std::make_unique<FullPolicy>(c); }};
+  info.families = {"raster", "scale", "masked"};
+  return info;
 }
 
 }  // namespace kvs

@@ -23,7 +23,9 @@ Range range_for(const PolicyParamSpec& p) {
       {"n_init", {0, 4096}},    {"r", {0, 64}},              {"recent", {0, 1}},
       {"threshold", {0, 65536}}, {"tau", {0.01, 1}},         {"local_window", {0, 65536}},
       {"recent_lines", {0, 64}}, {"alpha", {0, 1}},          {"lambda", {0, 1}},
-      {"window", {0, 65536}},   {"kernel", {1, 63}},
+      {"window", {0, 65536}},   {"kernel", {1, 63}},        {"start", {0, 4096}},
+      {"interval", {1, 4096}},  {"ratio", {0.01, 1}},       {"extra", {0, 4096}},
+      {"layer", {0, 64}},       {"head_threshold", {1, 1000}},
   };
   if (auto it = known.find(p.name); it != known.end()) return it->second;
   switch (p.type) {
@@ -48,7 +50,7 @@ PolicyParamKind kind_of(ParamType t) {
 std::vector<PolicyCatalogEntry> build_catalog() {
   std::vector<PolicyCatalogEntry> out;
   for (const PolicyInfo& info : policy_registry()) {
-    PolicyCatalogEntry e{info.name, info.summary, info.reference, {}};
+    PolicyCatalogEntry e{info.name, info.summary, info.reference, {}, info.families};
     for (const PolicyParamSpec& p : info.params) {
       const Range r = range_for(p);
       e.params.push_back({p.name, kind_of(p.type), p.default_value, r.minimum, r.maximum, p.description, p.choices});

@@ -30,6 +30,7 @@ struct PolicyCatalogEntry {
   std::string summary;    // one line
   std::string reference;  // paper and section
   std::vector<PolicyParamInfo> params;
+  std::vector<std::string> families;  // "raster", "scale", "masked" (see PolicyInfo::families)
   bool has_budget() const;  // takes the shared rho / budget parameters
 };
 

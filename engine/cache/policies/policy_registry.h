@@ -44,7 +44,13 @@ struct PolicyInfo {
   std::string summary;
   std::string reference;  // paper and section
   std::vector<PolicyParamSpec> params;
+  // Builds the KV-cache policy (raster and next-scale families). A policy that
+  // serves only the masked family (a feature cache, e.g. lazymar) throws here.
   std::function<std::unique_ptr<CachePolicy>(const PolicyParams&, const PolicyContext&)> create;
+  // The model families the policy serves: "raster", "scale" (only where the
+  // policy's supports_units() is true, or "full"), "masked" (MAR: "full" and the
+  // feature caches, built by make_masked_feature_cache in lazymar_policy.h).
+  std::vector<std::string> families = {"raster", "scale"};
 };
 
 const std::vector<PolicyInfo>& policy_registry();

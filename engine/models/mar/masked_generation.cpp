@@ -98,6 +98,7 @@ MaskedResult generate_masked(const MarModel& model, const at::Tensor& labels_in,
   int64_t unknown_count = seq_len;
   for (int64_t step = 0; step < params.num_iter; ++step) {
     check_cancel();
+    if (hooks.flops) hooks.flops->begin_step();
     // The step's plan (upstream computes it right after the forward; it only depends on the order).
     const int64_t mask_len = mask_len_after_step(step, params.num_iter, seq_len, unknown_count);
     const at::Tensor unknown_next = mask_by_order(mask_len, orders);
@@ -122,11 +123,15 @@ MaskedResult generate_masked(const MarModel& model, const at::Tensor& labels_in,
     } else {
       at::Tensor encoded = transformer.forward_encoder(input.tokens, input.mask, input.class_embedding, hooks.observer);
       z = transformer.forward_decoder(encoded, input.mask, hooks.observer);
+      if (hooks.flops) hooks.flops->add(MarFlops::full_transformer(config, rows, seq_len - unknown_count));
     }
     const int64_t width = z.size(2);
     at::Tensor z_rows = at::masked_select(z, input.to_predict.unsqueeze(-1)).reshape({-1, width});
     GaussianDiffusion::ModelFn head_fn;
     if (hooks.feature_cache) head_fn = hooks.feature_cache->head_model(*model.head, input, z_rows, cfg_iter);
+    // The exact head runs on every row of z_rows (forward_with_cfg doubles the conditional half) per reverse step.
+    if (hooks.flops && !head_fn)
+      hooks.flops->add(static_cast<double>(model.diffusion->num_timesteps()) * MarFlops::head_forward(config, z_rows.size(0)));
     at::Tensor sampled =
         sample_head(*model.head, *model.diffusion, z_rows, params.temperature, cfg_iter, rng, head_fn, hooks.cancelled);
     if (guided) sampled = sampled.narrow(0, 0, sampled.size(0) / 2);  // drop the null-class samples

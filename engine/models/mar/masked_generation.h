@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "engine/models/mar/gaussian_diffusion.h"
+#include "engine/models/mar/mar_flops.h"
 #include "engine/models/mar/mar_transformer.h"
 
 namespace kvs::mar {
@@ -92,6 +93,10 @@ struct MaskedHooks {
   std::function<void(const MaskedStep&)> on_step;
   MarFeatureCache* feature_cache = nullptr;     // null: the full computation
   const MarBlockObserver* observer = nullptr;   // per-block hooks of the full computation
+  // Counts the matmul/attention FLOPs executed (mar_flops.h): the full computation
+  // and the exact head here; a feature cache counts what it runs itself (and its
+  // head_model's evaluations). begin_step() is called before every step.
+  MarFlopCounter* flops = nullptr;
 };
 
 struct MaskedResult {
