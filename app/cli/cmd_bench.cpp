@@ -26,17 +26,21 @@ const char* kHelp = R"(usage: kvstudio-cli bench --policies SPEC[,SPEC...] [opti
 
 Generates the same classes and seeds under each policy and compares it with the
 full cache: KV memory, speed, token agreement, PSNR and SSIM. "full" always runs
-first as the reference. On a trained demo model (one that ships its evaluation
+first as the reference. Masked (MAR) models take feature caches instead
+(full,lazymar:...): FLOPs per image (counted), speed-up, PSNR and SSIM vs full.
+On a trained demo model (one that ships its evaluation
 classifier) each policy's images are also judged: class accuracy and demo-FID
 against held-out procedural-world images of the same classes.
 
   --model DIR         model bundle (default: the bundled demo model)
   --random ARCH       an official architecture with seeded random weights instead of --model:
                       llamagen-demo, llamagen-B@256, llamagen-L@384, llamagen-XL@384, ...,
-                      var-demo, var-d16, var-d20, var-d24, var-d30, var-d36 (512 px), var-d16@512
+                      var-demo, var-d16, var-d20, var-d24, var-d30, var-d36 (512 px), var-d16@512,
+                      mar-demo, mar-B, mar-L, mar-H
                       (written to a temporary folder in f16 and removed afterwards)
   --policies LIST     comma-separated specs; a comma before KEY= continues a spec:
                       full,streaming:rho=1/4,sink=4,linear:rho=1/6,n_init=4
+  --steps N           masked (MAR) models: decoding steps (default: the model's, else 64)
   --batch N           images per generation run (default 1)
   --images M          images per policy (default: --batch); runs of --batch, the last may be smaller
   --seed S            run r uses seed S + r (default 0)
@@ -84,12 +88,22 @@ std::string fixed(double v, int digits) {
 void print_table(const std::vector<BenchRecord>& records) {
   // Demo bundles (with an evaluation classifier) add class accuracy and demo-FID.
   const bool judged = !records.empty() && !std::isnan(records[0].class_accuracy);
+  // Masked (MAR) models: no KV cache; FLOPs and time instead.
+  const bool masked = !records.empty() && records[0].family == "mar";
   std::vector<std::string> header{"policy", "KV MiB", "% full", "alloc MiB", "alloc/log", "tok/s",
                                   "speedup", "agree %", "PSNR dB", "SSIM"};
+  if (masked) header = {"policy", "GFLOPs/img", "% full FLOPs", "s/img", "speedup", "PSNR dB", "SSIM"};
   if (judged) header.insert(header.end(), {"class acc %", "demo-FID"});
   std::vector<std::vector<std::string>> rows{header};
   for (const auto& r : records) {
     const double mib = 1048576.0;
+    if (masked) {
+      rows.push_back({r.policy, fixed(r.flops / 1e9, 2), fixed(100.0 * r.flops_vs_full, 1),
+                      fixed(r.images > 0 ? r.generation_ms / 1000.0 / r.images : NAN, 2), fixed(r.speedup_vs_full, 2),
+                      r.identical_images == r.images ? "inf" : fixed(r.psnr, 2), fixed(r.ssim, 4)});
+      if (judged) rows.back().insert(rows.back().end(), {fixed(100.0 * r.class_accuracy, 1), fixed(r.demo_fid, 2)});
+      continue;
+    }
     rows.push_back({r.policy, fixed(r.kv_bytes_logical / mib, 2),
                     fixed(r.kv_bytes_full > 0 ? 100.0 * r.kv_bytes_logical / r.kv_bytes_full : NAN, 1),
                     fixed(r.kv_bytes_allocated / mib, 2),
@@ -111,9 +125,11 @@ void print_table(const std::vector<BenchRecord>& records) {
     std::printf("%s\n", line.c_str());
   }
   if (!records.empty())
-    std::printf("model %s on %s, %dx%d tokens, %lld images per policy in runs of %lld%s\n", records[0].model.c_str(),
+    std::printf("model %s on %s, %dx%d tokens%s, %lld images per policy in runs of %lld%s\n", records[0].model.c_str(),
                 records[0].device.c_str(), static_cast<int>(records[0].grid_height),
-                static_cast<int>(records[0].grid_width), static_cast<long long>(records[0].images),
+                static_cast<int>(records[0].grid_width),
+                records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",
+                static_cast<long long>(records[0].images),
                 static_cast<long long>(records[0].batch),
                 records[0].rounds > 1 ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
                                       : "");
@@ -124,7 +140,8 @@ void print_table(const std::vector<BenchRecord>& records) {
 int cmd_bench(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--random", "--policies", "--batch", "--images", "--seed", "--classes", "--cfg",
-               "--temperature", "--top-k", "--top-p", "--device", "--threads", "--json", "--chart", "--rounds"},
+               "--temperature", "--top-k", "--top-p", "--device", "--threads", "--json", "--chart", "--rounds",
+               "--steps"},
               {"--quiet", "--no-warmup", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -145,6 +162,10 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (p.has("--temperature")) options.temperature = p.get_double("--temperature", 0);
   if (p.has("--top-k")) options.top_k = p.get_int("--top-k", 0);
   if (p.has("--top-p")) options.top_p = p.get_double("--top-p", 0);
+  if (p.has("--steps")) {
+    options.steps = p.get_int("--steps", 0);
+    if (options.steps < 1 || options.steps > 4096) throw InvalidArgumentError("option --steps must be between 1 and 4096");
+  }
   options.warmup = !p.flag("--no-warmup");
   options.rounds = p.get_int("--rounds", 1);
   if (options.rounds < 1 || options.rounds > 100) throw InvalidArgumentError("option --rounds must be between 1 and 100");

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "engine/bench/demo_quality_judge.h"
+#include "engine/cache/policies/lazymar_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -20,6 +21,8 @@
 #include "engine/models/llamagen/llamagen_config.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
 #include "engine/models/llamagen/raster_generation.h"
+#include "engine/models/mar/mar_config.h"
+#include "engine/models/mar/mar_random_init.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/var_config.h"
 #include "engine/models/var/var_random_init.h"
@@ -43,8 +46,34 @@ struct RandomArch {
   llamagen::VqConfig vq;
   var::VarConfig var;
   var::VqvaeConfig vae;
+  mar::MarConfig mar;
+  mar::KlVaeConfig kl;
+  nlohmann::json mar_defaults;
   std::string name;
 };
+
+// "mar-demo" (mar_random_init.h) or an official size "mar-B" | "mar-L" | "mar-H".
+RandomArch parse_random_mar_arch(const std::string& text) {
+  RandomArch arch;
+  arch.family = "mar";
+  arch.name = text + "-random";
+  if (text == "mar-demo") {
+    arch.mar = mar::demo_mar_config();
+    arch.kl = mar::demo_kl_vae_config();
+    arch.mar_defaults = mar::mar_sampling_defaults("mar-B");
+    return arch;
+  }
+  const auto names = mar::mar_preset_names();
+  if (std::find(names.begin(), names.end(), text) == names.end()) {
+    std::string known = "mar-demo";
+    for (const auto& n : names) known += ", " + n;
+    throw InvalidArgumentError("--random: unknown architecture '" + text + "' (MAR sizes: " + known + ")");
+  }
+  arch.mar = mar::mar_preset(text);
+  arch.kl = mar::kl16_config();
+  arch.mar_defaults = mar::mar_sampling_defaults(text);
+  return arch;
+}
 
 RandomArch parse_random_var_arch(const std::string& text) {
   RandomArch arch;
@@ -77,10 +106,11 @@ RandomArch parse_random_var_arch(const std::string& text) {
 
 RandomArch parse_random_arch(const std::string& text) {
   if (text.rfind("var-", 0) == 0) return parse_random_var_arch(text);
+  if (text.rfind("mar-", 0) == 0) return parse_random_mar_arch(text);
   std::string sizes;
   for (const auto& n : llamagen::gpt_preset_names()) sizes += (sizes.empty() ? "" : "|") + n.substr(4);
   const std::string expected = "expected llamagen-demo or llamagen-<" + sizes +
-                               ">@<image size, e.g. 256 or 384>, or var-demo / var-<d16..d36>";
+                               ">@<image size, e.g. 256 or 384>, or var-demo / var-<d16..d36>, or mar-demo / mar-<B|L|H>";
   RandomArch arch;
   arch.name = text + "-random";
   if (text == "llamagen-demo") {
@@ -229,7 +259,11 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"batch", r.batch},
           {"model", r.model},
           {"device", r.device},
-          {"grid", {r.grid_height, r.grid_width}}};
+          {"grid", {r.grid_height, r.grid_width}},
+          {"family", r.family},
+          {"steps", r.steps > 0 ? nlohmann::json(r.steps) : nlohmann::json(nullptr)},
+          {"flops", number_or_null(r.flops)},
+          {"flops_vs_full", number_or_null(r.flops_vs_full)}};
 }
 
 nlohmann::json to_json(const std::vector<BenchRecord>& records) {
@@ -260,22 +294,30 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   std::string family = "llamagen";
   llamagen::GptConfig gpt;
   var::VarConfig var_config;
+  mar::MarConfig mar_config;
   nlohmann::json defaults = nlohmann::json::object();
   if (!options.random_arch.empty()) {
     random = parse_random_arch(options.random_arch);
     family = random->family;
     gpt = random->gpt;
     var_config = random->var;
+    mar_config = random->mar;
+    if (family == "mar") defaults = random->mar_defaults;
   } else {
     const io::ModelBundle bundle = io::ModelBundle::open(options.model_path);
     family = bundle.family();
     if (family == "var") var_config = var::var_config_from_json(bundle.manifest.at("architecture").at("var"));
     else if (family == "llamagen") gpt = llamagen::gpt_config_from_json(bundle.manifest.at("architecture").at("gpt"));
-    else throw InvalidArgumentError("model family '" + family + "' is not supported by bench yet (supported: llamagen, var)");
+    else if (family == "mar") mar_config = mar::mar_config_from_json(bundle.manifest.at("architecture").at("mar"));
+    else throw InvalidArgumentError("model family '" + family + "' is not supported by bench yet (supported: llamagen, var, mar)");
     defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
   }
   const bool next_scale = family == "var";
-  const int64_t num_classes = next_scale ? var_config.num_classes : gpt.num_classes;
+  const bool masked = family == "mar";
+  const int64_t num_classes = masked ? mar_config.class_num : next_scale ? var_config.num_classes : gpt.num_classes;
+  if (options.steps < 0 || options.steps > 4096) throw InvalidArgumentError("bench: steps must be between 1 and 4096");
+  if (options.steps != 0 && !masked)
+    throw InvalidArgumentError("bench: --steps applies to masked (MAR) models only; this model is of family '" + family + "'");
 
   GenerationRequest base;
   base.cfg_scale = options.cfg.value_or(defaults.value("cfg_scale", 4.0));
@@ -284,6 +326,10 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   base.sampling.top_p = options.top_p.value_or(defaults.value("top_p", 1.0));
   base.device = options.device;
   base.threads = options.threads;
+  if (masked) {
+    base.steps = options.steps > 0 ? options.steps : defaults.value("steps", int64_t{64});
+    base.cfg_schedule = defaults.value("cfg_schedule", std::string("linear"));
+  }
 
   // Classes per image, checked against the model.
   std::vector<int64_t> classes(static_cast<size_t>(options.images));
@@ -298,7 +344,11 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
 
   // Every policy is built once on the real geometry, so impossible budgets are
   // refused before the first (possibly long) run.
+  // Masked models: every spec must name a feature cache (or full) with valid parameters.
+  if (masked)
+    for (const auto& spec : specs) make_masked_feature_cache(spec.text(), mar_config);
   for (int64_t b : {options.batch, (options.images - 1) % options.batch + 1}) {
+    if (masked) break;
     // VAR: CFG rows unless cfg is 0, and only policies written for scale units.
     const PolicyContext context = next_scale ? var::scale_policy_context(var_config, b, base.cfg_scale != 0.0, options.seed)
                                              : llamagen::raster_policy_context(gpt, b, base.cfg_scale > 1.0, options.seed);
@@ -320,7 +370,10 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   std::string model_path = options.model_path;
   if (random) {
     temp.emplace();
-    if (next_scale)
+    if (masked)
+      mar::write_random_mar_bundle(temp->path.string(), random->name, random->mar, random->kl, options.seed, "f16",
+                                   &random->mar_defaults);
+    else if (next_scale)
       var::write_random_var_bundle(temp->path.string(), random->name, random->var, random->vae, options.seed, "f16");
     else
       llamagen::write_random_llamagen_bundle(temp->path.string(), random->name, random->gpt, random->vq, options.seed, "f16");
@@ -351,6 +404,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     std::vector<std::vector<int32_t>> tokens;
     std::vector<RgbImage> images;
     double best_ms = 0;
+    double flops_sum = 0;  // masked: per-image FLOPs x images, first round
   };
   std::vector<PolicyRuns> all(specs.size());
   for (int64_t round = 0; round < options.rounds; ++round) {
@@ -386,6 +440,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
           rec.device = result.device;
           rec.grid_height = result.grid_height;
           rec.grid_width = result.grid_width;
+          pr.flops_sum += result.flops * static_cast<double>(result.images.size());
           for (auto& t : result.tokens) pr.tokens.push_back(std::move(t));
           for (auto& im : result.images) pr.images.push_back(std::move(im));
         }
@@ -419,14 +474,24 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     const double image_tokens = static_cast<double>(options.images * rec.grid_height * rec.grid_width);
     rec.tokens_per_s = rec.generation_ms > 0 ? image_tokens * 1000.0 / rec.generation_ms : 0;
     std::vector<double> agreement, psnrs, ssims;
-    for (size_t i = 0; i < tokens.size(); ++i) {
-      agreement.push_back(token_agreement(tokens[i], ref_tokens[i]));
-      if (tokens[i] == ref_tokens[i]) ++rec.identical_images;
+    for (size_t i = 0; i < images.size(); ++i) {
       const double p = psnr(images[i], ref_images[i]);
+      if (masked) {
+        // MAR's tokens are continuous: compare pixels (its "tokens" are the generation orders).
+        if (!std::isfinite(p)) ++rec.identical_images;
+      } else {
+        agreement.push_back(token_agreement(tokens[i], ref_tokens[i]));
+        if (tokens[i] == ref_tokens[i]) ++rec.identical_images;
+      }
       if (std::isfinite(p)) psnrs.push_back(p);
       ssims.push_back(ssim(images[i], ref_images[i]));
     }
-    rec.token_agreement = mean(agreement);
+    rec.token_agreement = mean(agreement);  // NaN for masked models (no agreement entries)
+    rec.family = family;
+    rec.steps = masked ? base.steps : 0;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    rec.flops = masked && !images.empty() ? all[pi].flops_sum / static_cast<double>(images.size()) : nan;
+    rec.flops_vs_full = masked && all[0].flops_sum > 0 ? all[pi].flops_sum / all[0].flops_sum : nan;
     rec.psnr = mean(psnrs);
     rec.ssim = mean(ssims);
     rec.class_accuracy = rec.demo_fid = std::numeric_limits<double>::quiet_NaN();

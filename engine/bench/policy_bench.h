@@ -30,6 +30,16 @@
 // - class_accuracy and demo_fid judge each policy's images with the bundle's
 //   evaluation classifier (engine/bench/demo_quality_judge.h); NaN (JSON null) for
 //   bundles without one (random weights, converted official checkpoints).
+// - Masked models (MAR: --random mar-demo|mar-B|mar-L|mar-H or a MAR bundle):
+//   the policies are feature caches ("full" = full recomputation every step,
+//   "lazymar:..."); --steps sets the decoding steps (default: the bundle's
+//   sampling_defaults, else 64). flops is the matmul/attention FLOPs per image
+//   counted during the run (engine/models/mar/mar_flops.h: transformer and
+//   diffusion head, what a cache skipped is not counted; VAE decoding excluded),
+//   averaged over the images; flops_vs_full its share of the full run's. The KV
+//   fields stay 0 (MAR has no KV cache); MAR's "tokens" are continuous latents,
+//   so token_agreement is NaN (JSON null) and identical_images counts images
+//   whose pixels equal the full run's. For the other families flops is NaN.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -43,7 +53,8 @@ namespace kvs {
 
 struct BenchOptions {
   std::string model_path;   // a bundle folder, or
-  std::string random_arch;  // "llamagen-B@384", "llamagen-XL@256", "llamagen-demo", "var-d16", "var-demo": seeded random
+  std::string random_arch;  // "llamagen-B@384", "llamagen-XL@256", "llamagen-demo", "var-d16", "var-demo",
+                            // "mar-demo", "mar-B", "mar-L", "mar-H": seeded random
                             // weights written (f16) to a temporary bundle, removed afterwards
   std::vector<std::string> policies;  // specs, e.g. "linear:rho=1/6,n_init=4"
   int64_t batch = 1;                  // images per generation run
@@ -63,6 +74,7 @@ struct BenchOptions {
   int64_t rounds = 1;
   std::string device = "auto";
   int threads = 0;
+  int64_t steps = 0;  // masked models (MAR): decoding steps; 0 = the bundle's default, else 64
 };
 
 struct BenchRecord {
@@ -88,6 +100,10 @@ struct BenchRecord {
   double class_accuracy = 0;                   // fraction; NaN without an evaluation classifier
   double demo_fid = 0;                         // NaN without an evaluation classifier or < 2 images
   int64_t quality_reference_images = 0;        // held-out images demo_fid is measured against
+  double flops = 0;                            // masked models: FLOPs per image (see above); NaN otherwise
+  double flops_vs_full = 0;                    // flops / the full run's flops; NaN when not counted
+  int64_t steps = 0;                           // masked models: decoding steps; 0 otherwise
+  std::string family;                          // "llamagen" | "var" | "mar"
   int64_t images = 0, batch = 0;
   std::string model, device;
   int64_t grid_height = 0, grid_width = 0;
