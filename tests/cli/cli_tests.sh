@@ -178,6 +178,28 @@ expect_error bench-impossible-budget "policy linear: .*impossible" -- bench --po
 expect_error bench-bad-random "--random: unknown architecture 'llamagen-Q@256'" -- bench --random llamagen-Q@256 --policies full --quiet
 expect_error bench-bad-rounds "option --rounds must be between 1 and 100" -- bench --policies full --rounds 0 --quiet
 
+# bench on a masked (MAR) model: feature caches, FLOPs counted per image, agreement by pixels,
+# no evaluation classifier -> class_accuracy null; KV fields 0.
+if "$cli" bench --model "$work/mar" --steps 6 --policies full,lazymar:start=1,interval=4 --threads 1 \
+     --json "$work/mar_bench.json" --quiet >/dev/null && python3 -c '
+import json, math, sys
+full, lazy = json.load(open(sys.argv[1]))
+assert full["policy"] == "full" and lazy["policy"] == "lazymar:interval=4,start=1", (full["policy"], lazy["policy"])
+for r in (full, lazy):
+    assert r["family"] == "mar" and r["steps"] == 6 and r["kv_bytes_full"] == 0, r
+    assert r["class_accuracy"] is None and r["token_agreement"] is None, r
+    assert r["flops"] > 0 and r["ssim"] is not None, r
+assert full["flops_vs_full"] == 1 and full["identical_images"] == 1, full
+assert 0 < lazy["flops"] < full["flops"] and abs(lazy["flops_vs_full"] - lazy["flops"] / full["flops"]) < 1e-9, lazy
+' "$work/mar_bench.json" 2>&1; then
+  pass bench-mar
+else
+  fail bench-mar
+fi
+expect_error bench-mar-kv-policy "masked \(MAR\) models take" -- bench --model "$work/mar" --policies full,linear:rho=1/4 --quiet
+expect_error bench-steps-not-mar "applies to masked \(MAR\) models only" -- bench --policies full --steps 8 --quiet
+expect_error bench-mar-bad-random "unknown architecture 'mar-XL'" -- bench --random mar-XL --policies full --quiet
+
 # world: the procedural image world (class list, labelled grid, clear errors).
 if [[ $("$cli" world --list | grep -c .) -ge 10 ]] && "$cli" world --list | grep -q "^ 1  mountains"; then
   pass world-list
