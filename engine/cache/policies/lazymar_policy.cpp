@@ -264,7 +264,7 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
   d = t.block_attend(MarStack::Decoder, sim_layer_, d, qs.q, qs.k, qs.v);
   count(MarFlops::block_qkv(c, true, R, positions) + MarFlops::block_attend(c, true, R, positions, positions));
   // S(x_i): cosine similarity of this step's and the previous step's values, averaged over heads.
-  at::Tensor score = at::cosine_similarity(qs.v, sim_v_, -1, 1e-8).mean(1);  // [R, positions]
+  const at::Tensor score = at::cosine_similarity(qs.v, sim_v_, -1, 1e-8).mean(1);  // [R, positions]
   sim_v_ = qs.v.clone();
   const at::Tensor forced = with_buffer(at::logical_or(in.to_predict.narrow(0, 0, R), in.predicted_before.narrow(0, 0, R)),
                                         buffer, false)
@@ -280,11 +280,15 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
   if (selected_count >= positions) {
     selected = at::ones({R, positions}, forced.options());
   } else {
-    score = score.masked_fill(forced, -std::numeric_limits<float>::infinity());
-    const at::Tensor order = std::get<1>(score.sort(/*stable=*/true, /*dim=*/1, /*descending=*/false));
+    const at::Tensor ranked = score.masked_fill(forced, -std::numeric_limits<float>::infinity());
+    const at::Tensor order = std::get<1>(ranked.sort(/*stable=*/true, /*dim=*/1, /*descending=*/false));
     selected = at::zeros({R, positions}, forced.options());
     selected.scatter_(1, order.narrow(1, 0, selected_count), true);
   }
+  report_.similarity = score.to(at::kCPU);
+  report_.selected = selected.to(at::kCPU);
+  report_.forced_tokens = forced_count;
+  report_.selected_tokens = selected_count;
   at::Tensor xs = t.block_mlp(MarStack::Decoder, sim_layer_, select_tokens(d, selected));
   count(MarFlops::block_mlp(c, true, R, selected_count));
   for (int64_t l = sim_layer_ + 1; l < c.decoder_depth; ++l) {

@@ -117,9 +117,20 @@ class LazyMarCache : public mar::MarFeatureCache {
     // the decoder blocks from the similarity block on (all at refresh steps).
     at::Tensor recomputed;
     int64_t recomputed_tokens = 0;  // image 0, grid positions
+    // Lazy steps only (undefined at refresh steps), over the cached rows and every
+    // sequence position (buffer first), CPU: the cosine similarity S(x_i) of block
+    // s's values (Eq. 8), I_compute (bool), and how many positions were forced
+    // (predicted now or at the previous step) / selected per row.
+    at::Tensor similarity, selected;
+    int64_t forced_tokens = 0, selected_tokens = 0;
   };
   const StepReport& last_step() const { return report_; }
   const LazyMarParams& params() const { return params_; }
+  int64_t similarity_layer() const { return sim_layer_; }
+  // C_cond = X_uncond - X_cond at the last decoder block (refresh steps with CFG), [B, N, D].
+  const at::Tensor& condition_difference() const { return cond_diff_; }
+  // The last decoder block's output per cached row as of the last step (pre decoder_norm), [rows, N, D].
+  const at::Tensor& last_decoder_output() const { return dec_last_; }
 
  private:
   at::Tensor refresh(const mar::MarTransformer& t, const mar::MarStepInput& in);
