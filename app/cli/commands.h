@@ -14,5 +14,6 @@ int cmd_inspect(const std::vector<std::string>& args);
 int cmd_policies(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
 int cmd_world(const std::vector<std::string>& args);
+int cmd_calibrate(const std::vector<std::string>& args);
 
 }  // namespace kvs::cli

@@ -23,6 +23,7 @@ commands:
   create-random   write a randomly initialised bundle (demo or any official size)
   inspect <png>   print the generation parameters stored in a PNG made by KV Studio
   policies        list the KV-cache policies and their parameters
+  calibrate       HeatKV's offline calibration of a VAR model (scale-to-scale attention)
   bench           compare KV-cache policies with the full cache (memory, speed, PSNR, SSIM)
   world           the procedural image world of the demo models: list classes, render a grid
 
@@ -73,6 +74,7 @@ int main(int argc, char** argv) {
     if (command == "policies") return kvs::cli::cmd_policies(rest);
     if (command == "bench") return kvs::cli::cmd_bench(rest);
     if (command == "world") return kvs::cli::cmd_world(rest);
+    if (command == "calibrate") return kvs::cli::cmd_calibrate(rest);
     throw kvs::InvalidArgumentError("unknown command '" + command + "' (see kvstudio-cli --help)");
   } catch (const kvs::CancelledError& e) {
     std::fprintf(stderr, "kvstudio-cli: %s\n", e.what());

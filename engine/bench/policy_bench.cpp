@@ -27,6 +27,7 @@
 #include "engine/models/var/var_config.h"
 #include "engine/models/var/var_random_init.h"
 #include "engine/session/generation_session.h"
+#include "engine/cache/policies/scale_attention_profile.h"
 
 namespace kvs {
 namespace {
@@ -350,8 +351,11 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   for (int64_t b : {options.batch, (options.images - 1) % options.batch + 1}) {
     if (masked) break;
     // VAR: CFG rows unless cfg is 0, and only policies written for scale units.
-    const PolicyContext context = next_scale ? var::scale_policy_context(var_config, b, base.cfg_scale != 0.0, options.seed)
-                                             : llamagen::raster_policy_context(gpt, b, base.cfg_scale > 1.0, options.seed);
+    PolicyContext context = next_scale ? var::scale_policy_context(var_config, b, base.cfg_scale != 0.0, options.seed)
+                                       : llamagen::raster_policy_context(gpt, b, base.cfg_scale > 1.0, options.seed);
+    // HeatKV's calibration comes later (the bundle's, or the session's own): a
+    // stand-in of the right geometry checks its parameters now.
+    if (next_scale) context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
     for (const auto& spec : specs) {
       const auto policy = make_policy(spec.text(), context);
       if (next_scale && policy->name() != "full" && !policy->supports_units())

@@ -38,6 +38,7 @@ struct GenerationSession::Impl {
   std::string family;             // of the loaded model: "llamagen" | "var" | "mar"
   llamagen::LlamaGenModel model;
   var::VarModel var_model;
+  std::shared_ptr<const ScaleAttentionProfile> var_profile;  // HeatKV's calibration, once needed
   mar::MarModel mar_model;
 };
 
@@ -67,6 +68,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       impl_->loaded_key.clear();
       impl_->model = llamagen::LlamaGenModel{};
       impl_->var_model = var::VarModel{};
+      impl_->var_profile.reset();
       impl_->mar_model = mar::MarModel{};
       if (family == "var") impl_->var_model = var::VarModel::load(bundle, torch_device);
       else if (family == "mar") impl_->mar_model = mar::MarModel::load(bundle, torch_device);
@@ -89,6 +91,8 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     if (impl_->family == "var") {
       ScaleSessionContext scale;
       scale.model = &impl_->var_model;
+      scale.bundle_dir = bundle.dir;
+      scale.scale_profile = &impl_->var_profile;
       scale.request = &request;
       scale.sink = sink;
       scale.device_description = device.description;

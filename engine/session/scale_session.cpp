@@ -4,11 +4,15 @@
 #include <ATen/TensorOperators.h>
 
 #include <chrono>
+#include <filesystem>
 #include <memory>
 
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/core/logging.h"
 #include "engine/core/errors.h"
 #include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/event_snapshots.h"
 
@@ -52,6 +56,41 @@ std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const Po
   return policy;
 }
 
+// Policies that rank heads from a calibration of the model (HeatKV).
+bool needs_scale_profile(const std::string& spec) {
+  try {
+    return parse_policy_spec(spec).name == "heatkv";
+  } catch (const InvalidArgumentError&) {
+    return false;  // make_scale_policy reports the spec's problem
+  }
+}
+
+// The model's calibration: the session's, the bundle's file, or a fresh one on a
+// few classes (kept in the session for later runs).
+std::shared_ptr<const ScaleAttentionProfile> scale_profile_for(const ScaleSessionContext& ctx) {
+  if (ctx.scale_profile == nullptr) return nullptr;
+  if (*ctx.scale_profile) return *ctx.scale_profile;
+  auto log = module_logger("session");
+  const std::string path = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
+  std::error_code ec;
+  if (!ctx.bundle_dir.empty() && std::filesystem::exists(path, ec)) {
+    *ctx.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
+    log.info("loaded the scale-attention calibration " + path);
+    return *ctx.scale_profile;
+  }
+  const var::VarModel& model = *ctx.model;
+  const std::vector<int64_t> classes = var::spread_classes(model.transformer->config().num_classes, 2);
+  log.warn("model " + model.name + " has no scale-attention calibration (" + std::string(kScaleAttentionProfileFile) +
+           "): calibrating on 2 classes now; 'kvstudio-cli calibrate --policy heatkv --model DIR' stores one");
+  var::ScaleParams params;
+  params.cfg = ctx.request->cfg_scale;
+  params.sampling = ctx.request->sampling;
+  params.seed = 0;
+  *ctx.scale_profile =
+      std::make_shared<const ScaleAttentionProfile>(var::calibrate_scale_attention(model, classes, params, ctx.cancelled));
+  return *ctx.scale_profile;
+}
+
 }  // namespace
 
 GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
@@ -81,12 +120,17 @@ GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
   params.sampling = request.sampling;
   params.seed = request.seed;
 
+  PolicyContext context = var::scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
+  auto context_for = [&](const std::string& spec) {
+    if (needs_scale_profile(spec) && !context.scale_profile) context.scale_profile = scale_profile_for(ctx);
+    return context;
+  };
+  std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context_for(request.policy));
+  // A calibration made on the way (HeatKV, first use) is not counted in the run's time.
   const auto start = std::chrono::steady_clock::now();
   auto elapsed_ms = [&] {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   };
-  const PolicyContext context = var::scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
-  std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context);
   std::string policy_spec = request.policy;
   var::ScaleHooks hooks;
   hooks.policy = [&] { return policy.get(); };
@@ -162,7 +206,7 @@ GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
     std::optional<std::string> change = ctx.take_policy_change ? ctx.take_policy_change() : std::nullopt;
     if (change) {
       try {
-        policy = make_scale_policy(*change, context);
+        policy = make_scale_policy(*change, context_for(*change));
         policy_spec = *change;
         emit(ctx.sink, PolicyChangedEvent{step.scale, policy_spec, true, ""});
       } catch (const Error& e) {

@@ -176,8 +176,9 @@ TEST(LazyMar, LazyStepsRecomputeExactlyTheLeastSimilarAndForcedTokens) {
       EXPECT_TRUE(at::logical_or(sel, f.logical_not()).all().item<bool>()) << "step " << k << " row " << r;
       // Among the others, the recomputed ones are the least similar: max over them <= min over the reused ones.
       const at::Tensor free_sel = at::logical_and(sel, f.logical_not()), reused = sel.logical_not();
-      if (free_sel.any().item<bool>() && reused.any().item<bool>())
+      if (free_sel.any().item<bool>() && reused.any().item<bool>()) {
         EXPECT_LE(sim.masked_select(free_sel).max().item<float>(), sim.masked_select(reused).min().item<float>());
+      }
     }
     // The report's grid view is the selection without the buffer.
     EXPECT_TRUE(at::equal(s.report.recomputed, s.report.selected.narrow(1, c.buffer_size, c.seq_len())));

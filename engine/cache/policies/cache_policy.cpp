@@ -3,6 +3,8 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <vector>
+
 namespace kvs {
 
 at::Tensor image_entry_counts(const KvStore& store, int64_t layer, int64_t condition_tokens) {
@@ -29,6 +31,18 @@ at::Tensor keep_all_but_lowest(const at::Tensor& score, const at::Tensor& candid
   at::Tensor evict = (rank_of < evict_count.unsqueeze(-1)) & candidates;
   (void)length;
   return ~evict;
+}
+
+at::Tensor unit_of_slots(const KvStore& store, int64_t layer, const PolicyContext& context) {
+  const int64_t total = context.image_tokens();
+  std::vector<int64_t> table;
+  table.reserve(static_cast<size_t>(total) + 1);
+  table.push_back(-1);  // position -1 (empty slot) -> unit -1
+  for (size_t u = 0; u < context.unit_tokens.size(); ++u)
+    for (int64_t i = 0; i < context.unit_tokens[u]; ++i) table.push_back(static_cast<int64_t>(u));
+  const at::Tensor lookup = at::tensor(table, at::TensorOptions().dtype(at::kLong));
+  const at::Tensor positions = store.positions_tensor(layer).narrow(2, 0, store.max_length(layer));
+  return at::index_select(lookup, 0, (positions.clamp(-1, total - 1) + 1).reshape({-1})).reshape(positions.sizes());
 }
 
 int64_t decision_rows(const KvStore& store, const PolicyContext& context) {

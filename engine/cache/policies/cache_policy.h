@@ -20,6 +20,8 @@
 
 namespace kvs {
 
+struct ScaleAttentionProfile;  // scale_attention_profile.h
+
 struct PolicyContext {
   int64_t n_layer = 0, n_head = 0, kv_heads = 0, head_dim = 0;
   int64_t grid_height = 0, grid_width = 0;  // in tokens
@@ -31,6 +33,9 @@ struct PolicyContext {
   // order, e.g. 1, 4, 9, ..., 256; empty for raster models. Unit u occupies the
   // sequence positions [unit_begin(u), unit_begin(u) + unit_tokens[u]).
   std::vector<int64_t> unit_tokens;
+  // Next-scale family: the model's calibrated scale-to-scale attention, for the
+  // policies that rank heads offline (HeatKV); null when none is known.
+  std::shared_ptr<const ScaleAttentionProfile> scale_profile;
   int64_t image_tokens() const {
     if (unit_tokens.empty()) return grid_height * grid_width;
     int64_t total = 0;
@@ -81,6 +86,7 @@ class CachePolicy {
   // indices) and the unit's queries attend, without a causal mask, to every
   // retained entry (earlier scales and the unit itself). Per unit the calls are:
   //   for each layer l: append -> observe_unit_keys(l, u, keys) if wants_unit_keys()
+  //                     -> before_unit_attention(store, l, u)
   //                     -> attend -> observe_unit_attention(l, u, ...) if wants_key_mass()
   //                     -> after_unit_layer(store, l, u)
   //   then after_unit(store, u): the scale boundary (a policy swap happens after it).
@@ -97,6 +103,12 @@ class CachePolicy {
   // scale-to-scale attention mass).
   virtual void observe_unit_attention(int64_t /*layer*/, int64_t /*unit*/, const at::Tensor& /*key_mass*/,
                                       const at::Tensor& /*positions*/) {}
+  // Layer l has appended unit u's entries but not attended yet: evictions here
+  // decide what the unit's queries see (AMS-KV rolls its cache when a scale is
+  // appended, Algorithm 1; HeatKV evicts its early-pruned head-scales before a
+  // scale starts). The unit's own entries must stay until after_unit_layer: they
+  // are the unit's self-attention.
+  virtual void before_unit_attention(KvStore& /*store*/, int64_t /*layer*/, int64_t /*unit*/) {}
   // Layer l has attended for unit u: evictions in layer l here keep a budget after
   // every layer (HeatKV's greedy early pruning), not only between scales.
   virtual void after_unit_layer(KvStore& /*store*/, int64_t /*layer*/, int64_t /*unit*/) {}
@@ -117,6 +129,10 @@ struct ImageSlots {
   int64_t length = 0;
 };
 ImageSlots image_slots(const KvStore& store, int64_t layer, int64_t condition_tokens);
+
+// Next-scale family: the unit (scale) of every slot of `layer`, [rows, kv_heads,
+// max length] CPU int64, -1 for empty slots (needs context.unit_tokens).
+at::Tensor unit_of_slots(const KvStore& store, int64_t layer, const PolicyContext& context);
 
 // Keep mask that drops, per segment, the evict_count[r][h] candidates with the
 // lowest score (ties: the older entry goes first). Non-candidates are kept.

@@ -81,8 +81,12 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
         if (probe_attention) hooks.on_attention(layer, si, a, store);
       };
     }
-    if (policy != nullptr)
+    if (policy != nullptr) {
+      observer.before_attention = [policy, si](int64_t layer, KvStore& store) {
+        policy->before_unit_attention(store, layer, si);
+      };
       observer.after_layer = [policy, si](int64_t layer, KvStore& store) { policy->after_unit_layer(store, layer, si); };
+    }
 
     at::Tensor logits = transformer.forward_scale(x, condition, si, cache, observer);
     if (policy != nullptr) policy->after_unit(cache, si);

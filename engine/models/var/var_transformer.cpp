@@ -197,6 +197,7 @@ at::Tensor VarTransformer::forward_scale(const at::Tensor& x_in, const VarCondit
     auto [q, k, v] = qkv(blk, xn);
     cache.append(index, k, v, positions);
     if (observer.on_keys) observer.on_keys(index, k);
+    if (observer.before_attention) observer.before_attention(index, cache);
     KvAttention a = cache.attend(index, query_factor == 1.0 ? q : q * query_factor, positions, /*causal=*/false,
                                  observer.want_probs, observer.want_key_mass);
     if (observer.on_attention) observer.on_attention(index, a, cache);

@@ -34,6 +34,8 @@ struct ScaleObserver {
   std::function<void(int64_t layer)> before_layer;  // e.g. cancellation checks
   // The scale's keys as cached [rows, num_heads, T, head_dim], right after the append.
   std::function<void(int64_t layer, const at::Tensor& keys)> on_keys;
+  // After the append, before the scale's queries attend (a policy's rolling).
+  std::function<void(int64_t layer, KvStore& cache)> before_attention;
   bool want_key_mass = false;  // KvAttention::key_mass for on_attention
   bool want_probs = false;     // KvAttention::probs for on_attention
   std::function<void(int64_t layer, const KvAttention& attention, const KvStore& cache)> on_attention;

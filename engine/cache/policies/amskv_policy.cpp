@@ -1,0 +1,156 @@
+#include "engine/cache/policies/amskv_policy.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <cmath>
+#include <limits>
+
+#include "engine/core/errors.h"
+
+namespace kvs {
+namespace {
+
+int64_t side_of(int64_t tokens) {
+  const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(tokens))));
+  if (side * side != tokens)
+    throw InvalidArgumentError("policy amskv: scale of " + std::to_string(tokens) + " tokens is not a square map");
+  return side;
+}
+
+// keys [R, H, side*side, hd] -> the same map bilinearly resized to `to` x `to`.
+at::Tensor resize_key_map(const at::Tensor& keys, int64_t to) {
+  const int64_t r = keys.size(0), h = keys.size(1), hd = keys.size(3), side = side_of(keys.size(2));
+  at::Tensor map = keys.reshape({r, h, side, side, hd}).permute({0, 1, 4, 2, 3}).reshape({r, h * hd, side, side});
+  at::Tensor up = at::upsample_bilinear2d(map, {to, to}, /*align_corners=*/false);
+  return up.reshape({r, h, hd, to, to}).permute({0, 1, 3, 4, 2}).reshape({r, h, to * to, hd});
+}
+
+}  // namespace
+
+AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& options)
+    : context_(context), options_(options) {
+  const auto& t = context.unit_tokens;
+  const auto scales = static_cast<int64_t>(t.size());
+  if (scales < 2) throw InvalidArgumentError("policy amskv works on next-scale (VAR) models only");
+  if (options.condensed_scales < 0 || options.condensed_scales >= scales - 1)
+    throw InvalidArgumentError("policy amskv: cds " + std::to_string(options.condensed_scales) +
+                               " condensed scales is impossible (0.." + std::to_string(scales - 2) + " for " +
+                               std::to_string(scales) + " scales)");
+  if (!std::isfinite(options.theta)) throw InvalidArgumentError("policy amskv: theta must be a finite number");
+  for (int64_t s = 0; s < options.condensed_scales; ++s) cds_tokens_ += t[static_cast<size_t>(s)];
+  const int64_t last = t.back(), penultimate = t[t.size() - 2];
+  c_max_ = options.c_max > 0 ? options.c_max : last + penultimate + cds_tokens_;
+  c_min_ = options.c_min > 0 ? options.c_min : penultimate + cds_tokens_;
+  if (options.c_max < 0 || options.c_min < 0)
+    throw InvalidArgumentError("policy amskv: c_max and c_min are token counts (0 = the paper's default)");
+  if (c_min_ > c_max_)
+    throw InvalidArgumentError("policy amskv: c_min " + std::to_string(c_min_) + " exceeds c_max " + std::to_string(c_max_));
+  if (c_min_ <= cds_tokens_)
+    throw InvalidArgumentError("policy amskv: c_min " + std::to_string(c_min_) + " tokens is impossible: it must exceed the " +
+                               std::to_string(cds_tokens_) + " tokens of the condensed scales");
+  images_ = context.batch;
+  const auto n = static_cast<size_t>(context.n_layer * images_);
+  budget_.assign(n, c_min_);
+  similarity_.assign(n, std::numeric_limits<double>::quiet_NaN());
+  drop_pending_.assign(n, 0);
+  prev_keys_.resize(static_cast<size_t>(context.n_layer));
+}
+
+int64_t AmsKvPolicy::max_entries() const {
+  return std::min(context_.image_tokens(), c_max_ + context_.unit_tokens.back());
+}
+
+int64_t AmsKvPolicy::initial_entries() const {
+  return std::min(context_.image_tokens(), c_min_ + context_.unit_tokens.back());
+}
+
+void AmsKvPolicy::after_token(KvStore&, int64_t) {
+  throw InvalidArgumentError("policy amskv works on next-scale (VAR) models only");
+}
+
+int64_t AmsKvPolicy::layer_budget(int64_t layer, int64_t image) const { return budget_.at(at(layer, image)); }
+
+double AmsKvPolicy::last_similarity(int64_t layer, int64_t image) const { return similarity_.at(at(layer, image)); }
+
+void AmsKvPolicy::observe_unit_keys(int64_t layer, int64_t unit, const at::Tensor& keys) {
+  const int64_t rows = std::min(keys.size(0), images_);
+  at::Tensor current = keys.narrow(0, 0, rows).to(at::kFloat);
+  at::Tensor& prev = prev_keys_[static_cast<size_t>(layer)];
+  if (unit > 0 && prev.defined() && prev.size(0) == rows) {
+    const at::Tensor resized = resize_key_map(prev, side_of(current.size(2)));
+    // S = -mean((k_i - resize(k_{i-1}))^2) per image.
+    const at::Tensor s = -(current - resized).pow(2).reshape({rows, -1}).mean(1).to(at::kCPU, at::kDouble).contiguous();
+    for (int64_t r = 0; r < rows; ++r) similarity_[at(layer, r)] = s.data_ptr<double>()[r];
+  } else {
+    for (int64_t r = 0; r < rows; ++r) similarity_[at(layer, r)] = std::numeric_limits<double>::quiet_NaN();
+  }
+  prev = current;
+}
+
+void AmsKvPolicy::before_unit_attention(KvStore& store, int64_t layer, int64_t unit) {
+  const int64_t rows = decision_rows(store, context_);
+  const int64_t t_i = context_.unit_tokens.at(static_cast<size_t>(unit));
+  ImageSlots slots = image_slots(store, layer, 0);
+  at::Tensor keep = at::ones({rows, store.kv_heads(), slots.length}, at::TensorOptions().dtype(at::kBool));
+  bool evict = false;
+  for (int64_t r = 0; r < rows; ++r) {
+    const size_t i = at(layer, r);
+    drop_pending_[i] = 0;
+    // Algorithm 1, lines 5-16, for this layer and image. The scale is already in
+    // the store; C_{i-1} is what was there before it.
+    if (t_i > c_max_) {
+      drop_pending_[i] = 1;  // line 5-6: never cached
+      continue;
+    }
+    const int64_t cached = store.max_length(layer) > 0 ? store.length(layer, r, 0) : 0;  // |C_i| (heads are equal)
+    if (cached <= budget_[i]) continue;
+    const double s = similarity_[i];
+    if (budget_[i] == c_min_ && !std::isnan(s) && s < options_.theta) budget_[i] = c_max_;  // line 10-11
+    if (t_i > budget_[i]) {
+      drop_pending_[i] = 1;  // line 13-14: C_i = C_{i-1}
+      continue;
+    }
+    // CLRU (Algorithm 2): the condensed tokens and the C_bgt - cds most recent ones.
+    const at::Tensor rank = slots.rank[r], count = slots.count[r].unsqueeze(-1);
+    keep[r] = ~slots.is_image[r] | (rank < cds_tokens_) | (rank >= count - (budget_[i] - cds_tokens_));
+    evict = true;
+  }
+  if (evict) apply_keep(store, layer, keep, context_);
+}
+
+void AmsKvPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t unit) {
+  const int64_t rows = decision_rows(store, context_);
+  bool any = false;
+  for (int64_t r = 0; r < rows; ++r) any = any || drop_pending_[at(layer, r)] != 0;
+  if (!any) return;
+  const at::Tensor units = unit_of_slots(store, layer, context_).narrow(0, 0, rows);
+  at::Tensor keep = at::ones_like(units, at::TensorOptions().dtype(at::kBool));
+  for (int64_t r = 0; r < rows; ++r)
+    if (drop_pending_[at(layer, r)] != 0) keep[r] = units[r] != unit;
+  apply_keep(store, layer, keep, context_);
+  for (int64_t r = 0; r < rows; ++r) drop_pending_[at(layer, r)] = 0;
+}
+
+PolicyInfo amskv_policy_info() {
+  std::vector<PolicyParamSpec> params = {
+      {"cds", ParamType::Integer, "2", "condensed scales: the first scales every layer always keeps", {}},
+      {"c_max", ParamType::Integer, "0", "budget of cache-demanding layers in tokens (0 = last two scales + condensed)", {}},
+      {"c_min", ParamType::Integer, "0", "budget every layer starts with in tokens (0 = penultimate scale + condensed)", {}},
+      {"theta", ParamType::Real, "-0.008", "a layer becomes cache-demanding when its inter-scale key similarity falls below this", {}},
+  };
+  PolicyInfo info{"amskv", "AMS-KV: condensed scales + rolling local scales; low key-similarity layers get a larger budget",
+                  "Xu et al. 2026 (AMS-KV, AAAI-26), Algorithms 1-2", params,
+                  [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
+                    AmsKvOptions o;
+                    o.condensed_scales = p.integer("cds");
+                    o.c_max = p.integer("c_max");
+                    o.c_min = p.integer("c_min");
+                    o.theta = p.real("theta");
+                    return std::make_unique<AmsKvPolicy>(c, o);
+                  }};
+  info.families = {"scale"};
+  return info;
+}
+
+}  // namespace kvs

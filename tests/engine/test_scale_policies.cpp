@@ -1,0 +1,500 @@
+// The next-scale (VAR) policies: AMS-KV (Algorithms 1-2), streaming over scales and
+// HeatKV (Eq. 2-5, Algorithms 1-2 with its calibration), on hand-built scale caches
+// and on tiny random VAR models; every scale policy keeps its budget after every
+// layer of every scale.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <functional>
+#include <set>
+
+#include "engine/cache/kv_store.h"
+#include "engine/cache/policies/amskv_policy.h"
+#include "engine/cache/policies/heatkv_policy.h"
+#include "engine/cache/policies/policy_registry.h"
+#include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/cache/policies/streaming_policy.h"
+#include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
+#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_calibration.h"
+#include "engine/models/var/var_model.h"
+#include "engine/models/var/var_random_init.h"
+#include "engine/session/generation_session.h"
+#include "test_helpers.h"
+
+using namespace kvs;
+
+namespace {
+
+PolicyContext scale_context(std::vector<int64_t> unit_tokens, int64_t layers = 1, int64_t heads = 2, int64_t batch = 1,
+                            bool cfg = false) {
+  PolicyContext c;
+  c.n_layer = layers;
+  c.n_head = heads;
+  c.kv_heads = heads;
+  c.head_dim = 4;
+  c.condition_tokens = 0;
+  c.batch = batch;
+  c.cfg = cfg;
+  c.unit_tokens = std::move(unit_tokens);
+  const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(c.unit_tokens.back()))));
+  c.grid_height = c.grid_width = side;
+  return c;
+}
+
+KvStore store_for(const PolicyContext& c) {
+  const int64_t rows = c.cfg ? 2 * c.batch : c.batch;
+  return KvStore(c.n_layer, rows, c.kv_heads, c.head_dim, c.image_tokens(), at::TensorOptions().dtype(at::kFloat));
+}
+
+std::vector<int64_t> range(int64_t begin, int64_t end) {
+  std::vector<int64_t> v;
+  for (int64_t i = begin; i < end; ++i) v.push_back(i);
+  return v;
+}
+
+std::vector<int64_t> concat(std::vector<int64_t> a, const std::vector<int64_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// Appends unit u to layer 0 with the given keys and runs the policy's per-layer hooks;
+// returns the positions the unit's queries would see (row 0, head 0).
+std::vector<int64_t> run_unit(CachePolicy& policy, KvStore& store, const PolicyContext& c, int64_t u,
+                              const at::Tensor& keys, std::vector<int64_t>* after = nullptr) {
+  const int64_t t = c.unit_tokens[static_cast<size_t>(u)];
+  store.append(0, keys, keys, range(c.unit_begin(u), c.unit_begin(u) + t));
+  if (policy.wants_unit_keys()) policy.observe_unit_keys(0, u, keys);
+  policy.before_unit_attention(store, 0, u);
+  std::vector<int64_t> seen = store.positions(0, 0, 0);
+  policy.after_unit_layer(store, 0, u);
+  policy.after_unit(store, u);
+  if (after) *after = store.positions(0, 0, 0);
+  return seen;
+}
+
+at::Tensor random_keys(int64_t rows, int64_t heads, int64_t t, int64_t seed) {
+  at::manual_seed(seed);
+  return at::randn({rows, heads, t, 4});
+}
+
+}  // namespace
+
+TEST(AmsKv, DefaultsFollowThePaperAndCacheEfficientLayersRollWithinCmin) {
+  // Scales 1, 4, 9, 16, 25: C_cds = 5 tokens, C_min = 16 + 5, C_max = 25 + 16 + 5.
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto policy = make_policy("amskv:theta=-1e9", c);  // never promoted
+  auto* ams = dynamic_cast<AmsKvPolicy*>(policy.get());
+  ASSERT_NE(ams, nullptr);
+  EXPECT_EQ(ams->condensed_tokens(), 5);
+  EXPECT_EQ(ams->c_min(), 21);
+  EXPECT_EQ(ams->c_max(), 46);
+  EXPECT_EQ(ams->budget_tokens(), 46);
+  KvStore store = store_for(c);
+  std::vector<int64_t> after;
+  EXPECT_EQ(run_unit(*ams, store, c, 0, random_keys(1, 2, 1, 1), &after), range(0, 1));
+  EXPECT_EQ(run_unit(*ams, store, c, 1, random_keys(1, 2, 4, 2), &after), range(0, 5));
+  EXPECT_EQ(run_unit(*ams, store, c, 2, random_keys(1, 2, 9, 3), &after), range(0, 14));
+  // Scale 3 overflows C_min = 21 (30 entries): CLRU keeps the condensed 5 and the 16 newest.
+  EXPECT_EQ(run_unit(*ams, store, c, 3, random_keys(1, 2, 16, 4), &after), concat(range(0, 5), range(14, 30)));
+  EXPECT_EQ(after, concat(range(0, 5), range(14, 30)));
+  EXPECT_FALSE(ams->cache_demanding(0, 0));
+  // Scale 4 (25 tokens) exceeds the budget C_min: not cached (Algorithm 1, line 13-14),
+  // but its queries still see it (its self-attention) and C_{i-1}.
+  EXPECT_EQ(run_unit(*ams, store, c, 4, random_keys(1, 2, 25, 5), &after),
+            concat(concat(range(0, 5), range(14, 30)), range(30, 55)));
+  EXPECT_EQ(after, concat(range(0, 5), range(14, 30)));
+  EXPECT_EQ(store.positions(0, 0, 1), after);  // every head of the layer alike
+}
+
+TEST(AmsKv, LowSimilarityPromotesALayerToCmax) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto policy = make_policy("amskv:theta=1", c);  // any similarity (<= 0) is below: promoted at the first overflow
+  auto* ams = dynamic_cast<AmsKvPolicy*>(policy.get());
+  KvStore store = store_for(c);
+  std::vector<int64_t> after;
+  for (int64_t u = 0; u < 3; ++u) run_unit(*ams, store, c, u, random_keys(1, 2, c.unit_tokens[u], 10 + u), &after);
+  EXPECT_FALSE(ams->cache_demanding(0, 0));
+  EXPECT_EQ(run_unit(*ams, store, c, 3, random_keys(1, 2, 16, 13), &after), range(0, 30));  // 30 <= C_max: no rolling
+  EXPECT_TRUE(ams->cache_demanding(0, 0));
+  EXPECT_EQ(ams->layer_budget(0, 0), 46);
+  // 55 > 46: CLRU keeps the condensed 5 and the 41 newest (scales 3 and 4).
+  EXPECT_EQ(run_unit(*ams, store, c, 4, random_keys(1, 2, 25, 14), &after), concat(range(0, 5), range(14, 55)));
+  EXPECT_EQ(after, concat(range(0, 5), range(14, 55)));
+}
+
+TEST(AmsKv, SimilarityIsTheMeanSquaredDifferenceToTheResizedPreviousKeys) {
+  const PolicyContext c = scale_context({1, 4, 9});
+  AmsKvOptions options;
+  options.condensed_scales = 1;
+  AmsKvPolicy ams(c, options);
+  // Constant key maps resize to themselves: S = -(a - b)^2 exactly.
+  ams.observe_unit_keys(0, 0, at::full({1, 2, 1, 4}, 0.5));
+  EXPECT_TRUE(std::isnan(ams.last_similarity(0, 0)));
+  ams.observe_unit_keys(0, 1, at::full({1, 2, 4, 4}, 0.25));
+  EXPECT_DOUBLE_EQ(ams.last_similarity(0, 0), -0.0625);
+  // A 2x2 map to 3x3 with bilinear interpolation: compare with a hand computation on one channel.
+  at::Tensor prev = at::zeros({1, 2, 4, 4});
+  prev.select(2, 1).fill_(1.0);  // the top-right cell of the 2x2 map
+  ams.observe_unit_keys(0, 1, prev);
+  ams.observe_unit_keys(0, 2, at::zeros({1, 2, 9, 4}));
+  // Bilinear (align_corners=false) 2 -> 3: source coordinates 0, 0.5, 1 (clamped) -> weights of cell 1
+  // per output column 0, 0.5, 1; rows likewise for cell row 0: 1, 0.5, 0.
+  const double col[3] = {0, 0.5, 1}, row[3] = {1, 0.5, 0};
+  double sum = 0;
+  for (double r : row)
+    for (double cc : col) sum += (r * cc) * (r * cc);
+  EXPECT_NEAR(ams.last_similarity(0, 0), -sum / 9.0, 1e-7);
+}
+
+TEST(AmsKv, CfgPartnersMirrorTheConditionalRowAndErrorsAreClear) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25}, 1, 2, /*batch=*/1, /*cfg=*/true);
+  auto policy = make_policy("amskv:theta=-1e9", c);
+  KvStore store = store_for(c);
+  for (int64_t u = 0; u < 5; ++u) run_unit(*policy, store, c, u, random_keys(2, 2, c.unit_tokens[u], 20 + u));
+  EXPECT_EQ(store.positions(0, 1, 0), store.positions(0, 0, 0));
+  EXPECT_EQ(store.positions(0, 1, 1), concat(range(0, 5), range(14, 30)));
+
+  EXPECT_NE(test::policy_error("amskv", test::small_policy_context(4)).find("next-scale (VAR) models only"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("amskv:cds=4", c).find("cds 4 condensed scales is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("amskv:c_min=5", c).find("must exceed the 5 tokens of the condensed scales"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("amskv:c_min=50,c_max=40", c).find("c_min 50 exceeds c_max 40"), std::string::npos);
+}
+
+TEST(StreamingScales, SinkScalesAndTheNewestTokensWithinTheBudget) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto policy = make_policy("streaming:budget=20,sink_scales=2", c);
+  EXPECT_TRUE(policy->supports_units());
+  KvStore store = store_for(c);
+  std::vector<int64_t> after;
+  for (int64_t u = 0; u < 5; ++u) {
+    run_unit(*policy, store, c, u, random_keys(1, 2, c.unit_tokens[u], 30 + u), &after);
+    EXPECT_LE(static_cast<int64_t>(after.size()), 20);
+  }
+  EXPECT_EQ(after, concat(range(0, 5), range(40, 55)));
+  EXPECT_NE(test::policy_error("streaming:budget=5,sink_scales=2", c).find("must exceed the 5 sink tokens"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("streaming:sink_scales=5", c).find("sink_scales 5 is impossible"), std::string::npos);
+}
+
+namespace {
+
+// A profile where head h of layer l leans on source scale i with weight w(l, h, i).
+ScaleAttentionProfile profile_from(const PolicyContext& c, const std::function<double(int64_t, int64_t, int64_t)>& w) {
+  ScaleAttentionProfile p = ScaleAttentionProfile::uniform(c);
+  const int64_t k = p.scales();
+  for (int64_t l = 0; l < p.layers; ++l)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t k1 = 0; k1 < k; ++k1) {
+        double sum = 0;
+        for (int64_t k2 = 0; k2 <= k1; ++k2) sum += w(l, h, k2);
+        for (int64_t k2 = 0; k2 <= k1; ++k2) p.beta_at(l, h, k1, k2) = w(l, h, k2) / sum;
+      }
+  return p;
+}
+
+}  // namespace
+
+TEST(HeatKv, HeadsToPruneFollowEq5AndTheBudgetHoldsAfterEveryLayer) {
+  PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, /*layers=*/3, /*heads=*/2);
+  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(
+      profile_from(c, [](int64_t l, int64_t h, int64_t i) { return 1.0 + static_cast<double>((l * 7 + h * 3 + i * 5) % 11); }));
+  for (const std::string variant : {"scale", "binary"})
+    for (const std::string pruning : {"greedy", "naive"}) {
+      auto policy = make_policy("heatkv:budget=0.3,sinks=2,variant=" + variant + ",pruning=" + pruning, c);
+      auto* heat = dynamic_cast<HeatKvPolicy*>(policy.get());
+      ASSERT_NE(heat, nullptr);
+      // T = 6 heads, c_{K-1} = 55 tokens, c_s = 5: B = floor(0.3 x 6 x 55) = 99.
+      EXPECT_EQ(heat->total_budget_tokens(), 99);
+      // N_k = ceil(6 (c_k - 16.5) / (c_k - 5)) for k >= 2: c_2 = 14 -> 0 (clamped), c_3 = 30 -> 4, c_4 = 55 -> 5.
+      EXPECT_EQ(heat->heads_to_prune(1), 0);
+      EXPECT_EQ(heat->heads_to_prune(2), 0);
+      EXPECT_EQ(heat->heads_to_prune(3), 4);
+      EXPECT_EQ(heat->heads_to_prune(4), 5);
+      for (int64_t k = 0; k < 5; ++k)
+        for (int64_t l = 0; l < 3; ++l)
+          EXPECT_LE(heat->planned_size_after_layer(k, l), 99) << variant << " " << pruning << " scale " << k;
+      // Sinks are never absent; the last scale is never cached.
+      for (int64_t l = 0; l < 3; ++l)
+        for (int64_t h = 0; h < 2; ++h) {
+          EXPECT_FALSE(heat->absent_at_end(5, 0, l, h));
+          EXPECT_FALSE(heat->absent_at_end(5, 1, l, h));
+          EXPECT_TRUE(heat->absent_at_end(5, 5, l, h));
+        }
+    }
+}
+
+TEST(HeatKv, GreedyEarlyPruningIsMinimalAndPrunesLateLayersFirst) {
+  PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, 3, 2);
+  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(
+      profile_from(c, [](int64_t l, int64_t h, int64_t i) { return 1.0 + static_cast<double>((l * 5 + h * 2 + i) % 7); }));
+  auto greedy = make_policy("heatkv:budget=0.3,sinks=2,variant=binary", c);
+  auto naive = make_policy("heatkv:budget=0.3,sinks=2,variant=binary,pruning=naive", c);
+  auto* g = dynamic_cast<HeatKvPolicy*>(greedy.get());
+  auto* n = dynamic_cast<HeatKvPolicy*>(naive.get());
+  const int64_t B = g->total_budget_tokens(), cs = 5;
+  int64_t scales_with_early = 0;
+  for (int64_t k = 2; k < 5; ++k) {
+    EXPECT_LE(g->early_pruned(k), n->early_pruned(k)) << k;
+    EXPECT_EQ(n->early_pruned(k), g->heads_to_prune(k) - g->heads_to_prune(k - 1)) << k;
+    // Binary heads: a pruned head holds c_s, any other c_k (Algorithm 2). `start` = heads absent
+    // when scale k starts, `end` = after it; layers up to `layer` have run.
+    const int64_t ck = c.unit_begin(k + 1);
+    auto size_after = [&](const std::set<std::pair<int64_t, int64_t>>& start, int64_t layer) {
+      int64_t m = 0;
+      for (int64_t l = 0; l < 3; ++l)
+        for (int64_t h = 0; h < 2; ++h) {
+          const bool absent = l <= layer ? g->absent_at_end(k, 2, l, h) : start.count({l, h}) > 0;
+          m += absent ? cs : ck;
+        }
+      return m;
+    };
+    std::set<std::pair<int64_t, int64_t>> start, early;
+    for (int64_t l = 0; l < 3; ++l)
+      for (int64_t h = 0; h < 2; ++h)
+        if (g->absent_at_start(k, 2, l, h)) {
+          start.insert({l, h});
+          if (!g->absent_at_end(k - 1, 2, l, h)) early.insert({l, h});
+        }
+    EXPECT_EQ(static_cast<int64_t>(early.size()), g->early_pruned(k)) << k;
+    for (int64_t l = 0; l < 3; ++l) EXPECT_LE(size_after(start, l), B) << "scale " << k << " layer " << l;
+    if (early.empty()) continue;
+    ++scales_with_early;
+    // Late layers first: every newly pruned head above the lowest early layer is early too.
+    const int64_t lowest = early.begin()->first;
+    for (int64_t l = lowest + 1; l < 3; ++l)
+      for (int64_t h = 0; h < 2; ++h)
+        if (g->absent_at_end(k, 2, l, h)) {
+          EXPECT_TRUE(start.count({l, h})) << k << " " << l << " " << h;
+        }
+    // Minimal (Proposition 1): without any one of the lowest layer's early heads, some layer exceeds B.
+    for (const auto& e : early) {
+      if (e.first != lowest) continue;
+      std::set<std::pair<int64_t, int64_t>> fewer = start;
+      fewer.erase(e);
+      int64_t worst = 0;
+      for (int64_t l = 0; l < 3; ++l) worst = std::max(worst, size_after(fewer, l));
+      EXPECT_GT(worst, B) << "scale " << k << ": early head (" << e.first << ", " << e.second << ") was not needed";
+    }
+  }
+  EXPECT_GT(scales_with_early, 0);  // the geometry exercises early pruning
+  // The whole budget (b = 1) prunes nothing but the last scale.
+  auto full = make_policy("heatkv:budget=1", c);
+  auto* f = dynamic_cast<HeatKvPolicy*>(full.get());
+  for (int64_t k = 0; k < 5; ++k) EXPECT_EQ(f->heads_to_prune(k), 0);
+}
+
+TEST(HeatKv, ClearErrors) {
+  PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, 3, 2);
+  EXPECT_NE(test::policy_error("heatkv:budget=0.5", c).find("needs this model's scale-attention calibration"),
+            std::string::npos);
+  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(c));
+  EXPECT_NE(test::policy_error("heatkv:budget=0", c).find("budget 0.000000 is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("heatkv:budget=0.05", c).find("the 3 sink scales alone hold 14 of 55"), std::string::npos);
+  EXPECT_NE(test::policy_error("heatkv:sinks=5", c).find("sinks 5 is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("heatkv:variant=ternary", c).find("must be one of scale, binary"), std::string::npos);
+  PolicyContext other = scale_context({1, 4, 9, 16, 25, 36}, 4, 2);
+  other.scale_profile = c.scale_profile;
+  EXPECT_NE(test::policy_error("heatkv:budget=0.5", other).find("was made for another model"), std::string::npos);
+  EXPECT_NE(test::policy_error("heatkv", test::small_policy_context(4)).find("next-scale (VAR) models only"),
+            std::string::npos);
+}
+
+TEST(ScaleAttentionProfile, JsonRoundTripAndBadFilesNameTheProblem) {
+  const PolicyContext c = scale_context({1, 4, 9}, 2, 2);
+  ScaleAttentionProfile p = profile_from(c, [](int64_t l, int64_t h, int64_t i) { return 1.0 + l + 2 * h + i; });
+  p.classes = {1, 3};
+  p.samples = 2;
+  const ScaleAttentionProfile q = ScaleAttentionProfile::from_json_text(p.to_json_text(), "x.json");
+  EXPECT_EQ(q.beta, p.beta);
+  EXPECT_EQ(q.classes, p.classes);
+  EXPECT_EQ(q.unit_tokens, p.unit_tokens);
+  // S-CAS by hand: source 0 of layer 1 head 1 is read by scales 1 and 2.
+  EXPECT_DOUBLE_EQ(q.scas(1, 1, 0), (p.beta_at(1, 1, 1, 0) + p.beta_at(1, 1, 2, 0)) / 2);
+  EXPECT_DOUBLE_EQ(q.cas(0, 1, 0), (p.beta_at(0, 1, 2, 0) + p.beta_at(0, 1, 2, 1)) / 3);
+
+  auto error_of = [](const std::string& text) {
+    try {
+      ScaleAttentionProfile::from_json_text(text, "cal.json");
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(error_of("{").find("cal.json: not a scale-attention calibration: invalid JSON"), std::string::npos);
+  EXPECT_NE(error_of("{\"format\": \"other\"}").find("format is not"), std::string::npos);
+  std::string text = p.to_json_text();
+  const auto at = text.find("\"beta\"");
+  text.replace(text.find('[', at) + 1, 0, "7, ");
+  EXPECT_NE(error_of(text).find("beta has 37 values, expected 36"), std::string::npos);
+  ScaleAttentionProfile broken = p;
+  broken.beta_at(0, 0, 2, 2) += 0.5;
+  EXPECT_NE(error_of(broken.to_json_text()).find("sums to"), std::string::npos);
+}
+
+namespace {
+
+using namespace kvs::var;
+
+VarConfig small_var() {
+  VarConfig c;
+  c.depth = 3;
+  c.embed_dim = 64;
+  c.num_heads = 2;
+  c.num_classes = 5;
+  c.vocab_size = 32;
+  c.cvae = 8;
+  c.patch_nums = {1, 2, 3, 4, 5, 6};
+  return c;
+}
+
+VqvaeConfig small_vae() {
+  VqvaeConfig c;
+  c.vocab_size = 32;
+  c.z_channels = 8;
+  c.ch = 32;
+  c.ch_mult = {1, 1};
+  c.num_res_blocks = 1;
+  c.v_patch_nums = {1, 2, 3, 4, 5, 6};
+  return c;
+}
+
+struct SmallVar {
+  test::TempDir dir;
+  VarModel model;
+  SmallVar() {
+    write_random_var_bundle(dir.path().string(), "small-var", small_var(), small_vae(), 7);
+    model = VarModel::load(io::ModelBundle::open(dir.path().string()), at::Device(at::kCPU));
+  }
+};
+
+// Forwards every hook to a policy and checks a bound after every layer of every scale.
+class BudgetWatch : public CachePolicy {
+ public:
+  BudgetWatch(CachePolicy& inner, std::function<void(const KvStore&, int64_t, int64_t)> check)
+      : inner_(inner), check_(std::move(check)) {}
+  std::string name() const override { return inner_.name(); }
+  int64_t budget_tokens() const override { return inner_.budget_tokens(); }
+  void after_token(KvStore& s, int64_t i) override { inner_.after_token(s, i); }
+  bool supports_units() const override { return true; }
+  bool wants_unit_keys() const override { return inner_.wants_unit_keys(); }
+  bool wants_key_mass() const override { return inner_.wants_key_mass(); }
+  void observe_unit_keys(int64_t l, int64_t u, const at::Tensor& k) override { inner_.observe_unit_keys(l, u, k); }
+  void observe_unit_attention(int64_t l, int64_t u, const at::Tensor& m, const at::Tensor& p) override {
+    inner_.observe_unit_attention(l, u, m, p);
+  }
+  void before_unit_attention(KvStore& s, int64_t l, int64_t u) override { inner_.before_unit_attention(s, l, u); }
+  void after_unit_layer(KvStore& s, int64_t l, int64_t u) override {
+    inner_.after_unit_layer(s, l, u);
+    check_(s, l, u);
+    ++checks;
+  }
+  void after_unit(KvStore& s, int64_t u) override { inner_.after_unit(s, u); }
+  int64_t checks = 0;
+
+ private:
+  CachePolicy& inner_;
+  std::function<void(const KvStore&, int64_t, int64_t)> check_;
+};
+
+}  // namespace
+
+TEST(ScalePolicies, EveryScalePolicyKeepsItsBudgetAfterEveryLayerOfEveryScale) {
+  SmallVar var;
+  const VarConfig& config = var.model.transformer->config();
+  const at::Tensor labels = at::tensor({1, 3}, at::kLong);
+  ScaleParams params;
+  params.seed = 4;
+  PolicyContext context = scale_policy_context(config, 2, true, params.seed);
+  context.scale_profile = std::make_shared<const ScaleAttentionProfile>(
+      calibrate_scale_attention(var.model, {0, 2}, params));
+  const ScaleResult full = generate_scales(*var.model.transformer, *var.model.vqvae, labels, params);
+
+  for (const std::string spec : {"streaming:budget=30", "amskv", "amskv:theta=1", "heatkv:budget=0.3,sinks=2",
+                                 "heatkv:budget=0.2,sinks=2,variant=binary", "heatkv:budget=0.5,pruning=naive"}) {
+    auto policy = make_policy(spec, context);
+    int64_t limit_total = -1, limit_segment = -1;
+    if (auto* heat = dynamic_cast<HeatKvPolicy*>(policy.get())) limit_total = heat->total_budget_tokens();
+    else limit_segment = policy->budget_tokens();
+    int64_t worst = 0;
+    BudgetWatch watch(*policy, [&](const KvStore& store, int64_t, int64_t) {
+      for (int64_t row = 0; row < store.rows(); ++row) {
+        int64_t total = 0;
+        for (int64_t l = 0; l < store.n_layer(); ++l)
+          for (int64_t h = 0; h < store.kv_heads(); ++h) {
+            const int64_t n = store.length(l, row, h);
+            total += n;
+            if (limit_segment >= 0) {
+              EXPECT_LE(n, limit_segment) << spec;
+              worst = std::max(worst, n);
+            }
+          }
+        if (limit_total >= 0) {
+          EXPECT_LE(total, limit_total) << spec;
+          worst = std::max(worst, total);
+        }
+      }
+    });
+    ScaleHooks hooks;
+    hooks.policy = [&]() -> CachePolicy* { return &watch; };
+    const ScaleResult r = generate_scales(*var.model.transformer, *var.model.vqvae, labels, params, hooks);
+    EXPECT_EQ(watch.checks, config.depth * config.scales()) << spec;
+    EXPECT_GT(worst, 0) << spec;
+    EXPECT_LT(r.memory.bytes_logical, full.memory.bytes_logical) << spec;
+    EXPECT_TRUE(at::isfinite(r.f_hat).all().item<bool>()) << spec;
+  }
+}
+
+TEST(HeatKvCalibration, BetaRowsAreAttentionDistributionsAndTheSessionCalibratesOnce) {
+  SmallVar var;
+  ScaleParams params;
+  const ScaleAttentionProfile p = calibrate_scale_attention(var.model, {1, 4}, params);
+  EXPECT_EQ(p.samples, 2);
+  EXPECT_EQ(p.layers, 3);
+  EXPECT_EQ(p.heads, 2);
+  for (int64_t l = 0; l < 3; ++l)
+    for (int64_t h = 0; h < 2; ++h)
+      for (int64_t k1 = 0; k1 < 6; ++k1) {
+        double row = 0;
+        for (int64_t k2 = 0; k2 < 6; ++k2) {
+          if (k2 > k1) {
+            EXPECT_EQ(p.beta_at(l, h, k1, k2), 0.0);
+          }
+          row += p.beta_at(l, h, k1, k2);
+        }
+        EXPECT_NEAR(row, 1.0, 1e-6);
+      }
+  EXPECT_DOUBLE_EQ(p.beta_at(0, 0, 0, 0), 1.0);  // the first scale (one token) sees only itself
+  // Stable: the same classes and seed give the same profile.
+  EXPECT_EQ(calibrate_scale_attention(var.model, {1, 4}, params).beta, p.beta);
+
+  // The session: no calibration file -> calibrated at first use; a stored one is used;
+  // a corrupt one is a clear error.
+  GenerationRequest r;
+  r.model_path = var.dir.path().string();
+  r.class_ids = {2};
+  r.device = "cpu";
+  r.threads = 1;
+  r.policy = "heatkv:budget=0.3,sinks=2";
+  GenerationSession session;
+  const GenerationResult a = session.run(r);
+  EXPECT_LT(a.kv_bytes_logical_final, a.kv_bytes_full);
+  const std::string file = r.model_path + "/" + kScaleAttentionProfileFile;
+  EXPECT_FALSE(std::filesystem::exists(file));  // the session does not write into the bundle
+  p.save(file);
+  GenerationSession fresh;
+  EXPECT_NO_THROW(fresh.run(r));
+  test::write_bytes(file, "{\"format\": \"kvstudio-scale-attention-profile\", \"version\": 1}");
+  GenerationSession broken;
+  try {
+    broken.run(r);
+    FAIL() << "a corrupt calibration must be refused";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("heatkv_calibration.json: not a scale-attention calibration"), std::string::npos);
+  }
+}
