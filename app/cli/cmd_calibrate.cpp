@@ -8,6 +8,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
+#include "app/cli/default_paths.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
@@ -18,7 +19,7 @@
 namespace kvs::cli {
 namespace {
 
-const char* kHelp = R"(usage: kvstudio-cli calibrate --policy heatkv --model DIR [--classes 1,2,...] [--images 4]
+const char* kHelp = R"(usage: kvstudio-cli calibrate --policy heatkv [--model DIR] [--classes 1,2,...] [--images 4]
                             [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda] [--threads N]
 
   HeatKV's offline calibration (heatkv §3.1): generates one image per calibration class with
@@ -50,7 +51,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   const std::string policy = p.require("--policy");
   if (policy != "heatkv")
     throw InvalidArgumentError("policy '" + policy + "' needs no calibration (only heatkv is calibrated offline)");
-  const io::ModelBundle bundle = io::ModelBundle::open(p.require("--model"));
+  const io::ModelBundle bundle = io::ModelBundle::open(p.get("--model", default_model_path()));
   if (bundle.family() != "var")
     throw InvalidArgumentError("calibrate --policy heatkv needs a next-scale (VAR) model; " + bundle.dir + " is a '" +
                                bundle.family() + "' model");

@@ -110,6 +110,38 @@ fi
 expect_error var-raster-policy "works on raster \(next-token\) models only" -- generate --model "$work/var" --class 1 --policy linear:rho=1/2 --out "$work/x.png" --quiet
 expect_error var-bad-preset "unknown VAR size 'var-d17'" -- create-random --preset var-d17 --out "$work/v17"
 
+# VAR policies: HeatKV's calibration is written into the bundle and used; the
+# scale policies keep less KV than full in bench.
+if out=$("$cli" calibrate --policy heatkv --model "$work/var" --images 2 --threads 1 2>&1) &&
+   grep -q "wrote $work/var/heatkv_calibration.json" <<<"$out" &&
+   grep -q '"format": "kvstudio-scale-attention-profile"' "$work/var/heatkv_calibration.json" &&
+   "$cli" generate --model "$work/var" --class 2 --policy heatkv:budget=0.2 --threads 1 --out "$work/vh.png" --quiet; then
+  pass var-calibrate-heatkv
+else
+  fail var-calibrate-heatkv
+fi
+if "$cli" bench --model "$work/var" --policies full,streaming:rho=1/4,amskv,heatkv:budget=0.1 --threads 1 --no-warmup --quiet \
+     --json "$work/var-bench.json" >/dev/null &&
+   python3 - "$work/var-bench.json" <<'PY'
+import json, sys
+records = {r["policy"]: r for r in json.load(open(sys.argv[1]))}
+full = records["full"]
+assert full["family"] == "var"
+for name in ("streaming:rho=1/4", "amskv", "heatkv:budget=0.1"):
+    r = records[name]
+    assert r["kv_bytes_logical"] < full["kv_bytes_logical"], name
+    assert 0 <= r["token_agreement"] <= 1 and r["psnr"] > 0, name
+PY
+then
+  pass var-bench-scale-policies
+else
+  fail var-bench-scale-policies
+fi
+expect_error var-amskv-on-raster "policy amskv works on next-scale \(VAR\) models only" -- generate --class 1 --policy amskv --out "$work/x.png" --quiet
+expect_error calibrate-not-heatkv "policy 'amskv' needs no calibration" -- calibrate --policy amskv --model "$work/var"
+expect_error calibrate-not-var "needs a next-scale \(VAR\) model; .* is a 'llamagen' model" -- calibrate --policy heatkv
+expect_error var-heatkv-budget "the 3 sink scales alone hold 14 of 424 cached tokens" -- generate --model "$work/var" --class 1 --policy heatkv:budget=0.01 --out "$work/x.png" --quiet
+
 # A masked (MAR) model: info, generate step by step, same seed same image, clear errors.
 if "$cli" create-random --preset mar-demo --out "$work/mar" --seed 2 >/dev/null &&
    "$cli" info "$work/mar" | grep -q "16x16 continuous tokens of 16 channels" &&
