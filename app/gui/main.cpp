@@ -1,6 +1,7 @@
 // kvstudio: the KV Studio window.
 //   kvstudio [--model DIR] [--threads N] [--generate]
-//   kvstudio --run-once [--policy SPEC] [--compare P1,P2,...] [--switch-policy SPEC[@LINE]]
+//   kvstudio --run-once [--policy SPEC] [--compare P1,P2,...] [--compare-schedule auto|together|one-after-another]
+//            [--switch-policy SPEC[@LINE]]
 //            [--debug-overlay] [--capture-line N] --screenshot FILE [--summary FILE]
 #include <QApplication>
 #include <QCommandLineParser>
@@ -10,6 +11,7 @@
 #include <QTimer>
 
 #include <cstdio>
+#include <optional>
 
 #include "app/cli/default_paths.h"
 #include "app/gui/run_once.h"
@@ -77,6 +79,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption runOnce({QStringLiteral("run-once")}, QStringLiteral("Generate (or compare) with the defaults, save a screenshot, exit"));
   const QCommandLineOption policy({QStringLiteral("policy")}, QStringLiteral("Policy spec for --run-once, e.g. linear:rho=0.25"), QStringLiteral("SPEC"));
   const QCommandLineOption compare({QStringLiteral("compare")}, QStringLiteral("Compare these policy specs (comma-separated) in --run-once"), QStringLiteral("LIST"));
+  const QCommandLineOption compareSchedule({QStringLiteral("compare-schedule")},
+                                           QStringLiteral("Compare panes: auto (at once on a GPU), together or one-after-another"),
+                                           QStringLiteral("WHEN"));
   const QCommandLineOption switchPolicy({QStringLiteral("switch-policy")},
                                         QStringLiteral("In --run-once, switch to SPEC while generating, after line LINE (default 4)"),
                                         QStringLiteral("SPEC[@LINE]"));
@@ -91,7 +96,7 @@ int main(int argc, char** argv) {
   const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size WxH"), QStringLiteral("WxH"));
   const QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("In --run-once, the tab to screenshot: generate, compare or history"), QStringLiteral("NAME"));
   const QCommandLineOption generateNow({QStringLiteral("generate")}, QStringLiteral("Start generating as soon as the window opens"));
-  parser.addOptions({model, threads, runOnce, policy, compare, switchPolicy, screenshot, summary, debugOverlay, differences, captureLine,
+  parser.addOptions({model, threads, runOnce, policy, compare, compareSchedule, switchPolicy, screenshot, summary, debugOverlay, differences, captureLine,
                      seed, classId, timeout, size, generateNow, tab});
   parser.process(app);
 
@@ -108,9 +113,20 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  std::optional<kvs::ui::CompareSchedulePreference> schedule;
+  if (parser.isSet(compareSchedule)) {
+    bool ok = false;
+    schedule = kvs::ui::parseCompareSchedulePreference(parser.value(compareSchedule), &ok);
+    if (!ok) {
+      std::fprintf(stderr, "kvstudio: --compare-schedule: unknown value '%s' (expected auto, together or one-after-another)\n",
+                   qPrintable(parser.value(compareSchedule)));
+      return 2;
+    }
+  }
   applyDarkTheme(app);
 
   kvs::ui::MainWindowOptions options;
+  options.compareSchedule = schedule;
   options.bundledDemo = QString::fromStdString(kvs::cli::default_model_path());
   options.model = parser.value(model);
   options.threads = parser.value(threads).toInt();

@@ -175,6 +175,8 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
                               {"ssim", finiteOrNull(row.ssim)}});
     c["panes"] = panes;
     c["rows"] = rows;
+    c["schedule"] = window_->compare()->schedule() == kvs::ui::CompareSchedule::Together ? "together" : "one-after-another";
+    c["max_panes_streaming_at_once"] = window_->compare()->maxPanesStreamingAtOnce();
     c["table_rows"] = window_->compareView()->findChild<QTableWidget*>(QStringLiteral("compareTable")) ? rows.size() : 0;
     j["compare"] = c;
   }

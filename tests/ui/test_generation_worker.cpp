@@ -8,6 +8,7 @@
 #include <QtTest>
 
 #include "ui/bridge/generation_worker.h"
+#include "ui/viewmodel/compare_view_model.h"
 #include "ui/viewmodel/generation_settings.h"
 #include "ui/viewmodel/run_view_model.h"
 
@@ -137,6 +138,52 @@ class TestGenerationWorker : public QObject {
     clock.start();
     delete worker;
     QVERIFY2(clock.elapsed() < 2000, "closing mid-run took longer than 2 s");
+  }
+
+  // Panes run together stream at the same time, each on a worker of its own
+  // that is released when the comparison ends, and give the same images as
+  // panes run one after another (same class, seed and sampling).
+  void comparePanesStreamTogether() {
+    GenerationWorker worker;
+    const QStringList specs{QStringLiteral("full"), QStringLiteral("linear:rho=0.25")};
+    CompareViewModel together(&worker);
+    QSignalSpy togetherDone(&together, &CompareViewModel::finished);
+    QVERIFY(together.start(specs, demoRequest(), CompareSchedule::Together).isEmpty());
+    QCOMPARE(together.extraWorkerCount(), 1);
+    QVERIFY(togetherDone.wait(120000));
+    QCOMPARE(together.maxPanesStreamingAtOnce(), 2);
+    QCOMPARE(together.extraWorkerCount(), 0);
+    QCOMPARE(together.rows().size(), 2);
+
+    CompareViewModel oneByOne(&worker);
+    QSignalSpy oneByOneDone(&oneByOne, &CompareViewModel::finished);
+    QVERIFY(oneByOne.start(specs, demoRequest(), CompareSchedule::OneAfterAnother).isEmpty());
+    QCOMPARE(oneByOne.extraWorkerCount(), 0);
+    QVERIFY(oneByOneDone.wait(120000));
+    QCOMPARE(oneByOne.maxPanesStreamingAtOnce(), 1);
+    for (int i = 0; i < 2; ++i) {
+      QCOMPARE(together.pane(i)->result()->tokens, oneByOne.pane(i)->result()->tokens);
+      QCOMPARE(together.rows()[i].kvBytesFinal, oneByOne.rows()[i].kvBytesFinal);
+    }
+    QVERIFY(together.rows()[1].kvBytesFinal < together.rows()[0].kvBytesFinal);
+  }
+
+  void cancellingATogetherCompareStopsEveryPane() {
+    GenerationWorker worker;
+    CompareViewModel vm(&worker);
+    QSignalSpy done(&vm, &CompareViewModel::finished);
+    QVERIFY(vm.start({QStringLiteral("full"), QStringLiteral("streaming:rho=0.25"), QStringLiteral("linear:rho=0.25")},
+                     demoRequest(), CompareSchedule::Together)
+                .isEmpty());
+    QTRY_VERIFY_WITH_TIMEOUT(vm.pane(1)->unitsDone() > 0, 60000);
+    QElapsedTimer clock;
+    clock.start();
+    vm.cancel();
+    QVERIFY(done.wait(10000));
+    QVERIFY2(clock.elapsed() < 3000, "cancelling the panes took longer than 3 s");
+    QVERIFY(!vm.running());
+    QCOMPARE(vm.extraWorkerCount(), 0);
+    for (int i = 0; i < vm.paneCount(); ++i) QVERIFY(vm.pane(i)->state() != RunState::Running);
   }
 };
 

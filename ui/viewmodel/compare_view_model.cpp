@@ -1,16 +1,51 @@
 #include "ui/viewmodel/compare_view_model.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "engine/cache/policies/policy_catalog.h"
+#include "engine/core/device.h"
 #include "engine/metrics/image_metrics.h"
 #include "ui/bridge/generation_worker.h"
 
 namespace kvs::ui {
 
+CompareSchedule automaticCompareSchedule(const QString& device) {
+  if (device == QLatin1String("cuda")) return CompareSchedule::Together;
+  if (device == QLatin1String("auto") && kvs::cuda_available()) return CompareSchedule::Together;
+  return CompareSchedule::OneAfterAnother;
+}
+
+QString compareScheduleText(CompareSchedule schedule) {
+  return schedule == CompareSchedule::Together ? QStringLiteral("panes ran at once: tokens/s share the device")
+                                               : QStringLiteral("panes ran one after another");
+}
+
 CompareViewModel::CompareViewModel(GenerationWorker* worker, QObject* parent) : QObject(parent), worker_(worker) {}
 
-QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base) {
+CompareViewModel::~CompareViewModel() { shutdown(); }
+
+GenerationWorker* CompareViewModel::workerForPane(int pane) {
+  if (schedule_ == CompareSchedule::OneAfterAnother || pane == 0 || !worker_) return worker_;
+  auto* extra = new GenerationWorker(this);
+  extra_workers_.push_back(extra);
+  return extra;
+}
+
+void CompareViewModel::releaseExtraWorkers() {
+  // Joining is quick here: the comparison has ended, so the threads are idle.
+  for (GenerationWorker* w : extra_workers_) {
+    w->shutdown();
+    w->deleteLater();
+  }
+  extra_workers_.clear();
+}
+
+void CompareViewModel::shutdown() {
+  for (GenerationWorker* w : extra_workers_) w->shutdown();
+}
+
+QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base, CompareSchedule schedule) {
   if (running()) return QStringLiteral("a comparison is already running");
   QStringList specs;
   for (const QString& s : specs_in) {
@@ -29,19 +64,30 @@ QString CompareViewModel::start(const QStringList& specs_in, const kvs::Generati
   for (RunViewModel* p : panes_) p->deleteLater();
   panes_.clear();
   rows_.clear();
+  releaseExtraWorkers();
   specs_ = specs;
-  for (const QString& spec : specs) {
+  schedule_ = schedule;
+  max_streaming_ = 0;
+  for (int i = 0; i < specs.size(); ++i) {
+    const QString& spec = specs[i];
     kvs::GenerationRequest r = base;
     r.policy = spec.toStdString();
     auto* pane = new RunViewModel(this);
     panes_.push_back(pane);
     connect(pane, &RunViewModel::finished, this, &CompareViewModel::onPaneDone);
+    connect(pane, &RunViewModel::unitChanged, this, [this] {
+      int streaming = 0;
+      for (const RunViewModel* p : panes_)
+        if (p->state() == RunState::Running && p->unitsDone() > 0) ++streaming;
+      max_streaming_ = std::max(max_streaming_, streaming);
+    });
     connect(pane, &RunViewModel::failed, this, [this](const QString& message, bool cancelled) {
       if (!cancelled) Q_EMIT failed(message);
       onPaneDone();
     });
-    const quint64 job = worker_ ? worker_->submit(r) : 0;
-    pane->track(worker_, job, r);
+    GenerationWorker* worker = workerForPane(i);
+    const quint64 job = worker ? worker->submit(r) : 0;
+    pane->track(worker, job, r);
   }
   Q_EMIT panesChanged();
   Q_EMIT rowsChanged();
@@ -52,6 +98,7 @@ void CompareViewModel::cancel() {
   if (!running()) return;
   for (RunViewModel* p : panes_) p->markCancelling();
   if (worker_) worker_->cancelAll();
+  for (GenerationWorker* w : extra_workers_) w->cancelAll();
 }
 
 bool CompareViewModel::running() const {
@@ -62,6 +109,7 @@ bool CompareViewModel::running() const {
 
 void CompareViewModel::onPaneDone() {
   if (running()) return;
+  releaseExtraWorkers();
   QVector<ResultPtr> results;
   for (RunViewModel* p : panes_) results.push_back(p->result());
   rows_ = computeRows(specs_, results);

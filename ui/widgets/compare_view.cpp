@@ -153,7 +153,9 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
   connect(model_, &CompareViewModel::finished, this, [this] {
     run_->setEnabled(true);
     cancel_->setEnabled(false);
-    status_->setText(tr("Done: %1 configurations on the same class and seed.").arg(model_->paneCount()));
+    status_->setText(tr("Done: %1 configurations on the same class and seed (%2).")
+                         .arg(model_->paneCount())
+                         .arg(compareScheduleText(model_->schedule())));
     refreshDifferences();
     refreshSplit();
   });
@@ -234,7 +236,8 @@ void CompareView::rebuildPanes() {
   }
   run_->setEnabled(!model_->running());
   cancel_->setEnabled(model_->running());
-  status_->setText(tr("Running %1 configurations one after another…").arg(n));
+  status_->setText(model_->schedule() == CompareSchedule::Together ? tr("Running %1 configurations at once…").arg(n)
+                                                                   : tr("Running %1 configurations one after another…").arg(n));
   refreshSplit();
 }
 

@@ -1,6 +1,7 @@
 #include "ui/widgets/main_window.h"
 
 #include <QAction>
+#include <QActionGroup>
 #include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
@@ -69,6 +70,27 @@ QAction* addShortcutAction(QWidget* owner, QMenu* menu, const QString& text, con
 
 }  // namespace
 
+QString compareSchedulePreferenceKey(CompareSchedulePreference p) {
+  switch (p) {
+    case CompareSchedulePreference::Together: return QStringLiteral("together");
+    case CompareSchedulePreference::OneAfterAnother: return QStringLiteral("one-after-another");
+    case CompareSchedulePreference::Automatic: break;
+  }
+  return QStringLiteral("auto");
+}
+
+CompareSchedulePreference parseCompareSchedulePreference(const QString& key, bool* ok) {
+  for (auto p : {CompareSchedulePreference::Automatic, CompareSchedulePreference::Together,
+                 CompareSchedulePreference::OneAfterAnother}) {
+    if (key == compareSchedulePreferenceKey(p)) {
+      if (ok) *ok = true;
+      return p;
+    }
+  }
+  if (ok) *ok = false;
+  return CompareSchedulePreference::Automatic;
+}
+
 MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
     : QMainWindow(parent),
       options_(options),
@@ -90,12 +112,14 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
   if (dir.isEmpty() && options_.useSettings) dir = settings.value(QStringLiteral("generation/model")).toString();
   if (dir.isEmpty() || !openModel(dir)) openModel(options_.bundledDemo);
   if (options_.useSettings) restoreSettings();
+  if (options_.compareSchedule) setCompareSchedulePreference(*options_.compareSchedule);
   onRunStateChanged();
 }
 
 MainWindow::~MainWindow() {
-  // Join the worker before the view-models it signals go away.
+  // Join the workers before the view-models they signal go away.
   worker_->shutdown();
+  compare_->shutdown();
 }
 
 void MainWindow::buildUi() {
@@ -314,6 +338,20 @@ void MainWindow::buildMenus() {
   addShortcutAction(this, runMenu, tr("&Compare"),
                     {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Enter)},
                     [this] { runCompare(compare_view_->configs()); });
+  QMenu* schedule = runMenu->addMenu(tr("Compare &panes"));
+  auto* scheduleGroup = new QActionGroup(this);
+  const std::pair<CompareSchedulePreference, QString> choices[] = {
+      {CompareSchedulePreference::Automatic, tr("Automatic (at once on a GPU, one after another on a CPU)")},
+      {CompareSchedulePreference::Together, tr("At once (each pane loads its own copy of the model)")},
+      {CompareSchedulePreference::OneAfterAnother, tr("One after another (fair tokens/s on a CPU)")}};
+  for (const auto& [preference, text] : choices) {
+    QAction* a = schedule->addAction(text);
+    a->setCheckable(true);
+    a->setChecked(preference == compare_schedule_);
+    scheduleGroup->addAction(a);
+    connect(a, &QAction::triggered, this, [this, p = preference] { setCompareSchedulePreference(p); });
+    compare_schedule_actions_.push_back(a);
+  }
   addShortcutAction(this, runMenu, tr("C&ancel"), {QKeySequence(Qt::Key_Escape)}, [this] { cancel(); });
   addShortcutAction(this, runMenu, tr("&Recall parameters"), {QKeySequence(Qt::CTRL | Qt::Key_R)}, [this] {
     recall(gallery_->currentRow() >= 0 ? gallery_->currentRow() : 0);
@@ -404,7 +442,10 @@ bool MainWindow::runCompare(const QStringList& specs) {
   s.batch = 1;
   s.threads = options_.threads;
   if (specs != compare_view_->configs()) compare_view_->setConfigs(specs);
-  const QString problem = compare_->start(specs, s.toRequest());
+  CompareSchedule schedule = automaticCompareSchedule(s.device);
+  if (compare_schedule_ == CompareSchedulePreference::Together) schedule = CompareSchedule::Together;
+  if (compare_schedule_ == CompareSchedulePreference::OneAfterAnother) schedule = CompareSchedule::OneAfterAnother;
+  const QString problem = compare_->start(specs, s.toRequest(), schedule);
   if (!problem.isEmpty()) {
     showError(problem);
     return false;
@@ -603,6 +644,12 @@ void MainWindow::recall(int row) {
   showNotice(tr("Parameters recalled: %1, seed %2, %3").arg(e.className).arg(r.seed).arg(QString::fromStdString(r.policy)));
 }
 
+void MainWindow::setCompareSchedulePreference(CompareSchedulePreference preference) {
+  compare_schedule_ = preference;
+  const int index = static_cast<int>(preference);
+  if (index < compare_schedule_actions_.size()) compare_schedule_actions_[index]->setChecked(true);
+}
+
 void MainWindow::saveSettings() {
   if (!options_.useSettings) return;
   QSettings settings;
@@ -616,6 +663,7 @@ void MainWindow::saveSettings() {
   settings.setValue(QStringLiteral("view/opacity"), opacity_->value());
   settings.setValue(QStringLiteral("view/tab"), tabs_->currentIndex());
   settings.setValue(QStringLiteral("compare/configs"), compare_view_->configs());
+  settings.setValue(QStringLiteral("compare/schedule"), compareSchedulePreferenceKey(compare_schedule_));
 }
 
 void MainWindow::restoreSettings() {
@@ -634,6 +682,7 @@ void MainWindow::restoreSettings() {
   tabs_->setCurrentIndex(std::clamp(settings.value(QStringLiteral("view/tab"), 0).toInt(), 0, 2));
   const QStringList configs = settings.value(QStringLiteral("compare/configs")).toStringList();
   if (!configs.isEmpty()) compare_view_->setConfigs(configs);
+  setCompareSchedulePreference(parseCompareSchedulePreference(settings.value(QStringLiteral("compare/schedule")).toString()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -642,6 +691,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
   // Stops a running generation before its next token and joins the worker:
   // closing mid-generation never waits for the rest of the image.
   worker_->shutdown();
+  compare_->shutdown();
   event->accept();
 }
 

@@ -7,10 +7,13 @@
 #include <QPointer>
 #include <QStringList>
 
+#include <optional>
+
 #include "engine/models/model_catalog.h"
 #include "ui/viewmodel/generation_settings.h"
 #include "ui/viewmodel/model_locations.h"
 
+class QAction;
 class QCheckBox;
 class QComboBox;
 class QLabel;
@@ -37,11 +40,19 @@ class ParameterPanel;
 class RunViewModel;
 class SmallMultiplesView;
 
+// How compare panes are scheduled: automatic (at once on a GPU, one after
+// another on a CPU — compare_view_model.h says why) or a fixed choice.
+enum class CompareSchedulePreference { Automatic, Together, OneAfterAnother };
+QString compareSchedulePreferenceKey(CompareSchedulePreference p);  // "auto" | "together" | "one-after-another"
+// Throws nothing: unknown text gives Automatic.
+CompareSchedulePreference parseCompareSchedulePreference(const QString& key, bool* ok = nullptr);
+
 struct MainWindowOptions {
   QString bundledDemo;       // the demo bundle shipped with the app
   QString model;             // start with this bundle (else the last used, else the demo)
   bool useSettings = true;   // restore and save QSettings (off for --run-once)
   int threads = 0;           // CPU threads for generation, 0: all cores
+  std::optional<CompareSchedulePreference> compareSchedule;  // overrides the setting (--compare-schedule)
 };
 
 class MainWindow : public QMainWindow {
@@ -56,6 +67,8 @@ class MainWindow : public QMainWindow {
   bool runCompare(const QStringList& specs);
   void cancel();
   void setDebugOverlayVisible(bool visible);
+  void setCompareSchedulePreference(CompareSchedulePreference preference);
+  CompareSchedulePreference compareSchedulePreference() const { return compare_schedule_; }
   bool debugOverlayVisible() const;
   void showTab(int index);  // 0 Generate, 1 Compare, 2 History
   void setOverlays(unsigned flags);
@@ -132,6 +145,8 @@ class MainWindow : public QMainWindow {
   QLabel* status_label_ = nullptr;
   QTimer* policy_change_timer_ = nullptr;
   QString pending_policy_;
+  CompareSchedulePreference compare_schedule_ = CompareSchedulePreference::Automatic;
+  QVector<QAction*> compare_schedule_actions_;  // one per CompareSchedulePreference, in enum order
   bool closing_ = false;
 };
 
