@@ -22,46 +22,18 @@
 #include "engine/models/mar/masked_generation.h"
 #include "engine/session/generation_session.h"
 #include "tests/engine/test_helpers.h"
+#include "tests/engine/tiny_mar.h"
 
 using namespace kvs;
 using namespace kvs::mar;
 
 namespace {
 
-// 4x4 tokens, buffer 4, encoder 2 blocks, decoder 5 blocks (so the similarity block 3 exists), width 32.
-MarConfig tiny_config(int64_t img_size = 64) {
-  MarConfig c;
-  c.img_size = img_size;
-  c.vae_stride = 16;
-  c.vae_embed_dim = 4;
-  c.encoder_embed_dim = c.decoder_embed_dim = 32;
-  c.encoder_depth = 2;
-  c.decoder_depth = 5;
-  c.encoder_num_heads = c.decoder_num_heads = 2;
-  c.class_num = 5;
-  c.buffer_size = 4;
-  c.diffloss_d = 1;
-  c.diffloss_w = 32;
-  c.num_sampling_steps = "5";
-  return c;
-}
+// Decoder 5 blocks, so that the similarity block 3 exists.
+MarConfig tiny_config(int64_t img_size = 64) { return test::tiny_mar_config(img_size, 5); }
 
-KlVaeConfig tiny_vae() {
-  KlVaeConfig c;
-  c.embed_dim = 4;
-  c.ch = 32;
-  c.ch_mult = {1, 1};
-  c.num_res_blocks = 1;
-  return c;
-}
-
-struct TinyMar {
-  test::TempDir dir;
-  MarModel model;
-  explicit TinyMar(int64_t img_size = 64, uint64_t seed = 11) {
-    write_random_mar_bundle(dir.path().string(), "tiny-lazymar", tiny_config(img_size), tiny_vae(), seed);
-    model = MarModel::load(io::ModelBundle::open(dir.path().string()), at::Device(at::kCPU));
-  }
+struct TinyMar : test::TinyMar {
+  explicit TinyMar(int64_t img_size = 64, uint64_t seed = 11) : test::TinyMar(tiny_config(img_size), seed) {}
 };
 
 MaskedParams params(int64_t steps, double cfg = 3.0) {

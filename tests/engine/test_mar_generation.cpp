@@ -18,45 +18,14 @@
 #include "engine/models/mar/masked_generation.h"
 #include "engine/session/generation_session.h"
 #include "tests/engine/test_helpers.h"
+#include "tests/engine/tiny_mar.h"
 
 using namespace kvs;
 using namespace kvs::mar;
 
 namespace {
 
-MarConfig tiny_mar() {
-  MarConfig c;
-  c.img_size = 64;  // 4x4 tokens
-  c.vae_stride = 16;
-  c.vae_embed_dim = 4;
-  c.encoder_embed_dim = c.decoder_embed_dim = 32;
-  c.encoder_depth = c.decoder_depth = 2;
-  c.encoder_num_heads = c.decoder_num_heads = 2;
-  c.class_num = 5;
-  c.buffer_size = 4;
-  c.diffloss_d = 1;
-  c.diffloss_w = 32;
-  c.num_sampling_steps = "5";
-  return c;
-}
-
-KlVaeConfig tiny_vae() {
-  KlVaeConfig c;
-  c.embed_dim = 4;
-  c.ch = 32;
-  c.ch_mult = {1, 1};
-  c.num_res_blocks = 1;
-  return c;
-}
-
-struct TinyMar {
-  test::TempDir dir;
-  MarModel model;
-  explicit TinyMar(uint64_t seed = 5) {
-    write_random_mar_bundle(dir.path().string(), "tiny-mar", tiny_mar(), tiny_vae(), seed);
-    model = MarModel::load(io::ModelBundle::open(dir.path().string()), at::Device(at::kCPU));
-  }
-};
+using test::TinyMar;
 
 MaskedParams params(int64_t steps, double cfg = 3.0) {
   MaskedParams p;

@@ -24,6 +24,7 @@
 #include "engine/models/var/var_random_init.h"
 #include "engine/session/generation_session.h"
 #include "test_helpers.h"
+#include "tests/engine/tiny_var.h"
 
 using namespace kvs;
 
@@ -341,36 +342,10 @@ namespace {
 
 using namespace kvs::var;
 
-VarConfig small_var() {
-  VarConfig c;
-  c.depth = 3;
-  c.embed_dim = 64;
-  c.num_heads = 2;
-  c.num_classes = 5;
-  c.vocab_size = 32;
-  c.cvae = 8;
-  c.patch_nums = {1, 2, 3, 4, 5, 6};
-  return c;
-}
+VarConfig small_var() { return test::tiny_var_config(3, {1, 2, 3, 4, 5, 6}); }
 
-VqvaeConfig small_vae() {
-  VqvaeConfig c;
-  c.vocab_size = 32;
-  c.z_channels = 8;
-  c.ch = 32;
-  c.ch_mult = {1, 1};
-  c.num_res_blocks = 1;
-  c.v_patch_nums = {1, 2, 3, 4, 5, 6};
-  return c;
-}
-
-struct SmallVar {
-  test::TempDir dir;
-  VarModel model;
-  SmallVar() {
-    write_random_var_bundle(dir.path().string(), "small-var", small_var(), small_vae(), 7);
-    model = VarModel::load(io::ModelBundle::open(dir.path().string()), at::Device(at::kCPU));
-  }
+struct SmallVar : test::TinyVar {
+  SmallVar() : test::TinyVar(small_var(), 7) {}
 };
 
 // Forwards every hook to a policy and checks a bound after every layer of every scale.

@@ -17,6 +17,7 @@
 #include "engine/models/var/var_random_init.h"
 #include "engine/session/generation_session.h"
 #include "tests/engine/test_helpers.h"
+#include "tests/engine/tiny_var.h"
 
 using namespace kvs;
 using namespace kvs::var;
@@ -24,37 +25,13 @@ using namespace kvs::var;
 namespace {
 
 VarConfig tiny_var(bool shared_aln = false, bool l2_norm = true) {
-  VarConfig c;
-  c.depth = 2;
-  c.embed_dim = 64;
-  c.num_heads = 2;
-  c.num_classes = 5;
-  c.vocab_size = 32;
-  c.cvae = 8;
-  c.patch_nums = {1, 2, 3, 4};
-  c.shared_aln = shared_aln;
-  c.attn_l2_norm = l2_norm;
-  return c;
+  return test::tiny_var_config(2, {1, 2, 3, 4}, shared_aln, l2_norm);
 }
 
-VqvaeConfig tiny_vae() {
-  VqvaeConfig c;
-  c.vocab_size = 32;
-  c.z_channels = 8;
-  c.ch = 32;
-  c.ch_mult = {1, 1};
-  c.num_res_blocks = 1;
-  c.v_patch_nums = {1, 2, 3, 4};
-  return c;
-}
+VqvaeConfig tiny_vae() { return test::tiny_var_vqvae(tiny_var()); }
 
-struct TinyVar {
-  test::TempDir dir;
-  VarModel model;
-  explicit TinyVar(const VarConfig& config = tiny_var(), uint64_t seed = 5) {
-    write_random_var_bundle(dir.path().string(), "tiny-var", config, tiny_vae(), seed);
-    model = VarModel::load(io::ModelBundle::open(dir.path().string()), at::Device(at::kCPU));
-  }
+struct TinyVar : test::TinyVar {
+  explicit TinyVar(const VarConfig& config = tiny_var(), uint64_t seed = 5) : test::TinyVar(config, seed) {}
 };
 
 std::vector<at::Tensor> random_ids(const VarConfig& c, int64_t batch) {
