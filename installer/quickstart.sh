@@ -23,6 +23,12 @@ jobs="${KVSTUDIO_JOBS:-$(nproc)}"
 
 step() { printf '\n==> %s\n' "$*" >&2; }
 
+# ccache keys on the compile command: with the repository as base dir, paths inside
+# it become relative to the build folder, so a second clone (CI's) or a worktree
+# reuses the objects an earlier build compiled (LibTorch headers make every
+# engine file slow to compile on 2 cores).
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}"
+
 case "$mode" in
   run|test) ;;
   *) echo "usage: installer/quickstart.sh run|test [generate options]" >&2; exit 2 ;;
