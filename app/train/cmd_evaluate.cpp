@@ -3,7 +3,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/train/train_commands.h"
-#include "engine/training/llamagen/bundle_evaluation.h"
+#include "engine/training/bundle_evaluation.h"
 
 namespace kvs::train_app {
 
@@ -16,9 +16,10 @@ int cmd_evaluate(const std::vector<std::string>& args, const std::string& comman
     std::puts(
         "usage: kvstudio-train evaluate --bundle DIR [--work WORK] [options]\n"
         "  Measures the bundle's quality and writes it into DIR/model.json under \"quality\":\n"
-        "  tokenizer PSNR on held-out images (needs --work for the encoder), the classifier's\n"
-        "  accuracy on held-out images, the class accuracy of generated images (engine generation\n"
-        "  path, the bundle's sampling_defaults) and the demo-FID (classifier features).\n"
+        "  tokenizer PSNR on held-out images (needs --work for the encoder: WORK/vq or WORK/var-vae),\n"
+        "  the classifier's accuracy on held-out images, the class accuracy of generated images\n"
+        "  (engine generation path, the bundle's sampling_defaults) and the demo-FID (classifier\n"
+        "  features). Works for llamagen and var bundles.\n"
         "  --classifier FILE        evaluation classifier (default: the bundle's, else WORK/classifier)\n"
         "  --generated N            generated images, balanced over classes (default 1000)\n"
         "  --reference N            held-out real images (default 1000)\n"
@@ -47,7 +48,7 @@ int cmd_evaluate(const std::vector<std::string>& args, const std::string& comman
   o.samples_scale = static_cast<int>(p.get_int("--samples-scale", 2));
   o.write_manifest = !p.flag("--no-write");
   o.command = command_line;
-  const nlohmann::json q = training::evaluate_llamagen_bundle(o);
+  const nlohmann::json q = training::evaluate_bundle(o);
   std::printf("%s\n", q.dump(2).c_str());
   return 0;
 }

@@ -3,20 +3,26 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/train/train_commands.h"
+#include "engine/core/errors.h"
 #include "engine/training/llamagen/bundle_export.h"
+#include "engine/training/var/var_bundle_export.h"
 
 namespace kvs::train_app {
 
 int cmd_export(const std::vector<std::string>& args, const std::string& command_line) {
-  cli::ArgParser p(args, {"--work", "--out", "--name", "--dtype", "--cfg", "--temperature", "--top-k", "--top-p"},
+  cli::ArgParser p(args, {"--work", "--out", "--family", "--name", "--dtype", "--classifier", "--cfg", "--temperature", "--top-k", "--top-p"},
                    {"--help"}, 0);
   if (p.flag("--help")) {
     std::puts(
         "usage: kvstudio-train export --work DIR --out BUNDLE_DIR [options]\n"
         "  Writes a model bundle (model.json + weights.safetensors, the format of converted official\n"
-        "  checkpoints) from DIR/vq and DIR/gpt, with the world's class names, sampling defaults,\n"
-        "  provenance (the exact training commands) and DIR/classifier as evaluation-classifier.safetensors.\n"
-        "  --name NAME              bundle name (default llamagen-demo)\n"
+        "  checkpoints) from DIR/vq and DIR/gpt (llamagen) or DIR/var-vae and DIR/var (var), with the\n"
+        "  world's class names, sampling defaults, provenance (the exact training commands) and\n"
+        "  DIR/classifier as evaluation-classifier.safetensors.\n"
+        "  --family llamagen|var    which demo model (default llamagen)\n"
+        "  --name NAME              bundle name (default llamagen-demo / var-demo)\n"
+        "  --classifier FILE        evaluation classifier to copy when DIR/classifier has none\n"
+        "                           (e.g. resources/models/llamagen-demo/evaluation-classifier.safetensors)\n"
         "  --dtype f16|bf16|f32     stored weight type (default f16)\n"
         "  --cfg X --temperature X --top-k N --top-p X   sampling_defaults (default 4, 1, 0, 1)");
     return 0;
@@ -24,14 +30,19 @@ int cmd_export(const std::vector<std::string>& args, const std::string& command_
   training::BundleExportOptions o;
   o.work_dir = p.require("--work");
   o.out_dir = p.require("--out");
-  o.name = p.get("--name", "llamagen-demo");
+  const std::string family = p.get("--family", "llamagen");
+  if (family != "llamagen" && family != "var")
+    throw InvalidArgumentError("--family must be llamagen or var, got '" + family + "'");
+  o.name = p.get("--name", family == "var" ? "var-demo" : "llamagen-demo");
+  o.classifier_file = p.get("--classifier", "");
   o.dtype = p.get("--dtype", "f16");
   o.sampling_defaults = {{"cfg_scale", p.get_double("--cfg", 4.0)},
                          {"temperature", p.get_double("--temperature", 1.0)},
                          {"top_k", p.get_int("--top-k", 0)},
                          {"top_p", p.get_double("--top-p", 1.0)}};
   o.command = command_line;
-  training::export_llamagen_bundle(o);
+  if (family == "var") training::export_var_bundle(o);
+  else training::export_llamagen_bundle(o);
   std::printf("wrote %s (%s, %s weights)\n", o.out_dir.c_str(), o.name.c_str(), o.dtype.c_str());
   return 0;
 }

@@ -23,6 +23,12 @@ LlamaGen (raster) demo model, in this order:
   export      write a model bundle from WORK              -> e.g. resources/models/llamagen-demo
   evaluate    measure a bundle's quality gates            -> model.json "quality"
 
+VAR (next-scale) demo model, in this order (the classifier is shared):
+  var-vae     train the multi-scale VQVAE                 -> WORK/var-vae
+  var         train the next-scale transformer            -> WORK/var
+  export --family var                                     -> e.g. resources/models/var-demo
+  evaluate    (the same command for both families)
+
 Every training command is seeded and resumable (--resume), logs its loss curve to
 WORK/<kind>/loss.csv and checkpoints to WORK/<kind>/checkpoint.json; Ctrl-C
 checkpoints before stopping.
@@ -66,7 +72,8 @@ int main(int argc, char** argv) {
     const std::pair<const char*, Command> table[] = {
         {"vq", kvs::train_app::cmd_vq},         {"classifier", kvs::train_app::cmd_classifier},
         {"gpt", kvs::train_app::cmd_gpt},       {"export", kvs::train_app::cmd_export},
-        {"evaluate", kvs::train_app::cmd_evaluate},
+        {"evaluate", kvs::train_app::cmd_evaluate}, {"var-vae", kvs::train_app::cmd_var_vae},
+        {"var", kvs::train_app::cmd_var},
     };
     for (const auto& [name, fn] : table)
       if (command == name) return fn(rest, line);

@@ -10,6 +10,8 @@ namespace kvs::train_app {
 int cmd_vq(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_classifier(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_gpt(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_var_vae(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_var(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_export(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_evaluate(const std::vector<std::string>& args, const std::string& command_line);
 

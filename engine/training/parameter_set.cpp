@@ -48,6 +48,12 @@ const at::Tensor& ParameterSet::get(const std::string& name) const {
   return items_[it->second].tensor;
 }
 
+void ParameterSet::set_weight_decay(const std::string& name, bool decay) {
+  auto it = index_.find(name);
+  if (it == index_.end()) throw ModelMismatchError("no parameter named " + name);
+  items_[it->second].weight_decay = decay;
+}
+
 std::map<std::string, at::Tensor> ParameterSet::as_map() const {
   std::map<std::string, at::Tensor> out;
   for (const auto& p : items_) out[p.name] = p.tensor;

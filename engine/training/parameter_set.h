@@ -34,6 +34,9 @@ class ParameterSet {
   const std::vector<NamedParameter>& items() const { return items_; }
   bool contains(const std::string& name) const { return index_.count(name) > 0; }
   const at::Tensor& get(const std::string& name) const;  // throws ModelMismatchError
+  // Overrides the >= 2-D default (VAR exempts its position/level embeddings, as
+  // upstream's filter_params does); call before building the optimizer.
+  void set_weight_decay(const std::string& name, bool decay);
   // Name -> tensor, sharing storage (what the engine's networks take).
   std::map<std::string, at::Tensor> as_map() const;
   int64_t numel() const;

@@ -2,6 +2,7 @@
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
+#include <c10/core/GradMode.h>
 
 #include "engine/core/errors.h"
 #include "engine/models/var/var_weights.h"
@@ -55,15 +56,43 @@ at::Tensor MultiScaleVqvae::phi(const at::Tensor& h, int64_t si) const {
   return h * (1.0 - r) + at::conv2d(h, phi_weight_[index], phi_bias_[index], {1, 1}, {pad, pad}) * r;
 }
 
-void MultiScaleVqvae::accumulate(at::Tensor& f_hat, const at::Tensor& h, int64_t si) const {
+at::Tensor MultiScaleVqvae::scale_contribution(const at::Tensor& h, int64_t si) const {
   const int64_t hw = final_grid();
-  if (si != scales() - 1) {
-    // F.interpolate(h, size=(HW, HW), mode='bicubic') (align_corners False, no scale factors).
-    at::Tensor up = at::upsample_bicubic2d(h.to(at::kFloat), {hw, hw}, /*align_corners=*/false, c10::nullopt, c10::nullopt);
-    f_hat.add_(phi(up, si));
-  } else {
-    f_hat.add_(phi(h.to(at::kFloat), si));
+  if (si == scales() - 1) return phi(h.to(at::kFloat), si);
+  // F.interpolate(h, size=(HW, HW), mode='bicubic') (align_corners False, no scale factors).
+  at::Tensor up = at::upsample_bicubic2d(h.to(at::kFloat), {hw, hw}, /*align_corners=*/false, c10::nullopt, c10::nullopt);
+  return phi(up, si);
+}
+
+void MultiScaleVqvae::accumulate(at::Tensor& f_hat, const at::Tensor& h, int64_t si) const {
+  f_hat.add_(scale_contribution(h, si));
+}
+
+at::Tensor MultiScaleVqvae::lookup_scale(const at::Tensor& f_rest, int64_t si) const {
+  c10::NoGradGuard no_grad;
+  const int64_t pn = config_.v_patch_nums.at(si), b = f_rest.size(0), c = config_.z_channels;
+  at::Tensor rest = si == scales() - 1 ? f_rest : at::adaptive_avg_pool2d(f_rest, {pn, pn});
+  if (rest.size(2) != pn || rest.size(3) != pn || rest.size(1) != c)
+    throw InvalidArgumentError("scale " + std::to_string(si) + " lookup needs a [B, " + std::to_string(c) + ", " +
+                               std::to_string(final_grid()) + ", " + std::to_string(final_grid()) +
+                               "] residual, got " + c10::str(f_rest.sizes()));
+  at::Tensor rest_nc = rest.detach().to(at::kFloat).permute({0, 2, 3, 1}).reshape({-1, c});
+  const at::Tensor e = embedding_.detach();
+  // d = sum(r^2, keepdim) + sum(e^2); d.addmm_(r, e^T, alpha=-2, beta=1), as upstream.
+  at::Tensor d = rest_nc.square().sum(1, true) + e.square().sum(1);
+  d.addmm_(rest_nc, e.t(), /*beta=*/1, /*alpha=*/-2);
+  return at::argmin(d, 1).view({b, pn * pn});
+}
+
+std::vector<at::Tensor> MultiScaleVqvae::f_to_ids(const at::Tensor& f) const {
+  c10::NoGradGuard no_grad;
+  at::Tensor f_rest = f.detach().to(device_, at::kFloat).clone();
+  std::vector<at::Tensor> ids;
+  for (int64_t si = 0; si < scales(); ++si) {
+    ids.push_back(lookup_scale(f_rest, si));
+    f_rest.sub_(scale_contribution(embed_scale(ids.back(), si), si));
   }
+  return ids;
 }
 
 at::Tensor MultiScaleVqvae::next_scale_input(const at::Tensor& f_hat, int64_t si) const {

@@ -37,9 +37,23 @@ class MultiScaleVqvae {
   at::Tensor empty_fhat(int64_t batch) const;
   // Codebook rows of scale si's ids [B, pn*pn] (row-major) as [B, Cvae, pn, pn].
   at::Tensor embed_scale(const at::Tensor& ids, int64_t si) const;
-  // get_next_autoregressive_input's f_hat update: f_hat += phi_si(up(h)) (in place;
-  // no upsampling at the last scale). h: [B, Cvae, pn, pn].
+  // What scale si adds to f_hat: phi_si(up(h)), h [B, Cvae, pn, pn] bicubically
+  // upsampled to the final grid (not at the last scale). Differentiable: the VAE
+  // trainer runs the same arithmetic with gradients.
+  at::Tensor scale_contribution(const at::Tensor& h, int64_t si) const;
+  // get_next_autoregressive_input's f_hat update: f_hat += scale_contribution(h, si)
+  // (in place).
   void accumulate(at::Tensor& f_hat, const at::Tensor& h, int64_t si) const;
+  // VectorQuantizer2's nearest-code lookup for scale si (using_znorm=False, as every
+  // official VAR tokenizer): the residual f_rest [B, Cvae, H, W] area-downsampled to
+  // pn x pn (as is at the last scale), then argmin of the squared l2 distance
+  // |r|^2 + |e|^2 - 2 r.e to the raw codebook rows -> ids [B, pn*pn]. No autograd.
+  at::Tensor lookup_scale(const at::Tensor& f_rest, int64_t si) const;
+  // f_to_idxBl_or_fhat(to_fhat=False): the encoder's latent f [B, Cvae, H, W] (after
+  // quant_conv) -> ids of every scale, by residual quantisation (each scale's
+  // contribution is subtracted from the residual before the next lookup).
+  std::vector<at::Tensor> f_to_ids(const at::Tensor& f) const;
+  const at::Tensor& codebook() const { return embedding_; }
   // The next scale's input map: area-downsampled f_hat [B, Cvae, pn_{si+1}, pn_{si+1}].
   at::Tensor next_scale_input(const at::Tensor& f_hat, int64_t si) const;
   // idxBl_to_var_input: the teacher-forcing input [B, L - first_l, Cvae] for the

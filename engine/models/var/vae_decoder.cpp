@@ -18,8 +18,8 @@ VaeDecoder::VaeDecoder(const VqvaeConfig& config, const std::map<std::string, at
     if (name.rfind("decoder.", 0) == 0) weights_[name] = tensor.to(device, at::kFloat).contiguous();
 }
 
-at::Tensor VaeDecoder::attn_block(const at::Tensor& x, const std::string& p) const {
-  at::Tensor qkv = blocks::conv(weights_, blocks::group_norm(weights_, x, p + ".norm"), p + ".qkv", 0);
+at::Tensor vae_attn_block(const std::map<std::string, at::Tensor>& weights, const at::Tensor& x, const std::string& p) {
+  at::Tensor qkv = blocks::conv(weights, blocks::group_norm(weights, x, p + ".norm"), p + ".qkv", 0);
   const int64_t b = qkv.size(0), c = x.size(1), h = qkv.size(2), w = qkv.size(3);
   auto parts = qkv.reshape({b, 3, c, h, w}).unbind(1);  // q | k | v along channels
   at::Tensor q = parts[0].reshape({b, c, h * w}).permute({0, 2, 1});
@@ -27,20 +27,20 @@ at::Tensor VaeDecoder::attn_block(const at::Tensor& x, const std::string& p) con
   // Upstream order: bmm(q^T, k) * int(C)^-0.5, softmax over keys, bmm(v, w^T).
   at::Tensor scores = at::softmax(at::bmm(q, k) * std::pow(static_cast<double>(c), -0.5), 2);
   at::Tensor out = at::bmm(parts[2].reshape({b, c, h * w}), scores.permute({0, 2, 1})).reshape({b, c, h, w});
-  return x + blocks::conv(weights_, out, p + ".proj_out", 0);
+  return x + blocks::conv(weights, out, p + ".proj_out", 0);
 }
 
 at::Tensor VaeDecoder::forward(const at::Tensor& z) const {
   at::Tensor h = blocks::conv(weights_, z.to(at::kFloat), "decoder.conv_in", 1);
   h = blocks::resnet_block(weights_, h, "decoder.mid.block_1");
-  if (config_.using_mid_sa) h = attn_block(h, "decoder.mid.attn_1");
+  if (config_.using_mid_sa) h = vae_attn_block(weights_, h, "decoder.mid.attn_1");
   h = blocks::resnet_block(weights_, h, "decoder.mid.block_2");
   const int64_t levels = static_cast<int64_t>(config_.ch_mult.size());
   for (int64_t level = levels - 1; level >= 0; --level) {
     const std::string p = "decoder.up." + std::to_string(level);
     for (int64_t i = 0; i <= config_.num_res_blocks; ++i) {
       h = blocks::resnet_block(weights_, h, p + ".block." + std::to_string(i));
-      if (level == levels - 1 && config_.using_sa) h = attn_block(h, p + ".attn." + std::to_string(i));
+      if (level == levels - 1 && config_.using_sa) h = vae_attn_block(weights_, h, p + ".attn." + std::to_string(i));
     }
     if (level != 0) {
       // F.interpolate(scale_factor=2, mode='nearest'), then a 3x3 conv.

@@ -15,6 +15,11 @@
 
 namespace kvs::var {
 
+// basic_vae.py AttnBlock over "<prefix>.norm/.qkv/.proj_out" (one fused qkv
+// convolution), shared by the decoder and the training tool's encoder.
+at::Tensor vae_attn_block(const std::map<std::string, at::Tensor>& weights, const at::Tensor& x,
+                          const std::string& prefix);
+
 class VaeDecoder {
  public:
   // `weights`: VQVAE state_dict names without prefix ("decoder.*"), shape-checked.
@@ -24,8 +29,6 @@ class VaeDecoder {
   at::Tensor forward(const at::Tensor& z) const;
 
  private:
-  at::Tensor attn_block(const at::Tensor& x, const std::string& prefix) const;
-
   VqvaeConfig config_;
   std::map<std::string, at::Tensor> weights_;
 };

@@ -105,6 +105,32 @@ std::vector<io::ExpectedTensor> vqvae_expected_tensors(const VqvaeConfig& c) {
   return out;
 }
 
+std::vector<io::ExpectedTensor> vqvae_encoder_expected_tensors(const VqvaeConfig& c) {
+  std::vector<io::ExpectedTensor> out;
+  const int64_t levels = static_cast<int64_t>(c.ch_mult.size());
+  add_conv(out, "encoder.conv_in", c.in_channels, c.ch, 3);
+  int64_t block_in = c.ch;
+  // down[i]: num_res_blocks ResnetBlocks (in_ch_mult = (1,) + ch_mult), self-attention
+  // after each block of the lowest resolution, a stride-2 conv below every level but the last.
+  for (int64_t level = 0; level < levels; ++level) {
+    const int64_t block_out = c.ch * c.ch_mult[level];
+    const std::string p = "encoder.down." + std::to_string(level);
+    for (int64_t i = 0; i < c.num_res_blocks; ++i) {
+      add_resnet(out, p + ".block." + std::to_string(i), block_in, block_out);
+      block_in = block_out;
+      if (level == levels - 1 && c.using_sa) add_attn(out, p + ".attn." + std::to_string(i), block_in);
+    }
+    if (level != levels - 1) add_conv(out, p + ".downsample.conv", block_in, block_in, 3);
+  }
+  add_resnet(out, "encoder.mid.block_1", block_in, block_in);
+  if (c.using_mid_sa) add_attn(out, "encoder.mid.attn_1", block_in);
+  add_resnet(out, "encoder.mid.block_2", block_in, block_in);
+  add_norm(out, "encoder.norm_out", block_in);
+  add_conv(out, "encoder.conv_out", block_in, c.z_channels, 3);  // double_z=False
+  add_conv(out, "quant_conv", c.z_channels, c.z_channels, c.quant_conv_ks);
+  return out;
+}
+
 std::vector<io::ExpectedTensor> vqvae_buffer_tensors(const VqvaeConfig& c) {
   return {{"quantize.ema_vocab_hit_SV", {static_cast<int64_t>(c.v_patch_nums.size()), c.vocab_size}}};
 }

@@ -27,6 +27,10 @@ std::vector<io::ExpectedTensor> var_buffer_tensors(const VarConfig& config);
 // quantize.quant_resi.* (the phi convolutions), post_quant_conv, decoder.*.
 std::vector<io::ExpectedTensor> vqvae_expected_tensors(const VqvaeConfig& config);
 std::vector<io::ExpectedTensor> vqvae_buffer_tensors(const VqvaeConfig& config);
+// The VQVAE's encoder half (basic_vae.py Encoder with the decoder's ddconfig, as
+// VQVAE builds both from one dict, then quant_conv): encoder.* and quant_conv.*.
+// Only the training tool uses them (kvstudio-train var-vae).
+std::vector<io::ExpectedTensor> vqvae_encoder_expected_tensors(const VqvaeConfig& config);
 // encoder.* and quant_conv.*: never used by VAR inference.
 bool is_unused_vqvae_key(const std::string& name);
 

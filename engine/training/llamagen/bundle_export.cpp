@@ -11,44 +11,13 @@
 #include "engine/models/llamagen/llamagen_weights.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/llamagen/vq_model.h"
-#include "engine/metrics/scene_classifier.h"
 #include "engine/training/world_dataset.h"
 
 namespace kvs::training {
 namespace fs = std::filesystem;
-namespace {
-
-at::ScalarType parse_dtype(const std::string& name) {
-  if (name == "f32") return at::kFloat;
-  if (name == "f16") return at::kHalf;
-  if (name == "bf16") return at::kBFloat16;
-  throw InvalidArgumentError("unknown weights dtype '" + name + "' (expected f32, f16 or bf16)");
-}
-
-void add_prefixed(io::NamedTensors& out, const std::map<std::string, at::Tensor>& weights,
-                  const std::vector<io::ExpectedTensor>& expected, const std::string& prefix, at::ScalarType dtype,
-                  const std::string& origin) {
-  for (const auto& e : expected) {
-    auto it = weights.find(e.name);
-    if (it == weights.end()) throw ModelMismatchError(origin + ": missing tensor " + e.name);
-    out.emplace_back(prefix + e.name, it->second.to(dtype).contiguous());
-  }
-}
-
-nlohmann::json run_summary(const nlohmann::json& manifest) {
-  return {{"steps", manifest.value("step", 0)},
-          {"seed", manifest.value("seed", 0)},
-          {"batch", manifest.value("batch", 0)},
-          {"lr", manifest.value("lr", 0.0)},
-          {"train_seconds", manifest.value("train_seconds", 0.0)},
-          {"config", manifest.value("config", nlohmann::json::object())},
-          {"commands", manifest.value("commands", nlohmann::json::array())}};
-}
-
-}  // namespace
 
 nlohmann::json export_llamagen_bundle(const BundleExportOptions& options) {
-  const at::ScalarType dtype = parse_dtype(options.dtype);
+  const at::ScalarType dtype = parse_weights_dtype(options.dtype);
   const std::string vq_dir = (fs::path(options.work_dir) / "vq").string();
   const std::string gpt_dir = (fs::path(options.work_dir) / "gpt").string();
   nlohmann::json vq_manifest, gpt_manifest;
@@ -76,10 +45,7 @@ nlohmann::json export_llamagen_bundle(const BundleExportOptions& options) {
       {"created_by", "kvstudio-train export"},
       {"export_command", options.command},
       {"weights_dtype", options.dtype},
-      {"world",
-       {{"image_size", image_size},
-        {"training_seeds", seed_range_text(0, kHeldOutSeedBase)},
-        {"held_out_seeds", seed_range_text(kHeldOutSeedBase, 2 * kHeldOutSeedBase)}}},
+      {"world", world_provenance(image_size)},
       {"tokenizer_training", run_summary(vq_manifest)},
       {"gpt_training", run_summary(gpt_manifest)}};
 
@@ -90,16 +56,7 @@ nlohmann::json export_llamagen_bundle(const BundleExportOptions& options) {
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
   if (ec) throw FileError("folder " + options.out_dir + ": cannot create (" + ec.message() + ")");
-  const std::string classifier_dir = (fs::path(options.work_dir) / "classifier").string();
-  if (read_checkpoint_manifest(classifier_dir)) {
-    nlohmann::json cls_manifest;
-    const auto cls_weights = load_checkpoint_weights(classifier_dir, &cls_manifest);
-    const ClassifierConfig cls_cfg = classifier_config_from_json(cls_manifest.at("config").at("model"));
-    save_classifier((fs::path(options.out_dir) / kEvaluationClassifierFile).string(), cls_cfg, cls_weights,
-                    dtype == at::kFloat ? at::kFloat : at::kHalf);
-    manifest["files"]["evaluation_classifier"] = kEvaluationClassifierFile;
-    manifest["provenance"]["classifier_training"] = run_summary(cls_manifest);
-  }
+  attach_evaluation_classifier(options, dtype, manifest);
   io::write_safetensors((fs::path(options.out_dir) / "weights.safetensors").string(), tensors,
                         {{"format", "kvstudio"}, {"family", "llamagen"}});
   io::write_bundle_manifest(options.out_dir, manifest);

@@ -8,18 +8,9 @@
 // `kvstudio-train evaluate` and the benchmark's class accuracy / demo-FID.
 #include <nlohmann/json.hpp>
 
-#include <string>
+#include "engine/training/bundle_files.h"
 
 namespace kvs::training {
-
-struct BundleExportOptions {
-  std::string work_dir;
-  std::string out_dir;
-  std::string name = "llamagen-demo";
-  std::string dtype = "f16";  // f32 | f16 | bf16
-  nlohmann::json sampling_defaults = {{"cfg_scale", 4.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
-  std::string command;        // recorded in provenance
-};
 
 // Returns the manifest written to OUT/model.json.
 nlohmann::json export_llamagen_bundle(const BundleExportOptions& options);

@@ -13,7 +13,7 @@
 #include "engine/models/llamagen/llamagen_gpt.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 #include "engine/training/checkpoint.h"
-#include "engine/training/llamagen/token_dataset.h"
+#include "engine/training/token_dataset.h"
 #include "engine/training/llamagen/vq_model.h"
 #include "engine/training/world_data.h"
 
@@ -78,13 +78,14 @@ TrainSummary train_gpt(const TrainOptions& options, const GptTrainSetup& setup) 
     const std::string tokenizer_id = std::filesystem::absolute(setup.vq_run_dir).string() + "/" +
                                      vq_manifest.value("weights", std::string());
     const std::string dir = run_dir(options, "gpt");
+    const ImageTokenizer tokenizer{[&vq](const at::Tensor& input) { return vq.encode_codes(input); }, vq.device()};
     WorldImageSet images = load_world_split(options.work_dir, WorldSplit::Train, setup.train_per_class, image_size,
                                             options.render_threads);
-    train = tokenize_images_cached(vq, images, dir + "/tokens-train-" + std::to_string(setup.train_per_class) +
+    train = tokenize_images_cached(tokenizer, images, dir + "/tokens-train-" + std::to_string(setup.train_per_class) +
                                                    ".safetensors", tokenizer_id);
     WorldImageSet eval_images = load_world_split(options.work_dir, WorldSplit::HeldOut, setup.eval_per_class,
                                                  image_size, options.render_threads);
-    held_out = tokenize_images_cached(vq, eval_images, dir + "/tokens-heldout-" +
+    held_out = tokenize_images_cached(tokenizer, eval_images, dir + "/tokens-heldout-" +
                                                            std::to_string(setup.eval_per_class) + ".safetensors",
                                       tokenizer_id);
   }

@@ -1,4 +1,4 @@
-#include "engine/training/llamagen/bundle_evaluation.h"
+#include "engine/training/bundle_evaluation.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -6,20 +6,23 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
+#include <memory>
 
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/image/png_file.h"
-#include "engine/metrics/image_metrics.h"
 #include "engine/models/llamagen/llamagen_model.h"
+#include "engine/models/var/var_model.h"
 #include "engine/session/generation_session.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/classifier_trainer.h"
 #include "engine/metrics/frechet_distance.h"
 #include "engine/metrics/image_tensors.h"
-#include "engine/training/llamagen/vq_model.h"
+#include "engine/training/llamagen/tokenizer_psnr.h"
 #include "engine/metrics/scene_classifier.h"
+#include "engine/training/var/var_vae_trainer.h"
 #include "engine/training/world_data.h"
 
 namespace kvs::training {
@@ -56,16 +59,50 @@ RgbImage image_grid(const at::Tensor& images, int64_t rows, int64_t cols, int sc
   return tensor_to_rgb_image(grid);
 }
 
+// The family-specific parts: class count, image size, and the tokenizer round trip
+// (training encoder from the work folder -> the bundle's own decoder).
+struct LoadedBundle {
+  int64_t classes = 0;
+  int image_size = 0;
+  std::function<double(const at::Tensor& pixels_nhwc)> tokenizer_psnr;
+  std::shared_ptr<void> keep_alive;
+};
+
+LoadedBundle load_for_evaluation(const io::ModelBundle& bundle, const std::string& work_dir, at::Device device) {
+  LoadedBundle b;
+  if (bundle.family() == "llamagen") {
+    auto model = std::make_shared<llamagen::LlamaGenModel>(llamagen::LlamaGenModel::load(bundle, device));
+    b.classes = model->gpt->config().num_classes;
+    b.image_size = static_cast<int>(model->image_size());
+    b.tokenizer_psnr = [model, work_dir, device](const at::Tensor& pixels) {
+      return llamagen_bundle_tokenizer_psnr(work_dir, *model, pixels, device);
+    };
+    b.keep_alive = model;
+  } else if (bundle.family() == "var") {
+    auto model = std::make_shared<var::VarModel>(var::VarModel::load(bundle, device));
+    b.classes = model->transformer->config().num_classes;
+    b.image_size = static_cast<int>(model->image_size());
+    b.tokenizer_psnr = [model, work_dir, device](const at::Tensor& pixels) {
+      return var_bundle_tokenizer_psnr(work_dir, *model->vqvae, pixels, device);
+    };
+    b.keep_alive = model;
+  } else {
+    throw InvalidArgumentError("model " + bundle.dir + ": evaluate supports the llamagen and var families, not '" +
+                               bundle.family() + "'");
+  }
+  return b;
+}
+
 }  // namespace
 
-nlohmann::json evaluate_llamagen_bundle(const BundleEvaluationOptions& o) {
+nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   const auto t_start = Clock::now();
   const io::ModelBundle bundle = io::ModelBundle::open(o.bundle_dir);
   const DeviceChoice device_choice = choose_device(parse_device_kind(o.device), o.threads);
   const at::Device device = device_choice.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-  const llamagen::LlamaGenModel model = llamagen::LlamaGenModel::load(bundle, device);
-  const int64_t classes = model.gpt->config().num_classes;
-  const int size = static_cast<int>(model.image_size());
+  LoadedBundle model = load_for_evaluation(bundle, o.work_dir, device);
+  const int64_t classes = model.classes;
+  const int size = model.image_size;
   if (classes != world_class_count())
     throw ModelMismatchError("model " + bundle.dir + " has " + std::to_string(classes) + " classes, the world " +
                              std::to_string(world_class_count()));
@@ -88,21 +125,7 @@ nlohmann::json evaluate_llamagen_bundle(const BundleEvaluationOptions& o) {
 
   // Tokenizer: the training encoder's codes through the bundle's own decoder.
   if (!o.work_dir.empty()) {
-    nlohmann::json vq_manifest;
-    const auto vq_weights = load_checkpoint_weights((fs::path(o.work_dir) / "vq").string(), &vq_manifest);
-    const VqModel encoder(vq_model_config_from_json(vq_manifest.at("config").at("model")), vq_weights, device);
-    c10::NoGradGuard no_grad;
-    const int64_t grid = model.gpt->config().grid_size();
-    double sum = 0;
-    const int64_t n = reference.size(), b = 50;
-    for (int64_t i = 0; i < n; i += b) {
-      const int64_t len = std::min(b, n - i);
-      at::Tensor real_u8 = reference.pixels().narrow(0, i, len);
-      at::Tensor codes = encoder.encode_codes(u8_images_to_input(real_u8, device));
-      at::Tensor rec = llamagen::images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid));
-      for (int64_t j = 0; j < len; ++j) sum += psnr(tensor_to_rgb_image(real_u8[j]), tensor_to_rgb_image(rec[j]));
-    }
-    q["tokenizer_psnr_db"] = sum / static_cast<double>(n);
+    q["tokenizer_psnr_db"] = model.tokenizer_psnr(reference.pixels());
     log().info("evaluate: tokenizer PSNR " + std::to_string(q["tokenizer_psnr_db"].get<double>()) + " dB");
   }
 

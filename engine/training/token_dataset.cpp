@@ -1,7 +1,8 @@
-#include "engine/training/llamagen/token_dataset.h"
+#include "engine/training/token_dataset.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
+#include <c10/core/GradMode.h>
 
 #include <chrono>
 #include <filesystem>
@@ -14,12 +15,14 @@
 
 namespace kvs::training {
 
-TokenSet tokenize_images(const VqModel& vq, const WorldImageSet& images, int64_t batch_size) {
+TokenSet tokenize_images(const ImageTokenizer& tokenizer, const WorldImageSet& images, int64_t batch_size) {
+  c10::NoGradGuard no_grad;
   std::vector<at::Tensor> codes;
   const int64_t n = images.size();
   for (int64_t i = 0; i < n; i += batch_size) {
     const int64_t len = std::min(batch_size, n - i);
-    codes.push_back(vq.encode_codes(u8_images_to_input(images.pixels().narrow(0, i, len), vq.device())).to(at::kCPU));
+    codes.push_back(
+        tokenizer.encode(u8_images_to_input(images.pixels().narrow(0, i, len), tokenizer.device)).to(at::kCPU));
   }
   TokenSet set;
   set.codes = codes.empty() ? at::empty({0, 0}, at::TensorOptions().dtype(at::kLong)) : at::cat(codes);
@@ -27,8 +30,8 @@ TokenSet tokenize_images(const VqModel& vq, const WorldImageSet& images, int64_t
   return set;
 }
 
-TokenSet tokenize_images_cached(const VqModel& vq, const WorldImageSet& images, const std::string& cache_path,
-                                const std::string& tokenizer_id, int64_t batch_size) {
+TokenSet tokenize_images_cached(const ImageTokenizer& tokenizer, const WorldImageSet& images,
+                                const std::string& cache_path, const std::string& tokenizer_id, int64_t batch_size) {
   const ModuleLog log = module_logger("train");
   std::error_code ec;
   const std::string images_id = std::to_string(images.size()) + "x" + std::to_string(images.image_size()) + ":" +
@@ -52,7 +55,7 @@ TokenSet tokenize_images_cached(const VqModel& vq, const WorldImageSet& images, 
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  TokenSet set = tokenize_images(vq, images, batch_size);
+  TokenSet set = tokenize_images(tokenizer, images, batch_size);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   log.info("tokens: encoded " + std::to_string(set.size()) + " images in " + std::to_string(s) + " s");
   std::filesystem::create_directories(std::filesystem::path(cache_path).parent_path(), ec);

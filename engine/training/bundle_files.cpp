@@ -1,0 +1,70 @@
+#include "engine/training/bundle_files.h"
+
+#include <ATen/Functions.h>
+
+#include <filesystem>
+
+#include "engine/core/errors.h"
+#include "engine/metrics/scene_classifier.h"
+#include "engine/training/checkpoint.h"
+#include "engine/training/world_dataset.h"
+
+namespace kvs::training {
+namespace fs = std::filesystem;
+
+at::ScalarType parse_weights_dtype(const std::string& name) {
+  if (name == "f32") return at::kFloat;
+  if (name == "f16") return at::kHalf;
+  if (name == "bf16") return at::kBFloat16;
+  throw InvalidArgumentError("unknown weights dtype '" + name + "' (expected f32, f16 or bf16)");
+}
+
+void add_prefixed(io::NamedTensors& out, const std::map<std::string, at::Tensor>& weights,
+                  const std::vector<io::ExpectedTensor>& expected, const std::string& prefix, at::ScalarType dtype,
+                  const std::string& origin) {
+  for (const auto& e : expected) {
+    auto it = weights.find(e.name);
+    if (it == weights.end()) throw ModelMismatchError(origin + ": missing tensor " + e.name);
+    out.emplace_back(prefix + e.name, it->second.to(dtype).contiguous());
+  }
+}
+
+nlohmann::json run_summary(const nlohmann::json& manifest) {
+  return {{"steps", manifest.value("step", 0)},
+          {"seed", manifest.value("seed", 0)},
+          {"batch", manifest.value("batch", 0)},
+          {"lr", manifest.value("lr", 0.0)},
+          {"train_seconds", manifest.value("train_seconds", 0.0)},
+          {"config", manifest.value("config", nlohmann::json::object())},
+          {"commands", manifest.value("commands", nlohmann::json::array())}};
+}
+
+nlohmann::json world_provenance(int image_size) {
+  return {{"image_size", image_size},
+          {"training_seeds", seed_range_text(0, kHeldOutSeedBase)},
+          {"held_out_seeds", seed_range_text(kHeldOutSeedBase, 2 * kHeldOutSeedBase)}};
+}
+
+void attach_evaluation_classifier(const BundleExportOptions& options, at::ScalarType dtype, nlohmann::json& manifest) {
+  const std::string classifier_dir = (fs::path(options.work_dir) / "classifier").string();
+  const std::string out = (fs::path(options.out_dir) / kEvaluationClassifierFile).string();
+  if (read_checkpoint_manifest(classifier_dir)) {
+    nlohmann::json cls_manifest;
+    const auto cls_weights = load_checkpoint_weights(classifier_dir, &cls_manifest);
+    const ClassifierConfig cls_cfg = classifier_config_from_json(cls_manifest.at("config").at("model"));
+    save_classifier(out, cls_cfg, cls_weights, dtype == at::kFloat ? at::kFloat : at::kHalf);
+    manifest["provenance"]["classifier_training"] = run_summary(cls_manifest);
+  } else if (!options.classifier_file.empty()) {
+    SceneClassifier::load(options.classifier_file, at::kCPU);  // must be a classifier file
+    std::error_code ec;
+    if (fs::absolute(options.classifier_file, ec) != fs::absolute(out, ec))
+      fs::copy_file(options.classifier_file, out, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw FileError("file " + options.classifier_file + ": cannot copy into the bundle (" + ec.message() + ")");
+    manifest["provenance"]["classifier_source"] = options.classifier_file;
+  } else {
+    return;
+  }
+  manifest["files"]["evaluation_classifier"] = kEvaluationClassifierFile;
+}
+
+}  // namespace kvs::training

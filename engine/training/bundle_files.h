@@ -1,0 +1,50 @@
+#pragma once
+// What every family's bundle export shares: the options, the weight dtype, copying
+// checkpoint tensors under the bundle's prefix, the run summaries that go into
+// provenance, and the evaluation classifier that travels with a trained bundle
+// (files.evaluation_classifier) for `kvstudio-train evaluate` and the benchmark.
+#include <nlohmann/json.hpp>
+
+#include <ATen/core/Tensor.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "engine/io/safetensors_writer.h"
+#include "engine/io/tensor_spec.h"
+
+namespace kvs::training {
+
+struct BundleExportOptions {
+  std::string work_dir;
+  std::string out_dir;
+  std::string name = "llamagen-demo";
+  std::string dtype = "f16";  // f32 | f16 | bf16
+  nlohmann::json sampling_defaults = {{"cfg_scale", 4.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
+  // Evaluation classifier: WORK/classifier when it holds a checkpoint, else this
+  // classifier file when given (e.g. another demo bundle's), else none.
+  std::string classifier_file;
+  std::string command;        // recorded in provenance
+};
+
+// "f32" | "f16" | "bf16" (InvalidArgumentError otherwise).
+at::ScalarType parse_weights_dtype(const std::string& name);
+
+// Appends every `expected` tensor of `weights` as prefix + name in `dtype`
+// (ModelMismatchError naming `origin` when one is missing).
+void add_prefixed(io::NamedTensors& out, const std::map<std::string, at::Tensor>& weights,
+                  const std::vector<io::ExpectedTensor>& expected, const std::string& prefix, at::ScalarType dtype,
+                  const std::string& origin);
+
+// Steps, seed, batch, lr, time, config and commands of a training checkpoint manifest.
+nlohmann::json run_summary(const nlohmann::json& checkpoint_manifest);
+
+// The world provenance block (image size, training and held-out seed ranges).
+nlohmann::json world_provenance(int image_size);
+
+// Writes OUT/evaluation-classifier.safetensors as BundleExportOptions says and
+// records it in `manifest` (files + provenance). Call after creating OUT.
+void attach_evaluation_classifier(const BundleExportOptions& options, at::ScalarType dtype, nlohmann::json& manifest);
+
+}  // namespace kvs::training

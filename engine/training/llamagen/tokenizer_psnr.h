@@ -1,0 +1,18 @@
+#pragma once
+// The tokenizer gate of a LlamaGen bundle: held-out images encoded by the training
+// encoder (WORK/vq) and decoded by the bundle's own VqDecoder (shipped dtype); mean
+// per-image 8-bit PSNR.
+#include <ATen/core/Tensor.h>
+
+#include <string>
+
+namespace kvs::llamagen {
+struct LlamaGenModel;
+}
+
+namespace kvs::training {
+
+double llamagen_bundle_tokenizer_psnr(const std::string& work_dir, const llamagen::LlamaGenModel& model,
+                                      const at::Tensor& pixels_nhwc, at::Device device);
+
+}  // namespace kvs::training

@@ -1,0 +1,67 @@
+#include "engine/training/var/var_bundle_export.h"
+
+#include <ATen/Functions.h>
+
+#include <filesystem>
+
+#include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
+#include "engine/io/safetensors_writer.h"
+#include "engine/models/var/var_model.h"
+#include "engine/models/var/var_weights.h"
+#include "engine/training/checkpoint.h"
+#include "engine/training/var/var_vae_model.h"
+#include "engine/training/world_dataset.h"
+
+namespace kvs::training {
+namespace fs = std::filesystem;
+
+nlohmann::json export_var_bundle(const BundleExportOptions& options) {
+  const at::ScalarType dtype = parse_weights_dtype(options.dtype);
+  const std::string vae_dir = (fs::path(options.work_dir) / "var-vae").string();
+  const std::string var_dir = (fs::path(options.work_dir) / "var").string();
+  nlohmann::json vae_manifest, var_manifest_json;
+  const auto vae_weights = load_checkpoint_weights(vae_dir, &vae_manifest);
+  const auto var_weights = load_checkpoint_weights(var_dir, &var_manifest_json);
+  const VarVaeModelConfig vae_cfg = var_vae_model_config_from_json(vae_manifest.at("config").at("model"));
+  const var::VarConfig var_cfg = var::var_config_from_json(var_manifest_json.at("config").at("model"));
+  var::check_compatible(var_cfg, vae_cfg.arch);
+  const std::string var_tokenizer = var_manifest_json.at("config").value("tokenizer", std::string());
+  if (var_tokenizer != vae_manifest.value("weights", std::string()))
+    throw InvalidArgumentError("folder " + var_dir + ": the transformer was trained on VQVAE checkpoint '" +
+                               var_tokenizer + "', but " + vae_dir + " now holds '" +
+                               vae_manifest.value("weights", std::string()) +
+                               "'; retrain the transformer (or restore that VQVAE)");
+
+  io::NamedTensors tensors;
+  add_prefixed(tensors, var_weights, var::var_expected_tensors(var_cfg), "var.", dtype, var_dir);
+  add_prefixed(tensors, vae_weights, var::vqvae_expected_tensors(vae_cfg.arch), "vae.", dtype, vae_dir);
+
+  const std::vector<std::string> class_names = world_class_names();
+  if (static_cast<int64_t>(class_names.size()) != var_cfg.num_classes)
+    throw ModelMismatchError("the transformer has " + std::to_string(var_cfg.num_classes) +
+                             " classes but the world has " + std::to_string(class_names.size()));
+  nlohmann::json provenance = {
+      {"source", "trained from scratch by kvstudio-train on the procedural world (engine/world)"},
+      {"created_by", "kvstudio-train export --family var"},
+      {"export_command", options.command},
+      {"weights_dtype", options.dtype},
+      {"world", world_provenance(vae_manifest.at("config").at("image_size").get<int>())},
+      {"tokenizer_training", run_summary(vae_manifest)},
+      {"var_training", run_summary(var_manifest_json)}};
+  nlohmann::json manifest = var::var_manifest(options.name, var_cfg, vae_cfg.arch, provenance);
+  manifest["class_names"] = class_names;
+  manifest["sampling_defaults"] = options.sampling_defaults;
+
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec) throw FileError("folder " + options.out_dir + ": cannot create (" + ec.message() + ")");
+  attach_evaluation_classifier(options, dtype, manifest);
+  io::write_safetensors((fs::path(options.out_dir) / "weights.safetensors").string(), tensors,
+                        {{"format", "kvstudio"}, {"family", "var"}});
+  io::write_bundle_manifest(options.out_dir, manifest);
+  var::VarModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);
+  return manifest;
+}
+
+}  // namespace kvs::training

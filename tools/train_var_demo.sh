@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The recipe of the VAR demo bundle (resources/models/var-demo): the multi-scale
+# VQVAE, the next-scale transformer, export (with the LlamaGen demo's evaluation
+# classifier) and evaluation, all at one thread. Every training command stops
+# itself before 90 minutes (--stop-after-minutes 89) and this script resumes it
+# until it has finished, so the script can also be re-run after an interruption
+# (each step continues from its checkpoint; finished steps return at once).
+#
+#   T=build/default/app/train/kvstudio-train W=build/train-work-var \
+#   OUT=build/var-demo tools/train_var_demo.sh
+#
+# Stop it cleanly: `touch $W/STOP`, then Ctrl-C / kill the running kvstudio-train
+# (it checkpoints first); remove $W/STOP and run the script again to continue.
+set -uo pipefail
+
+T=${T:-build/default/app/train/kvstudio-train}
+W=${W:-build/train-work-var}
+OUT=${OUT:-build/var-demo}
+CLASSIFIER=${CLASSIFIER:-resources/models/llamagen-demo/evaluation-classifier.safetensors}
+SAMPLES=${SAMPLES:-$OUT/samples.png}
+THREADS=${THREADS:-1}
+
+# run KIND ARGS...: the training command KIND until it finishes.
+run() {
+  local kind=$1
+  shift
+  while true; do
+    [ -e "$W/STOP" ] && { echo "stop requested ($W/STOP)"; exit 130; }
+    local resume=()
+    [ -f "$W/$kind/checkpoint.json" ] && resume=(--resume)
+    echo "== $(date -u +%FT%TZ) $T $kind $* ${resume[*]}"
+    "$T" "$kind" --work "$W" --threads "$THREADS" --stop-after-minutes 89 "$@" "${resume[@]}"
+    local rc=$?
+    [ $rc -eq 0 ] && return 0
+    [ $rc -eq 130 ] || { echo "$kind failed (exit $rc)"; exit $rc; }
+  done
+}
+
+run var-vae --steps 5000 --batch 8 --lr 1e-3 --warmup 100 --eval-every 500 --checkpoint-every 250
+run var     --steps 2000 --batch 8 --lr 5e-4 --warmup 100 --eval-every 500 --checkpoint-every 100 --train-per-class 1000 --eval-per-class 20
+echo "== $(date -u +%FT%TZ) export"
+"$T" export --family var --work "$W" --out "$OUT" --classifier "$CLASSIFIER" || exit $?
+echo "== $(date -u +%FT%TZ) evaluate"
+"$T" evaluate --bundle "$OUT" --work "$W" --threads "$THREADS" --samples "$SAMPLES" || exit $?
+echo "== $(date -u +%FT%TZ) done"
