@@ -9,7 +9,7 @@
 namespace kvs::train_app {
 namespace {
 
-// The VAR demo tokenizer recipe (tools/train_var_demo.sh).
+// The VAR demo tokenizer recipe (app/train/var_demo_recipe.sh).
 constexpr RecipeDefaults kRecipe{.steps = 5000,
                                  .batch = 8,
                                  .lr = 1e-3,

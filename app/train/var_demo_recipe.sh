@@ -7,7 +7,7 @@
 # (each step continues from its checkpoint; finished steps return at once).
 #
 #   T=build/default/app/train/kvstudio-train W=build/train-work-var \
-#   OUT=build/var-demo tools/train_var_demo.sh
+#   OUT=build/var-demo app/train/var_demo_recipe.sh
 #
 # Stop it cleanly: `touch $W/STOP`, then Ctrl-C / kill the running kvstudio-train
 # (it checkpoints first); remove $W/STOP and run the script again to continue.
