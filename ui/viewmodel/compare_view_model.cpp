@@ -10,7 +10,7 @@ namespace kvs::ui {
 
 CompareViewModel::CompareViewModel(GenerationWorker* worker, QObject* parent) : QObject(parent), worker_(worker) {}
 
-QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base) {
+QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base, ModelFamily family) {
   if (running()) return QStringLiteral("a comparison is already running");
   QStringList specs;
   for (const QString& s : specs_in) {
@@ -18,6 +18,8 @@ QString CompareViewModel::start(const QStringList& specs_in, const kvs::Generati
     if (t.isEmpty()) continue;
     const std::string problem = kvs::policy_spec_problem(t.toStdString());
     if (!problem.empty()) return QString::fromStdString(problem);
+    const QString wrongFamily = policyFamilyProblem(t, family);
+    if (!wrongFamily.isEmpty()) return wrongFamily;
     const QString canonical = QString::fromStdString(kvs::join_policy_spec(kvs::split_policy_spec(t.toStdString())));
     if (!specs.contains(canonical)) specs << canonical;
   }
@@ -30,6 +32,7 @@ QString CompareViewModel::start(const QStringList& specs_in, const kvs::Generati
   panes_.clear();
   rows_.clear();
   specs_ = specs;
+  family_ = family;
   for (const QString& spec : specs) {
     kvs::GenerationRequest r = base;
     r.policy = spec.toStdString();
@@ -64,12 +67,13 @@ void CompareViewModel::onPaneDone() {
   if (running()) return;
   QVector<ResultPtr> results;
   for (RunViewModel* p : panes_) results.push_back(p->result());
-  rows_ = computeRows(specs_, results);
+  rows_ = computeRows(specs_, results, family_);
   Q_EMIT rowsChanged();
   Q_EMIT finished();
 }
 
-QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, const QVector<ResultPtr>& results) {
+QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, const QVector<ResultPtr>& results,
+                                                  ModelFamily family) {
   QVector<CompareRow> rows;
   const ResultPtr reference = results.value(0);
   for (int i = 0; i < results.size(); ++i) {
@@ -82,11 +86,12 @@ QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, cons
     row.kvBytesPeak = r->kv_bytes_peak;
     row.kvBytesFull = r->kv_bytes_full;
     row.tokensPerSecond = r->tokens_per_second;
+    row.flops = r->flops;
     row.tokenAgreement = std::numeric_limits<double>::quiet_NaN();
     row.psnr = row.ssim = std::numeric_limits<double>::quiet_NaN();
     if (reference && !reference->images.empty() && !r->images.empty()) {
       try {
-        row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
+        if (family != ModelFamily::Masked) row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
         row.psnr = kvs::psnr(reference->images.front(), r->images.front());
         row.ssim = kvs::ssim(reference->images.front(), r->images.front());
       } catch (const std::exception&) {

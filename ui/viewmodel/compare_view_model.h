@@ -3,7 +3,10 @@
 // one after another on the one worker (the model stays loaded). The full cache is
 // the reference: it is added first when not listed (like `kvstudio-cli bench`).
 // When every pane has finished, the table compares each pane with the reference:
-// KV bytes, tokens/s, token agreement, PSNR, SSIM (engine/metrics conventions).
+// KV bytes (masked models: FLOPs), tokens/s, token agreement, PSNR, SSIM
+// (engine/metrics conventions). Token agreement is left out (NaN) for masked
+// models: their "tokens" are continuous latents, and the result's token lists
+// hold the generation order, which the seed alone fixes.
 #include <QObject>
 #include <QString>
 #include <QStringList>
@@ -26,6 +29,7 @@ struct CompareRow {
   double tokenAgreement = 0;  // vs the reference, image 0
   double psnr = 0;            // +inf when identical
   double ssim = 0;
+  double flops = 0;           // masked models: counted FLOPs per image; 0 otherwise
 };
 
 class CompareViewModel : public QObject {
@@ -39,7 +43,8 @@ class CompareViewModel : public QObject {
   // Specs run in this order, "full" first (added when missing). Throws nothing:
   // returns an error message (empty on success) for fewer than 2 or more than 4
   // specs, or an invalid spec.
-  QString start(const QStringList& specs, const kvs::GenerationRequest& base);
+  // Specs whose policy does not serve `family` are refused with the registry's list.
+  QString start(const QStringList& specs, const kvs::GenerationRequest& base, ModelFamily family = ModelFamily::Raster);
   void cancel();
 
   bool running() const;
@@ -50,7 +55,9 @@ class CompareViewModel : public QObject {
   const QVector<CompareRow>& rows() const { return rows_; }
 
   // Table rows from finished panes (public for tests).
-  static QVector<CompareRow> computeRows(const QStringList& specs, const QVector<ResultPtr>& results);
+  static QVector<CompareRow> computeRows(const QStringList& specs, const QVector<ResultPtr>& results,
+                                         ModelFamily family = ModelFamily::Raster);
+  ModelFamily family() const { return family_; }
 
  Q_SIGNALS:
   void panesChanged();
@@ -65,6 +72,7 @@ class CompareViewModel : public QObject {
   QStringList specs_;
   QVector<RunViewModel*> panes_;
   QVector<CompareRow> rows_;
+  ModelFamily family_ = ModelFamily::Raster;
 };
 
 }  // namespace kvs::ui

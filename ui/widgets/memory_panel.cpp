@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "engine/metrics/process_memory.h"
+#include "ui/viewmodel/model_family.h"
 #include "ui/viewmodel/run_view_model.h"
 
 namespace kvs::ui {
@@ -32,6 +33,13 @@ QString shortPolicy(const QString& spec) {
 }
 
 }  // namespace
+
+QString formatFlops(double flops) {
+  if (flops >= 1e12) return QStringLiteral("%1 TFLOP").arg(flops / 1e12, 0, 'f', 2);
+  if (flops >= 1e9) return QStringLiteral("%1 GFLOP").arg(flops / 1e9, 0, 'f', 2);
+  if (flops >= 1e6) return QStringLiteral("%1 MFLOP").arg(flops / 1e6, 0, 'f', 1);
+  return QStringLiteral("%1 FLOP").arg(flops, 0, 'f', 0);
+}
 
 QString formatBytes(int64_t bytes) {
   const double b = static_cast<double>(bytes);
@@ -66,6 +74,28 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
     return;
   }
   const MemorySample& m = memory.back();
+  if (run_->family() == ModelFamily::Masked) {
+    // MAR keeps no growing KV cache: what LazyMAR saves is compute. The bar is
+    // this step's FLOPs against the largest step so far (a full computation).
+    double step_max = 0, total = 0;
+    for (const auto& s : memory) {
+      step_max = std::max(step_max, s.flops);
+      total += s.flops;
+    }
+    QRectF used = bar;
+    used.setWidth(step_max > 0 ? bar.width() * m.flops / step_max : 0);
+    p.setBrush(kRetained);
+    p.drawRoundedRect(used, 4, 4);
+    const QString label = tr("step %1 · %2 (%3% of a full step) · run %4")
+                              .arg(m.unit + 1)
+                              .arg(formatFlops(m.flops))
+                              .arg(step_max > 0 ? 100.0 * m.flops / step_max : 0, 0, 'f', 0)
+                              .arg(formatFlops(total));
+    p.setPen(kText);
+    if (compact_) p.drawText(bar.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter, label);
+    else p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
+    return;
+  }
   int64_t full_max = 0;
   for (const auto& s : memory) full_max = std::max(full_max, s.kv_bytes_full);
   // The scale is the full cache of the whole image (the last sample once done,
@@ -124,6 +154,10 @@ void MemoryChart::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, tr("KV bytes per line, against the full cache, appear here during a run"));
     return;
   }
+  if (run_->family() == ModelFamily::Masked) {
+    paintFlopsPerStep(p, plot, memory);
+    return;
+  }
   const int64_t units_total = run_ && run_->started().units_total > 0 ? run_->started().units_total : 16;
   double y_max = 1;
   for (const auto& s : memory) y_max = std::max({y_max, static_cast<double>(s.kv_bytes_full), static_cast<double>(s.kv_bytes_peak)});
@@ -146,7 +180,8 @@ void MemoryChart::paintEvent(QPaintEvent*) {
     p.restore();
   }
   p.setPen(QColor(150, 155, 168));
-  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter, tr("line  (MiB)"));
+  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter,
+             tr("%1  (MiB)").arg(unitNoun(run_->family())));
   // Legend.
   p.setPen(QPen(kFull, 2, Qt::DashLine));
   p.drawLine(QPointF(plot.left(), 4 + fm.height() / 2.0), QPointF(plot.left() + 18, 4 + fm.height() / 2.0));
@@ -193,6 +228,39 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   }
 }
 
+void MemoryChart::paintFlopsPerStep(QPainter& p, const QRectF& plot, const std::vector<MemorySample>& memory) {
+  const QFontMetrics fm = fontMetrics();
+  const int64_t steps = std::max<int64_t>(1, run_->unitsTotal());
+  double y_max = 1;
+  for (const auto& s : memory) y_max = std::max(y_max, s.flops);
+  y_max *= 1.08;
+  const double slot = plot.width() / static_cast<double>(steps);
+  p.setPen(QPen(QColor(60, 64, 76), 1));
+  for (int i = 0; i <= 4; ++i) {
+    const double v = y_max * i / 4.0, y = plot.bottom() - plot.height() * i / 4.0;
+    p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+    p.save();
+    p.setPen(QColor(150, 155, 168));
+    p.drawText(QRectF(0, y - fm.height() / 2.0, plot.left() - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
+               QString::number(v / 1e9, 'f', v / 1e9 >= 10 ? 0 : 2));
+    p.restore();
+  }
+  for (const auto& s : memory) {
+    const double h = plot.height() * s.flops / y_max;
+    // Full steps (everything recomputed, both CFG branches) in grey, lazy steps in teal.
+    const bool lazy = s.recomputed_tokens >= 0 && (s.recomputed_tokens < run_->started().grid_height * run_->started().grid_width || !s.unconditional_computed);
+    p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h), lazy ? kRetained : kFull);
+  }
+  p.setPen(QColor(150, 155, 168));
+  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter, tr("step  (GFLOP per image)"));
+  p.fillRect(QRectF(plot.left(), 4, 12, fm.height() - 4), kFull);
+  p.setPen(kText);
+  p.drawText(QPointF(plot.left() + 16, 2 + fm.ascent()), tr("full step"));
+  const double lx = plot.left() + 30 + fm.horizontalAdvance(tr("full step"));
+  p.fillRect(QRectF(lx, 4, 12, fm.height() - 4), kRetained);
+  p.drawText(QPointF(lx + 16, 2 + fm.ascent()), tr("lazy step (caches reused)"));
+}
+
 // ---------------------------------------------------------------- per-layer bars
 LayerBars::LayerBars(QWidget* parent) : QWidget(parent) {}
 
@@ -208,6 +276,10 @@ void LayerBars::paintEvent(QPaintEvent*) {
   p.fillRect(rect(), kBackground);
   const auto& unit = run_ ? run_->lastUnit() : UnitDonePtr();
   const QFontMetrics fm = fontMetrics();
+  if (run_ && unit && run_->family() == ModelFamily::Masked) {
+    paintRecomputedPerStep(p);
+    return;
+  }
   if (!unit || unit->retained_per_layer.empty()) {
     p.setPen(QColor(150, 155, 168));
     p.drawText(rect(), Qt::AlignCenter, tr("retained tokens per layer"));
@@ -215,9 +287,12 @@ void LayerBars::paintEvent(QPaintEvent*) {
   }
   const auto& counts = unit->retained_per_layer;
   const int64_t heads = unit->retained ? unit->retained->kv_heads : 1;
-  const int64_t positions_so_far = unit->retained ? unit->retained->positions - (run_->started().grid_height * run_->started().grid_width) +
-                                                        (unit->unit_index + 1) * run_->started().grid_width
-                                                  : 0;
+  int64_t positions_so_far = 0;
+  if (unit->retained && run_->family() == ModelFamily::Scale && run_->scaleLayout().scales() > 0)
+    positions_so_far = run_->scaleLayout().begin(unit->unit_index + 1);
+  else if (unit->retained)
+    positions_so_far = unit->retained->positions - (run_->started().grid_height * run_->started().grid_width) +
+                       (unit->unit_index + 1) * run_->started().grid_width;
   const double full = std::max<double>(1.0, static_cast<double>(positions_so_far * heads));
   double top = full;
   for (int64_t c : counts) top = std::max(top, static_cast<double>(c));
@@ -244,6 +319,24 @@ void LayerBars::paintEvent(QPaintEvent*) {
   }
   p.setPen(QColor(150, 155, 168));
   p.drawText(QRectF(0, plot.top() - 2, axis - 4, fm.height()), Qt::AlignRight, QString::number(static_cast<qint64>(top)));
+}
+
+void LayerBars::paintRecomputedPerStep(QPainter& p) {
+  const QFontMetrics fm = fontMetrics();
+  const auto& memory = run_->memory();
+  const int64_t tokens = std::max<int64_t>(1, run_->started().grid_height * run_->started().grid_width);
+  const int64_t steps = std::max<int64_t>(1, run_->unitsTotal());
+  p.setPen(kText);
+  p.drawText(QRectF(4, 0, width() - 8, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
+             tr("tokens recomputed per step (of %1; the rest reused)").arg(tokens));
+  const QRectF plot(6, fm.height() + 4, width() - 12, height() - fm.height() - 10);
+  const double slot = plot.width() / static_cast<double>(steps);
+  p.fillRect(plot, QColor(kFull.red(), kFull.green(), kFull.blue(), 30));
+  for (const auto& s : memory) {
+    if (s.recomputed_tokens < 0) continue;
+    const double h = plot.height() * static_cast<double>(s.recomputed_tokens) / static_cast<double>(tokens);
+    p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h), QColor(255, 170, 60));
+  }
 }
 
 // ---------------------------------------------------------------- panel
