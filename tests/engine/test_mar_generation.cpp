@@ -296,11 +296,16 @@ void expect_maps_over_known_tokens(const std::vector<UnitDoneEvent>& units) {
       const float w = m.weights[static_cast<size_t>(p)];
       EXPECT_GE(w, 0.0f);
       total += w;
-      if (p < buffer) on_buffer += w;
-      else if (!known[static_cast<size_t>(p - buffer)]) EXPECT_EQ(w, 0.0f) << "step " << u.unit_index << " position " << p;
+      if (p < buffer) {
+        on_buffer += w;
+      } else if (!known[static_cast<size_t>(p - buffer)]) {
+        EXPECT_EQ(w, 0.0f) << "step " << u.unit_index << " position " << p;
+      }
     }
     EXPECT_NEAR(total, 1.0, 1e-4);
-    if (u.unit_index == 0) EXPECT_NEAR(on_buffer, 1.0, 1e-4);
+    if (u.unit_index == 0) {
+      EXPECT_NEAR(on_buffer, 1.0, 1e-4);
+    }
     EXPECT_EQ(m.query_position, buffer + u.predicted_positions.front());
     for (int32_t p : u.predicted_positions) known[static_cast<size_t>(p)] = true;
   }

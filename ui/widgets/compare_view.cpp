@@ -176,6 +176,9 @@ void CompareView::setFamily(ModelFamily family) {
   const QStringList headers = masked ? QStringList{tr("policy"), tr("GFLOP"), tr("% full"), tr("uncond."), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")}
                                      : QStringList{tr("policy"), tr("KV end"), tr("% full"), tr("peak"), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")};
   table_->setHorizontalHeaderLabels(headers);
+  // MAR has no KV cache (no peak) and no token agreement: hide what would be all dashes.
+  table_->setColumnHidden(3, masked);
+  table_->setColumnHidden(5, masked);
   if (masked) {
     table_->horizontalHeaderItem(1)->setToolTip(tr("FLOPs per image executed by the transformer and the diffusion head, counted"));
     table_->horizontalHeaderItem(2)->setToolTip(tr("share of the full recomputation's FLOPs"));

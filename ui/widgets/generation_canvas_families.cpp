@@ -149,8 +149,8 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
   if ((overlays_ & kOverlayRetained) && unit->retained) {
     const kvs::RetainedMasks& m = *unit->retained;
     p.setPen(kPanelText);
-    const QString layer = mask_layer_ < 0 ? tr("mean of layers") : tr("layer %1").arg(mask_layer_);
-    p.drawText(QRect(panel.left() + 4, y, panel.width() - 8, fm.height()), Qt::AlignLeft, tr("cached share per head × scale (%1)").arg(layer));
+    const QString layer = mask_layer_ < 0 ? tr("mean L") : tr("L%1").arg(mask_layer_);
+    p.drawText(QRect(panel.left() + 4, y, panel.width() - 8, fm.height()), Qt::AlignLeft, tr("cached share: head × scale (%1)").arg(layer));
     y += fm.height() + 2;
     const int64_t heads = m.kv_heads;
     const int bottom = panel.bottom() - fm.height() * 3 - 8;

@@ -28,6 +28,16 @@ void connectRepaint(QWidget* w, RunViewModel* run) {
   QObject::connect(run, &RunViewModel::stateChanged, w, qOverload<>(&QWidget::update));
 }
 
+// The full cache at the end of the run, projected from a sample: lines add the
+// same number of tokens each, VAR's scales add side^2 tokens each.
+double projectedFullBytes(const RunViewModel& run, const MemorySample& m) {
+  const ScaleLayout& layout = run.scaleLayout();
+  if (run.family() == ModelFamily::Scale && layout.scales() > 0 && layout.begin(m.unit + 1) > 0)
+    return static_cast<double>(m.kv_bytes_full) * static_cast<double>(layout.total()) / static_cast<double>(layout.begin(m.unit + 1));
+  const int64_t units_total = run.started().units_total > 0 ? run.started().units_total : 1;
+  return static_cast<double>(m.kv_bytes_full) * static_cast<double>(units_total) / static_cast<double>(m.unit + 1);
+}
+
 QString shortPolicy(const QString& spec) {
   return spec.size() > 22 ? spec.left(20) + QStringLiteral("…") : spec;
 }
@@ -86,24 +96,27 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
     used.setWidth(step_max > 0 ? bar.width() * m.flops / step_max : 0);
     p.setBrush(kRetained);
     p.drawRoundedRect(used, 4, 4);
-    const QString label = tr("step %1 · %2 (%3% of a full step) · run %4")
+    const QString label = tr("step %1: %2 (%3%)")
                               .arg(m.unit + 1)
                               .arg(formatFlops(m.flops))
-                              .arg(step_max > 0 ? 100.0 * m.flops / step_max : 0, 0, 'f', 0)
-                              .arg(formatFlops(total));
+                              .arg(step_max > 0 ? 100.0 * m.flops / step_max : 0, 0, 'f', 0);
+    const QString run_total = tr("run %1").arg(formatFlops(total));
     p.setPen(kText);
-    if (compact_) p.drawText(bar.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter, label);
-    else p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
+    if (compact_) {
+      p.drawText(bar.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter, label + QStringLiteral(" · ") + run_total);
+    } else {
+      p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
+      p.setPen(kPeak);
+      p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignRight | Qt::AlignVCenter, run_total);
+    }
     return;
   }
   int64_t full_max = 0;
   for (const auto& s : memory) full_max = std::max(full_max, s.kv_bytes_full);
   // The scale is the full cache of the whole image (the last sample once done,
   // extrapolated while running) so that the bar grows as the image does.
-  const int64_t units_total = run_->started().units_total > 0 ? run_->started().units_total : 1;
-  const double full_final = memory.size() >= 2 && m.unit > 0
-                                ? static_cast<double>(m.kv_bytes_full) * static_cast<double>(units_total) / static_cast<double>(m.unit + 1)
-                                : static_cast<double>(std::max<int64_t>(1, full_max));
+  const double full_final = memory.size() >= 2 && m.unit > 0 ? projectedFullBytes(*run_, m)
+                                                              : static_cast<double>(std::max<int64_t>(1, full_max));
   const double scale = bar.width() / std::max(1.0, full_final);
   QRectF full = bar;
   full.setWidth(std::min(bar.width(), m.kv_bytes_full * scale));
@@ -162,7 +175,7 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   double y_max = 1;
   for (const auto& s : memory) y_max = std::max({y_max, static_cast<double>(s.kv_bytes_full), static_cast<double>(s.kv_bytes_peak)});
   if (!memory.empty() && memory.back().unit + 1 < units_total && memory.back().unit > 0)
-    y_max = std::max(y_max, static_cast<double>(memory.back().kv_bytes_full) * units_total / (memory.back().unit + 1));
+    y_max = std::max(y_max, projectedFullBytes(*run_, memory.back()));
   y_max *= 1.05;
   auto X = [&](double unit) { return plot.left() + plot.width() * (unit + 1) / static_cast<double>(units_total); };
   auto Y = [&](double bytes) { return plot.bottom() - plot.height() * bytes / y_max; };
@@ -370,6 +383,15 @@ void MemoryPanel::setRun(RunViewModel* run) {
 }
 
 void MemoryPanel::refreshText() {
+  if (run_ && run_->family() == ModelFamily::Masked) {
+    gauge_->setToolTip(tr("FLOPs of the latest step (per image) and their share of the largest step so far (a full computation); right: the run's total"));
+    chart_->setToolTip(tr("FLOPs per step: grey = every token and both CFG branches computed, teal = LazyMAR reused cached features"));
+    bars_->setToolTip(tr("Grid tokens whose features each step recomputed; the others came from LazyMAR's token cache"));
+  } else {
+    gauge_->setToolTip(tr("KV bytes retained now (teal) vs what the uncompressed cache would hold (grey); orange: peak allocated"));
+    chart_->setToolTip(tr("KV bytes over the run; dashed: the full cache; yellow markers: policy changes (they apply from the next unit)"));
+    bars_->setToolTip(tr("Entries retained per layer for image 0 (grey: what the full cache holds); red: evicted at the last unit"));
+  }
   const int64_t rss = kvs::process_resident_bytes(), hwm = kvs::process_peak_resident_bytes();
   QString device = run_ ? QString::fromStdString(run_->started().device) : QString();
   QString text = tr("<span style='color:#9aa0ad'>process</span> %1 <span style='color:#9aa0ad'>(peak %2)</span>%3")

@@ -144,7 +144,7 @@ void SmallMultiplesView::paintMaskedTiles(QPainter& p) {
   const int64_t steps = std::max<int64_t>(1, run_->unitsTotal());
   const QFontMetrics fm = fontMetrics();
   const double top = fm.height() + 4;
-  const double side = std::max(16.0, std::min((width() - 18) / 2.0, height() - top - fm.height() - 10));
+  const double side = std::max(16.0, std::min((width() - 18) / 2.0, height() - top - 2 * fm.height() - 10));
   const QRectF order(6, top, side, side), cache(12 + side, top, side, side);
   p.setPen(QColor(150, 155, 168));
   p.drawText(QRectF(order.left(), 0, side, top - 2), Qt::AlignLeft | Qt::AlignBottom, tr("generation order"));
@@ -161,8 +161,12 @@ void SmallMultiplesView::paintMaskedTiles(QPainter& p) {
     p.fillRect(cellCache, recomputed ? QColor(255, 170, 60) : QColor(70, 110, 200));
   }
   p.setPen(QColor(150, 155, 168));
-  p.drawText(QRectF(order.left(), order.bottom() + 2, side, fm.height()), Qt::AlignLeft, tr("dark → bright: early → late"));
-  p.drawText(QRectF(cache.left(), cache.bottom() + 2, side, fm.height()), Qt::AlignLeft, tr("orange recomputed · blue reused"));
+  p.drawText(QRectF(order.left(), order.bottom() + 2, side, 2 * fm.height()), Qt::AlignLeft | Qt::TextWordWrap,
+             tr("dark → bright: early → late steps; black: not yet"));
+  p.fillRect(QRectF(cache.left(), cache.bottom() + 5, 10, 10), QColor(255, 170, 60));
+  p.drawText(QRectF(cache.left() + 14, cache.bottom() + 2, side - 14, fm.height()), Qt::AlignLeft, tr("recomputed"));
+  p.fillRect(QRectF(cache.left(), cache.bottom() + 5 + fm.height(), 10, 10), QColor(70, 110, 200));
+  p.drawText(QRectF(cache.left() + 14, cache.bottom() + 2 + fm.height(), side - 14, fm.height()), Qt::AlignLeft, tr("reused (token cache)"));
 }
 
 void SmallMultiplesView::mousePressEvent(QMouseEvent* event) {
