@@ -92,12 +92,13 @@ int main(int argc, char** argv) {
   const QCommandLineOption captureLine({QStringLiteral("capture-line")}, QStringLiteral("In --run-once, take the screenshot when line N arrives"), QStringLiteral("N"), QStringLiteral("0"));
   const QCommandLineOption seed({QStringLiteral("seed")}, QStringLiteral("Seed"), QStringLiteral("N"));
   const QCommandLineOption classId({QStringLiteral("class")}, QStringLiteral("Class id"), QStringLiteral("N"));
+  const QCommandLineOption steps({QStringLiteral("steps")}, QStringLiteral("Masked (MAR) models: decoding steps"), QStringLiteral("N"));
   const QCommandLineOption timeout({QStringLiteral("timeout")}, QStringLiteral("--run-once gives up after this many seconds (default 300)"), QStringLiteral("S"), QStringLiteral("300"));
   const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size WxH"), QStringLiteral("WxH"));
   const QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("In --run-once, the tab to screenshot: generate, compare or history"), QStringLiteral("NAME"));
   const QCommandLineOption generateNow({QStringLiteral("generate")}, QStringLiteral("Start generating as soon as the window opens"));
   parser.addOptions({model, threads, runOnce, policy, compare, compareSchedule, switchPolicy, screenshot, summary, debugOverlay, differences, captureLine,
-                     seed, classId, timeout, size, generateNow, tab});
+                     seed, classId, steps, timeout, size, generateNow, tab});
   parser.process(app);
 
   if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
@@ -138,10 +139,11 @@ int main(int argc, char** argv) {
   } else if (parser.isSet(runOnce)) {
     window.resize(1500, 920);
   }
-  if (parser.isSet(seed) || parser.isSet(classId)) {
+  if (parser.isSet(seed) || parser.isSet(classId) || parser.isSet(steps)) {
     kvs::ui::GenerationSettings s = window.parameters()->settings();
     if (parser.isSet(seed)) s.seed = parser.value(seed).toULongLong();
     if (parser.isSet(classId)) s.classId = parser.value(classId).toLongLong();
+    if (parser.isSet(steps)) s.steps = parser.value(steps).toLongLong();
     window.parameters()->setSettings(s);
   }
   window.show();

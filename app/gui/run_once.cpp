@@ -75,7 +75,12 @@ void RunOnce::start() {
     if (!window_->runCompare(options_.compare)) finish(false, window_->banner()->message());
     return;
   }
-  if (!options_.policy.isEmpty()) window_->parameters()->setPolicySpec(options_.policy);
+  // The same check as a person choosing a policy: one of another family (a
+  // raster-only policy on a VAR model) shows the error banner and fails the run.
+  if (!options_.policy.isEmpty() && !window_->setPolicySpec(options_.policy)) {
+    finish(false, window_->banner()->message());
+    return;
+  }
   connect(window_->run(), &kvs::ui::RunViewModel::unitChanged, this, &RunOnce::onUnit);
   connect(window_, &kvs::ui::MainWindow::runFinished, this, settle);
   if (!window_->generate()) finish(false, window_->banner()->message());
@@ -117,6 +122,7 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
   j["ok"] = ok;
   j["message"] = message;
   j["mode"] = options_.compare.isEmpty() ? "generate" : "compare";
+  j["model_family"] = QString::fromStdString(window_->model().family);
   j["screenshot"] = QFileInfo(options_.screenshot).absoluteFilePath();
   j["window"] = QJsonArray{window_->width(), window_->height()};
   // Where the image is in the screenshot, so a test can check those pixels itself.
@@ -132,6 +138,10 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
     o["tokens_done"] = static_cast<qint64>(r->tokensDone());
     o["tokens_total"] = static_cast<qint64>(r->tokensTotal());
     o["units"] = static_cast<qint64>(r->unitsDone());
+    o["units_total"] = static_cast<qint64>(r->unitsTotal());
+    o["unit_name"] = QString::fromStdString(r->started().unit_name);
+    o["progress_text"] = r->unitProgressText();
+    o["family"] = kvs::ui::unitNoun(r->family());
     o["tokens_per_second"] = r->tokensPerSecond();
     o["policy_final"] = r->activePolicy();
     QJsonArray markers;
@@ -149,6 +159,14 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
       memory["process_bytes"] = static_cast<qint64>(mem.back().process_bytes);
       memory["gauge_moved"] = mem.size() >= 2 && mem.back().kv_bytes_logical != mem.front().kv_bytes_logical;
       memory["below_full"] = mem.back().kv_bytes_logical < mem.back().kv_bytes_full;
+      double flops = 0;
+      int64_t reused_steps = 0;
+      for (const auto& s : mem) {
+        flops += s.flops;
+        if (s.recomputed_tokens >= 0 && s.recomputed_tokens < r->started().grid_height * r->started().grid_width) ++reused_steps;
+      }
+      memory["flops_total"] = flops;
+      memory["steps_with_reused_tokens"] = static_cast<qint64>(reused_steps);
     } else {
       memory["gauge_moved"] = false;
       memory["below_full"] = false;
@@ -172,7 +190,8 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
                               {"token_agreement", finiteOrNull(row.tokenAgreement)},
                               {"psnr", finiteOrNull(row.psnr)},
                               {"identical", std::isinf(row.psnr)},
-                              {"ssim", finiteOrNull(row.ssim)}});
+                              {"ssim", finiteOrNull(row.ssim)},
+                              {"flops", row.flops}});
     c["panes"] = panes;
     c["rows"] = rows;
     c["schedule"] = window_->compare()->schedule() == kvs::ui::CompareSchedule::Together ? "together" : "one-after-another";

@@ -50,6 +50,7 @@ ModelSummary summarize_model_bundle(const std::string& dir) {
       s.kv_heads = c.num_heads;
       s.head_dim = c.head_dim();
       s.grid = c.final_grid();
+      s.scale_sides = c.patch_nums;
       s.condition_tokens = 0;
       s.num_classes = c.num_classes;
       s.image_size = v.image_size();

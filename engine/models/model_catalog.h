@@ -27,6 +27,10 @@ struct ModelSummary {
   int64_t gpt_parameters = 0;     // the transformer's (GPT, VAR, or MAR with its diffusion head)
   int64_t kv_bytes_per_token = 0;  // float32 K and V over all layers and KV heads, one sequence
   int64_t weights_bytes = 0;       // size of the weights file on disk
+  // Next-scale models (VAR): the side of each scale's token map, coarse to fine
+  // (1, 2, 3, ... grid); the flattened sequence holds the scales in this order.
+  // Empty for the other families.
+  std::vector<int64_t> scale_sides;
   std::vector<std::string> class_names;  // may be empty
   ModelSamplingDefaults sampling_defaults;
   bool usable() const { return problem.empty(); }

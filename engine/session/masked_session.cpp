@@ -4,6 +4,8 @@
 #include <ATen/TensorOperators.h>
 
 #include <chrono>
+#include <cmath>
+#include <optional>
 
 #include "engine/cache/policies/lazymar_policy.h"
 #include "engine/cache/policies/policy_registry.h"
@@ -24,6 +26,68 @@ std::vector<RgbImage> decode_tokens(const mar::MarModel& model, const at::Tensor
   return to_rgb_images(mar::mar_images_to_uint8_nhwc(model.decode_tokens(tokens)));
 }
 
+// The attention map of a step (request.emit_attention_map): the decoder's
+// attention of the tokens predicted at this step (image 0, conditional row:
+// their queries) over the buffer and the grid, averaged over those queries and
+// over the chosen decoder layer / head or all of them (-1). MAR's decoder also
+// attends to mask-token placeholders; their weights are dropped and the rest
+// renormalised, so the map tells which known tokens (and buffer entries)
+// informed the new ones.
+class StepAttention {
+ public:
+  StepAttention(const GenerationRequest& request, const mar::MarConfig& config) : request_(request), config_(config) {
+    observer_.on_qkv = [this](mar::MarStack stack, int64_t layer, const mar::MarBlockQkv& qkv) {
+      if (stack != mar::MarStack::Decoder) return;
+      if (request_.attention_layer >= 0 && layer != request_.attention_layer) return;
+      // Image 0's conditional row: [heads, buffer + seq_len, head_dim].
+      layers_.push_back({layer, qkv.q[0].detach().clone(), qkv.k[0].detach().clone()});
+    };
+  }
+  const mar::MarBlockObserver* observer() const { return &observer_; }
+
+  // Consumes what the observer saw during this step.
+  std::optional<AttentionMap> map(const std::vector<int32_t>& predicted, const at::Tensor& known_before) {
+    std::vector<Seen> seen;
+    seen.swap(layers_);
+    if (predicted.empty() || seen.empty()) return std::nullopt;
+    const int64_t buffer = config_.buffer_size, positions = buffer + config_.seq_len();
+    std::vector<int64_t> rows;
+    for (int32_t p : predicted) rows.push_back(buffer + p);
+    const at::Tensor index = at::tensor(rows).to(seen.front().q.device());
+    at::Tensor sum;
+    for (const Seen& s : seen) {
+      const at::Tensor q = s.q.index_select(1, index);  // [heads, new tokens, head_dim]
+      at::Tensor probs = at::softmax(at::matmul(q, s.k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1))), -1);
+      if (request_.attention_head >= 0) probs = probs.narrow(0, request_.attention_head, 1);
+      const at::Tensor mean = probs.mean(at::IntArrayRef{0, 1}).to(at::kCPU, at::kFloat);
+      sum = sum.defined() ? sum + mean : mean;
+    }
+    at::Tensor keep = at::ones({positions}, at::TensorOptions().dtype(at::kBool));
+    keep.narrow(0, buffer, config_.seq_len()).copy_(known_before.to(at::kCPU, at::kBool));
+    at::Tensor w = at::where(keep, sum, at::zeros_like(sum));
+    const double total = w.sum().item<double>();
+    if (total > 0) w = w / total;
+    w = w.contiguous();
+    AttentionMap map;
+    map.layer = request_.attention_layer;
+    map.head = request_.attention_head;
+    map.query_position = rows.front();
+    map.positions = positions;
+    map.weights.assign(w.data_ptr<float>(), w.data_ptr<float>() + positions);
+    return map;
+  }
+
+ private:
+  struct Seen {
+    int64_t layer;
+    at::Tensor q, k;
+  };
+  const GenerationRequest& request_;
+  const mar::MarConfig& config_;
+  mar::MarBlockObserver observer_;
+  std::vector<Seen> layers_;
+};
+
 }  // namespace
 
 GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
@@ -40,6 +104,12 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
   mar::MarFlopCounter flops;
   // "full": the exact recomputation; "lazymar:...": LazyMAR's feature caches. Others are refused with the list.
   const std::unique_ptr<LazyMarCache> feature_cache = make_masked_feature_cache(request.policy, config, &flops);
+  if (request.attention_layer < -1 || request.attention_layer >= config.decoder_depth)
+    throw InvalidArgumentError("attention layer " + std::to_string(request.attention_layer) + " does not exist (MAR's decoder has " +
+                               std::to_string(config.decoder_depth) + " blocks; -1 = mean)");
+  if (request.attention_head < -1 || request.attention_head >= config.decoder_num_heads)
+    throw InvalidArgumentError("attention head " + std::to_string(request.attention_head) + " does not exist (MAR's decoder has " +
+                               std::to_string(config.decoder_num_heads) + " heads; -1 = mean)");
   if (request.sampling.top_k != 0 || request.sampling.top_p != 1.0 || !request.sampling.sample)
     throw InvalidArgumentError("top-k, top-p and greedy apply to token models; MAR samples continuous tokens with its "
                                "diffusion head (use --temperature)");
@@ -65,6 +135,12 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
   hooks.cancelled = ctx.cancelled;
   hooks.feature_cache = feature_cache.get();
   hooks.flops = &flops;
+  std::optional<StepAttention> attention;
+  if (request.emit_attention_map) {
+    attention.emplace(request, config);
+    hooks.observer = attention->observer();
+    if (feature_cache) feature_cache->set_decoder_observer(attention->observer());
+  }
   hooks.on_step = [&](const mar::MaskedStep& step) {
     const double ms = elapsed_ms();
     emit(ctx.sink, TokenProgressEvent{step.tokens_done, seq_len, ms, ms > 0 ? step.tokens_done * 1000.0 / ms : 0});
@@ -80,6 +156,10 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
         (*step.orders)[0].narrow(0, unknown_after, unknown_before - unknown_after).to(at::kCPU, at::kInt).contiguous();
     unit.predicted_positions.assign(positions.data_ptr<int32_t>(), positions.data_ptr<int32_t>() + positions.numel());
     unknown_before = unknown_after;
+    if (attention) {
+      const at::Tensor known_before = at::logical_and((*step.known)[0], at::logical_not((*step.predicted_mask)[0]));
+      unit.attention = attention->map(unit.predicted_positions, known_before);
+    }
     unit.flops = batch > 0 ? flops.step / static_cast<double>(batch) : 0;
     if (feature_cache && feature_cache->last_step().recomputed.defined()) {
       const auto& report = feature_cache->last_step();

@@ -220,3 +220,96 @@ TEST(MarGeneration, CatalogListsMarBundles) {
   EXPECT_EQ(s.kv_bytes_per_token, 0);
   EXPECT_NE(s.architecture.find("MAR width 32"), std::string::npos) << s.architecture;
 }
+
+namespace {
+
+// Runs the tiny MAR with attention maps on and returns each step's event.
+std::vector<UnitDoneEvent> steps_with_attention(const std::string& dir, const std::string& policy, int64_t layer = -1,
+                                                int64_t head = -1) {
+  struct Sink : EventSink {
+    std::vector<UnitDoneEvent> units;
+    void on_event(const GenerationEvent& e) override {
+      if (const auto* u = std::get_if<UnitDoneEvent>(&e)) units.push_back(*u);
+    }
+  } sink;
+  GenerationRequest request;
+  request.model_path = dir;
+  request.class_ids = {1, 3};
+  request.seed = 9;
+  request.cfg_scale = 2.0;
+  request.steps = 5;
+  request.device = "cpu";
+  request.threads = 1;
+  request.policy = policy;
+  request.emit_attention_map = true;
+  request.attention_layer = layer;
+  request.attention_head = head;
+  GenerationSession session;
+  session.run(request, &sink);
+  return sink.units;
+}
+
+// Every map: buffer + grid positions, sums to 1, nothing on tokens still
+// unknown before the step (step 0: all on the buffer), queries at a new token.
+void expect_maps_over_known_tokens(const std::vector<UnitDoneEvent>& units) {
+  const int64_t buffer = tiny_mar().buffer_size, grid = 16;
+  std::vector<bool> known(grid, false);
+  ASSERT_EQ(units.size(), 5u);
+  for (const UnitDoneEvent& u : units) {
+    ASSERT_TRUE(u.attention.has_value()) << "step " << u.unit_index;
+    const AttentionMap& m = *u.attention;
+    ASSERT_EQ(m.positions, buffer + grid);
+    ASSERT_EQ(m.weights.size(), static_cast<size_t>(buffer + grid));
+    double total = 0, on_buffer = 0;
+    for (int64_t p = 0; p < m.positions; ++p) {
+      const float w = m.weights[static_cast<size_t>(p)];
+      EXPECT_GE(w, 0.0f);
+      total += w;
+      if (p < buffer) {
+        on_buffer += w;
+      } else if (!known[static_cast<size_t>(p - buffer)]) {
+        EXPECT_EQ(w, 0.0f) << "step " << u.unit_index << " position " << p;
+      }
+    }
+    EXPECT_NEAR(total, 1.0, 1e-4);
+    if (u.unit_index == 0) {
+      EXPECT_NEAR(on_buffer, 1.0, 1e-4);
+    }
+    EXPECT_EQ(m.query_position, buffer + u.predicted_positions.front());
+    for (int32_t p : u.predicted_positions) known[static_cast<size_t>(p)] = true;
+  }
+}
+
+}  // namespace
+
+TEST(MarGeneration, SessionAttentionOfNewTokensOverKnownTokens) {
+  TinyMar tiny;
+  const std::string dir = tiny.dir.path().string();
+  const auto full = steps_with_attention(dir, "full");
+  expect_maps_over_known_tokens(full);
+  // The maps differ from step to step (more tokens known, other queries).
+  EXPECT_NE(full[3].attention->weights, full[4].attention->weights);
+
+  // LazyMAR refreshing every step is the full computation, maps included.
+  const auto refresh = steps_with_attention(dir, "lazymar:start=0,interval=1");
+  ASSERT_EQ(refresh.size(), full.size());
+  for (size_t i = 0; i < full.size(); ++i)
+    for (size_t p = 0; p < full[i].attention->weights.size(); ++p)
+      EXPECT_NEAR(refresh[i].attention->weights[p], full[i].attention->weights[p], 1e-5) << "step " << i;
+
+  // Lazy steps (features reused past block 0): the new tokens are recomputed, so their maps stay valid.
+  const auto lazy = steps_with_attention(dir, "lazymar:start=1,interval=100,layer=0,retention=constant,ratio=1/2,extra=1");
+  expect_maps_over_known_tokens(lazy);
+  bool reused = false;
+  for (const auto& u : lazy) reused |= std::count(u.recomputed.begin(), u.recomputed.end(), 0) > 0;
+  EXPECT_TRUE(reused);
+
+  // One decoder layer and head: a different map, same rules; out-of-range ones are refused.
+  const auto one = steps_with_attention(dir, "full", 1, 0);
+  expect_maps_over_known_tokens(one);
+  EXPECT_EQ(one[2].attention->layer, 1);
+  EXPECT_EQ(one[2].attention->head, 0);
+  EXPECT_NE(one[2].attention->weights, full[2].attention->weights);
+  EXPECT_THROW(steps_with_attention(dir, "full", 2, -1), InvalidArgumentError);
+  EXPECT_THROW(steps_with_attention(dir, "full", -1, 2), InvalidArgumentError);
+}

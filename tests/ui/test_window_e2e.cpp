@@ -2,7 +2,10 @@
 // model (switching to LineAR mid-run, debug overlay on), then runs a 3-way
 // comparison, each time through `--run-once`, which saves a screenshot and a
 // JSON summary. The test checks the screenshot's canvas pixels itself, and that
-// the gauges moved and fell below the full-cache curve after the switch.
+// the gauges moved and fell below the full-cache curve after the switch. Then
+// the other families, on random VAR and MAR bundles (CTest fixture): a VAR run
+// with HeatKV at 10% (calibrated on first use), a MAR run with LazyMAR, and a
+// MAR comparison.
 #include <QDir>
 #include <QFile>
 #include <QImage>
@@ -117,6 +120,91 @@ class TestWindowE2E : public QObject {
       QVERIFY(row["tokens_per_second"].toDouble() > 0);
     }
     QVERIFY(j["canvas"].toObject()["nonblank"].toBool());
+  }
+
+  void varStreamsScalesWithHeatKv() {
+    const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/var.png");
+    const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_VAR_DEMO), QStringLiteral("--policy"),
+                                   QStringLiteral("heatkv:budget=0.1")},
+                                  shot);
+    QVERIFY2(!j.isEmpty(), "no summary");
+    QVERIFY(j["ok"].toBool());
+    QCOMPARE(j["model_family"].toString(), QStringLiteral("var"));
+    expectCanvasNotBlank(shot, j);
+    const QJsonObject run = j["run"].toObject();
+    QCOMPARE(run["unit_name"].toString(), QStringLiteral("scale"));
+    QVERIFY(run["units_total"].toInt() >= 3);
+    QCOMPARE(run["units"].toInt(), run["units_total"].toInt());
+    QCOMPARE(run["policy_final"].toString(), QStringLiteral("heatkv:budget=0.1"));
+    const QJsonObject memory = run["memory"].toObject();
+    QCOMPARE(memory["samples"].toInt(), run["units_total"].toInt());
+    QVERIFY(memory["below_full"].toBool());
+  }
+
+  void marStreamsStepsWithLazyMar() {
+    const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/mar.png");
+    const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_MAR_DEMO), QStringLiteral("--policy"),
+                                   QStringLiteral("lazymar:start=2,interval=5"), QStringLiteral("--steps"), QStringLiteral("16")},
+                                  shot);
+    QVERIFY2(!j.isEmpty(), "no summary");
+    QVERIFY(j["ok"].toBool());
+    QCOMPARE(j["model_family"].toString(), QStringLiteral("mar"));
+    expectCanvasNotBlank(shot, j);
+    const QJsonObject run = j["run"].toObject();
+    QCOMPARE(run["unit_name"].toString(), QStringLiteral("step"));
+    QCOMPARE(run["units_total"].toInt(), 16);
+    QCOMPARE(run["units"].toInt(), 16);
+    const QJsonObject memory = run["memory"].toObject();
+    QVERIFY(memory["flops_total"].toDouble() > 0);
+    QVERIFY(memory["steps_with_reused_tokens"].toInt() > 0);
+  }
+
+  void marCompareAgainstFullRecomputation() {
+    const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/mar_compare.png");
+    const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_MAR_DEMO), QStringLiteral("--steps"),
+                                   QStringLiteral("16"), QStringLiteral("--compare"), QStringLiteral("full,lazymar:start=2,interval=5")},
+                                  shot);
+    QVERIFY2(!j.isEmpty(), "no summary");
+    QVERIFY(j["ok"].toBool());
+    QVERIFY(!QImage(shot).isNull());
+    const QJsonArray rows = j["compare"].toObject()["rows"].toArray();
+    QCOMPARE(rows.size(), 2);
+    const QJsonObject full = rows[0].toObject(), lazy = rows[1].toObject();
+    QVERIFY(full["reference"].toBool());
+    QVERIFY(full["identical"].toBool());
+    QVERIFY(lazy["flops"].toDouble() > 0 && lazy["flops"].toDouble() < full["flops"].toDouble());
+    QVERIFY(lazy["token_agreement"].isNull());  // not meaningful for MAR's continuous tokens
+    QVERIFY(lazy["ssim"].toDouble() <= 1.0);
+    QVERIFY(j["canvas"].toObject()["nonblank"].toBool());
+  }
+
+  void rasterPolicyOnVarFailsWithAMessage() {
+    const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/var_bad_policy.png");
+    QFile::remove(shot);
+    QProcess p;
+    p.start(QStringLiteral(KVSTUDIO_GUI_EXE), {QStringLiteral("--run-once"), QStringLiteral("--screenshot"), shot, QStringLiteral("--model"),
+                                               QStringLiteral(KVSTUDIO_VAR_DEMO), QStringLiteral("--policy"), QStringLiteral("linear:rho=0.25")});
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 1);  // refused with the banner's message, no crash
+    QFile f(QFileInfo(shot).dir().filePath(QStringLiteral("var_bad_policy.json")));
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    QVERIFY(jsonObject(f.readAll())["message"].toString().contains(QStringLiteral("linear")));
+  }
+
+ private:
+  static QJsonObject jsonObject(const QByteArray& bytes) { return QJsonDocument::fromJson(bytes).object(); }
+
+  static void expectCanvasNotBlank(const QString& shot, const QJsonObject& j) {
+    const QImage image(shot);
+    QVERIFY2(!image.isNull(), "screenshot missing");
+    const QJsonArray r = j["canvas"].toObject()["rect_in_window"].toArray();
+    const QRect rect(r[0].toInt(), r[1].toInt(), r[2].toInt(), r[3].toInt());
+    QVERIFY(rect.width() > 100 && image.rect().contains(rect));
+    double stddev = 0;
+    int colours = 0;
+    regionStats(image, rect, &stddev, &colours);
+    QVERIFY2(stddev > 8 && colours > 50, qPrintable(QStringLiteral("canvas looks blank: stddev %1, %2 colours").arg(stddev).arg(colours)));
   }
 };
 

@@ -45,7 +45,8 @@ void CompareViewModel::shutdown() {
   for (GenerationWorker* w : extra_workers_) w->shutdown();
 }
 
-QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base, CompareSchedule schedule) {
+QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base, ModelFamily family,
+                                CompareSchedule schedule) {
   if (running()) return QStringLiteral("a comparison is already running");
   QStringList specs;
   for (const QString& s : specs_in) {
@@ -53,6 +54,8 @@ QString CompareViewModel::start(const QStringList& specs_in, const kvs::Generati
     if (t.isEmpty()) continue;
     const std::string problem = kvs::policy_spec_problem(t.toStdString());
     if (!problem.empty()) return QString::fromStdString(problem);
+    const QString wrongFamily = policyFamilyProblem(t, family);
+    if (!wrongFamily.isEmpty()) return wrongFamily;
     const QString canonical = QString::fromStdString(kvs::join_policy_spec(kvs::split_policy_spec(t.toStdString())));
     if (!specs.contains(canonical)) specs << canonical;
   }
@@ -68,6 +71,7 @@ QString CompareViewModel::start(const QStringList& specs_in, const kvs::Generati
   specs_ = specs;
   schedule_ = schedule;
   max_streaming_ = 0;
+  family_ = family;
   for (int i = 0; i < specs.size(); ++i) {
     const QString& spec = specs[i];
     kvs::GenerationRequest r = base;
@@ -112,12 +116,13 @@ void CompareViewModel::onPaneDone() {
   releaseExtraWorkers();
   QVector<ResultPtr> results;
   for (RunViewModel* p : panes_) results.push_back(p->result());
-  rows_ = computeRows(specs_, results);
+  rows_ = computeRows(specs_, results, family_);
   Q_EMIT rowsChanged();
   Q_EMIT finished();
 }
 
-QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, const QVector<ResultPtr>& results) {
+QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, const QVector<ResultPtr>& results,
+                                                  ModelFamily family) {
   QVector<CompareRow> rows;
   const ResultPtr reference = results.value(0);
   for (int i = 0; i < results.size(); ++i) {
@@ -130,11 +135,12 @@ QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, cons
     row.kvBytesPeak = r->kv_bytes_peak;
     row.kvBytesFull = r->kv_bytes_full;
     row.tokensPerSecond = r->tokens_per_second;
+    row.flops = r->flops;
     row.tokenAgreement = std::numeric_limits<double>::quiet_NaN();
     row.psnr = row.ssim = std::numeric_limits<double>::quiet_NaN();
     if (reference && !reference->images.empty() && !r->images.empty()) {
       try {
-        row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
+        if (family != ModelFamily::Masked) row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
         row.psnr = kvs::psnr(reference->images.front(), r->images.front());
         row.ssim = kvs::ssim(reference->images.front(), r->images.front());
       } catch (const std::exception&) {

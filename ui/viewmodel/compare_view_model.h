@@ -2,8 +2,10 @@
 // A comparison: the same class, seed and sampling run under 2-4 policy specs.
 // The full cache is the reference: it is added first when not listed (like
 // `kvstudio-cli bench`). When every pane has finished, the table compares each
-// pane with the reference: KV bytes, tokens/s, token agreement, PSNR, SSIM
-// (engine/metrics conventions).
+// pane with the reference: KV bytes (masked models: FLOPs), tokens/s, token
+// agreement, PSNR, SSIM (engine/metrics conventions). Token agreement is left
+// out (NaN) for masked models: their "tokens" are continuous latents, and the
+// result's token lists hold the generation order, which the seed alone fixes.
 //
 // Two schedules (CompareSchedule):
 // - one after another on the window's worker (the model stays loaded): on a CPU,
@@ -44,6 +46,7 @@ struct CompareRow {
   double tokenAgreement = 0;  // vs the reference, image 0
   double psnr = 0;            // +inf when identical
   double ssim = 0;
+  double flops = 0;           // masked models: counted FLOPs per image; 0 otherwise
 };
 
 class CompareViewModel : public QObject {
@@ -58,7 +61,8 @@ class CompareViewModel : public QObject {
   // Specs run in this order, "full" first (added when missing). Throws nothing:
   // returns an error message (empty on success) for fewer than 2 or more than 4
   // specs, or an invalid spec.
-  QString start(const QStringList& specs, const kvs::GenerationRequest& base,
+  // Specs whose policy does not serve `family` are refused with the registry's list.
+  QString start(const QStringList& specs, const kvs::GenerationRequest& base, ModelFamily family = ModelFamily::Raster,
                 CompareSchedule schedule = CompareSchedule::OneAfterAnother);
   void cancel();
   // Cancels and joins the extra workers of a comparison run together (the
@@ -78,7 +82,9 @@ class CompareViewModel : public QObject {
   const QVector<CompareRow>& rows() const { return rows_; }
 
   // Table rows from finished panes (public for tests).
-  static QVector<CompareRow> computeRows(const QStringList& specs, const QVector<ResultPtr>& results);
+  static QVector<CompareRow> computeRows(const QStringList& specs, const QVector<ResultPtr>& results,
+                                         ModelFamily family = ModelFamily::Raster);
+  ModelFamily family() const { return family_; }
 
  Q_SIGNALS:
   void panesChanged();
@@ -98,6 +104,7 @@ class CompareViewModel : public QObject {
   QVector<RunViewModel*> panes_;
   QVector<CompareRow> rows_;
   int max_streaming_ = 0;
+  ModelFamily family_ = ModelFamily::Raster;
 };
 
 }  // namespace kvs::ui

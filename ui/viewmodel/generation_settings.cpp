@@ -14,6 +14,7 @@ kvs::GenerationRequest GenerationSettings::toRequest() const {
   r.sampling.top_k = topK;
   r.sampling.top_p = topP;
   r.device = device.toStdString();
+  r.steps = steps;
   r.threads = threads;
   r.policy = policy.toStdString();
   r.preview_every_units = 1;
@@ -37,6 +38,7 @@ GenerationSettings GenerationSettings::fromRequest(const kvs::GenerationRequest&
   s.topK = r.sampling.top_k;
   s.topP = r.sampling.top_p;
   s.device = QString::fromStdString(r.device);
+  s.steps = r.steps;
   s.threads = r.threads;
   s.policy = QString::fromStdString(r.policy);
   s.attentionLayer = r.attention_layer;
@@ -55,6 +57,7 @@ void GenerationSettings::save(QSettings& q) const {
   q.setValue("topK", static_cast<qlonglong>(topK));
   q.setValue("topP", topP);
   q.setValue("batch", batch);
+  q.setValue("steps", static_cast<qlonglong>(steps));
   q.setValue("device", device);
   q.setValue("threads", threads);
   q.setValue("policy", policy);
@@ -75,6 +78,7 @@ GenerationSettings GenerationSettings::load(QSettings& q, const GenerationSettin
   s.topK = q.value("topK", static_cast<qlonglong>(d.topK)).toLongLong();
   s.topP = q.value("topP", d.topP).toDouble();
   s.batch = q.value("batch", d.batch).toInt();
+  s.steps = q.value("steps", static_cast<qlonglong>(d.steps)).toLongLong();
   s.device = q.value("device", d.device).toString();
   s.threads = q.value("threads", d.threads).toInt();
   s.policy = q.value("policy", d.policy).toString();

@@ -6,6 +6,7 @@
 
 #include "engine/metrics/process_memory.h"
 #include "ui/bridge/generation_worker.h"
+#include "ui/viewmodel/scale_maps.h"
 
 namespace kvs::ui {
 
@@ -39,6 +40,8 @@ void RunViewModel::reset() {
   preview_ = QImage();
   last_unit_.reset();
   previous_retained_.clear();
+  generation_step_.clear();
+  scale_attention_.clear();
   evictions_last_.clear();
   evictions_per_unit_.clear();
   memory_.clear();
@@ -56,6 +59,26 @@ void RunViewModel::reset() {
 void RunViewModel::setModelShape(int64_t kv_heads, int64_t condition_tokens) {
   kv_heads_ = std::max<int64_t>(1, kv_heads);
   condition_tokens_ = std::max<int64_t>(0, condition_tokens);
+}
+
+void RunViewModel::setModel(const kvs::ModelSummary& model) {
+  setModelShape(model.kv_heads, model.condition_tokens);
+  model_family_ = familyOfModel(model.family);
+  scale_layout_.sides = model.scale_sides;
+}
+
+ModelFamily RunViewModel::family() const {
+  return started_.unit_name.empty() || started_.units_total == 0 ? model_family_ : familyOfUnit(started_.unit_name);
+}
+
+QString RunViewModel::unitProgressText() const {
+  const int64_t total = started_.units_total;
+  const int64_t current = state_ == RunState::Finished || !active() ? units_done_ : std::min(total, units_done_ + 1);
+  return QStringLiteral("%1 %2/%3").arg(unitNoun(family())).arg(current).arg(total);
+}
+
+int64_t RunViewModel::knownTokens() const {
+  return std::count_if(generation_step_.begin(), generation_step_.end(), [](int32_t s) { return s >= 0; });
 }
 
 void RunViewModel::track(GenerationWorker* worker, quint64 job, const kvs::GenerationRequest& request) {
@@ -94,6 +117,7 @@ void RunViewModel::markCancelling() {
 void RunViewModel::handleStarted(const kvs::StartedEvent& e) {
   started_ = e;
   tokens_total_ = e.tokens_total;
+  if (family() == ModelFamily::Masked) generation_step_.assign(static_cast<size_t>(e.grid_height * e.grid_width), -1);
   load_ms_ = clock_.isValid() ? static_cast<double>(clock_.elapsed()) : 0;
   if (state_ != RunState::Cancelling) setState(RunState::Running);
   Q_EMIT progressChanged();
@@ -117,12 +141,23 @@ void RunViewModel::handleUnit(const UnitDonePtr& e) {
   if (e->retained) {
     kv_heads_ = std::max<int64_t>(1, e->retained->kv_heads);
     const int64_t grid_tokens = started_.grid_height * started_.grid_width;
-    if (grid_tokens > 0) condition_tokens_ = std::max<int64_t>(0, e->retained->positions - grid_tokens);
+    // Raster: condition token(s), then the grid. VAR's positions are all scales, no condition entries.
+    if (grid_tokens > 0 && family() == ModelFamily::Raster) condition_tokens_ = std::max<int64_t>(0, e->retained->positions - grid_tokens);
   }
-  // Evictions at this boundary: what was there, plus the line just added, minus
-  // what is left (image 0, summed over KV heads).
-  const int64_t added = started_.grid_width * kv_heads_;
-  if (previous_retained_.empty()) previous_retained_.assign(e->retained_per_layer.size(), condition_tokens_ * kv_heads_);
+  if (family() == ModelFamily::Scale && e->attention && scale_layout_.scales() > 0 && e->unit_index >= 0) {
+    if (scale_attention_.size() <= static_cast<size_t>(e->unit_index)) scale_attention_.resize(static_cast<size_t>(e->unit_index) + 1);
+    scale_attention_[static_cast<size_t>(e->unit_index)] = attentionMassByScale(*e->attention, scale_layout_);
+  }
+  for (int32_t p : e->predicted_positions)
+    if (p >= 0 && static_cast<size_t>(p) < generation_step_.size()) generation_step_[static_cast<size_t>(p)] = static_cast<int32_t>(e->unit_index);
+  // Evictions at this boundary: what was there, plus the unit just added (a
+  // line, or a whole scale), minus what is left (image 0, summed over KV heads).
+  const int64_t unit_tokens = family() == ModelFamily::Scale && scale_layout_.scales() > 0
+                                  ? scale_layout_.tokens(e->unit_index)
+                                  : started_.grid_width;
+  const int64_t added = unit_tokens * kv_heads_;
+  const int64_t before_first = family() == ModelFamily::Raster ? condition_tokens_ * kv_heads_ : 0;
+  if (previous_retained_.empty()) previous_retained_.assign(e->retained_per_layer.size(), before_first);
   evictions_last_.assign(e->retained_per_layer.size(), 0);
   int64_t total = 0;
   for (size_t l = 0; l < e->retained_per_layer.size() && l < previous_retained_.size(); ++l) {
@@ -145,6 +180,10 @@ void RunViewModel::handleUnit(const UnitDonePtr& e) {
     m.device_total_bytes = e->device_memory->total_bytes;
   }
   m.elapsed_ms = e->elapsed_ms;
+  m.flops = e->flops;
+  if (!e->recomputed.empty())
+    m.recomputed_tokens = std::count_if(e->recomputed.begin(), e->recomputed.end(), [](uint8_t r) { return r != 0; });
+  m.unconditional_computed = e->unconditional_computed;
   memory_.push_back(m);
   if (!e->policy.empty()) active_policy_ = QString::fromStdString(e->policy);
   Q_EMIT unitChanged();

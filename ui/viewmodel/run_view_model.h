@@ -14,7 +14,9 @@
 #include <optional>
 #include <vector>
 
+#include "engine/models/model_catalog.h"
 #include "ui/bridge/engine_types.h"
+#include "ui/viewmodel/model_family.h"
 
 namespace kvs::ui {
 
@@ -24,7 +26,7 @@ enum class RunState { Idle, Loading, Running, Cancelling, Finished, Cancelled, F
 QString runStateText(RunState state);
 
 struct MemorySample {
-  int64_t unit = 0;              // line index (0-based) the sample was taken after
+  int64_t unit = 0;              // unit (line / scale / step) index, 0-based, the sample was taken after
   int64_t kv_bytes_logical = 0;  // retained now
   int64_t kv_bytes_full = 0;     // the uncompressed cache at the same point
   int64_t kv_bytes_allocated = 0;
@@ -36,6 +38,12 @@ struct MemorySample {
   int64_t device_reserved_bytes = -1;
   int64_t device_total_bytes = -1;
   double elapsed_ms = 0;
+  // Masked models: the FLOPs this step executed (per image), the grid tokens whose
+  // features it recomputed (-1: not reported) and whether the unconditional CFG
+  // branch ran (false: LazyMAR's condition cache stood in for it).
+  double flops = 0;
+  int64_t recomputed_tokens = -1;
+  bool unconditional_computed = true;
 };
 
 struct PolicyMarker {
@@ -57,6 +65,11 @@ class RunViewModel : public QObject {
   // KV heads and condition tokens of the model, for eviction counts (retained
   // masks, when present, tell them too).
   void setModelShape(int64_t kv_heads, int64_t condition_tokens);
+  // All of the above from the model's summary, plus its family and (VAR) scales.
+  void setModel(const kvs::ModelSummary& model);
+  // The session will calibrate the model before its first unit (HeatKV on a VAR
+  // bundle without heatkv_calibration.json): the window says so while it runs.
+  void setCalibrationPending(bool pending) { calibration_pending_ = pending; }
 
   // Event handlers (public so tests can feed events without a worker).
   void handleStarted(const kvs::StartedEvent& e);
@@ -79,6 +92,22 @@ class RunViewModel : public QObject {
   double etaSeconds() const;   // < 0 when unknown
   double fraction() const;     // 0..1
   int64_t unitsDone() const { return units_done_; }
+  int64_t unitsTotal() const { return started_.units_total; }
+  // The family of this run: from the started event, else from setModel().
+  ModelFamily family() const;
+  const ScaleLayout& scaleLayout() const { return scale_layout_; }
+  // "line 3/16", "scale 4/10", "step 12/64" (the unit under way while running).
+  QString unitProgressText() const;
+  // Calibrating before the first unit (see setCalibrationPending).
+  bool calibrating() const { return calibration_pending_ && active() && units_done_ == 0; }
+  // Masked models: the step (0-based) that predicted each grid token, -1 while
+  // unknown; row-major over the token grid.
+  const std::vector<int32_t>& generationStep() const { return generation_step_; }
+  int64_t knownTokens() const;  // masked: grid tokens predicted so far
+  // Next-scale models: row q = the attention mass that scale q's queries put on
+  // each source scale (scale_maps.h), filled as the scales arrive; empty rows for
+  // scales without an attention map.
+  const std::vector<std::vector<double>>& scaleAttention() const { return scale_attention_; }
   int64_t currentRow() const;  // the token-grid row being generated (grid height when done)
 
   const QImage& preview() const { return preview_; }  // image 0; null before the first preview
@@ -121,6 +150,11 @@ class RunViewModel : public QObject {
   QImage preview_;
   UnitDonePtr last_unit_;
   int64_t kv_heads_ = 1, condition_tokens_ = 1;
+  ModelFamily model_family_ = ModelFamily::Raster;
+  ScaleLayout scale_layout_;
+  bool calibration_pending_ = false;
+  std::vector<int32_t> generation_step_;
+  std::vector<std::vector<double>> scale_attention_;
   std::vector<int64_t> previous_retained_;
   std::vector<int64_t> evictions_last_, evictions_per_unit_;
   std::vector<MemorySample> memory_;

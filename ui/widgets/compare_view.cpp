@@ -24,12 +24,6 @@
 namespace kvs::ui {
 namespace {
 
-const QStringList kPresets = {QString(), QStringLiteral("full"), QStringLiteral("linear:rho=0.25"),
-                              QStringLiteral("streaming:rho=0.25"), QStringLiteral("headkv:rho=0.25"),
-                              QStringLiteral("h2o:rho=0.25"), QStringLiteral("snapkv:rho=0.25"),
-                              QStringLiteral("rkv:rho=0.25"), QStringLiteral("random:rho=0.25"),
-                              QStringLiteral("linear:rho=0.125")};
-
 QTableWidgetItem* cell(const QString& text, bool right = true) {
   auto* item = new QTableWidgetItem(text);
   item->setTextAlignment(Qt::AlignVCenter | (right ? Qt::AlignRight : Qt::AlignLeft));
@@ -54,7 +48,7 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
   for (int i = 0; i < CompareViewModel::kMaxConfigs; ++i) {
     auto* edit = new QComboBox(this);
     edit->setEditable(true);
-    edit->addItems(kPresets);
+    edit->addItems(comparePresets(ModelFamily::Raster));
     edit->setMinimumContentsLength(11);
     edit->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     edit->lineEdit()->setPlaceholderText(i < 2 ? tr("policy spec") : tr("(optional)"));
@@ -169,6 +163,38 @@ QStringList CompareView::configs() const {
   return out;
 }
 
+void CompareView::setFamily(ModelFamily family) {
+  if (family == family_) return;
+  family_ = family;
+  const QStringList presets = comparePresets(family);
+  for (QComboBox* e : config_edits_) {
+    const QSignalBlocker block(e);
+    e->clear();
+    e->addItems(presets);
+  }
+  // Two configurations of this family next to the full reference.
+  setConfigs({presets.value(1), presets.value(2), presets.value(3)});
+  const bool masked = family == ModelFamily::Masked;
+  const QStringList headers = masked ? QStringList{tr("policy"), tr("GFLOP"), tr("% full"), tr("uncond."), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")}
+                                     : QStringList{tr("policy"), tr("KV end"), tr("% full"), tr("peak"), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")};
+  table_->setHorizontalHeaderLabels(headers);
+  // MAR has no KV cache (no peak) and no token agreement: hide what would be all dashes.
+  table_->setColumnHidden(3, masked);
+  table_->setColumnHidden(5, masked);
+  if (masked) {
+    table_->horizontalHeaderItem(1)->setToolTip(tr("FLOPs per image executed by the transformer and the diffusion head, counted"));
+    table_->horizontalHeaderItem(2)->setToolTip(tr("share of the full recomputation's FLOPs"));
+    table_->horizontalHeaderItem(3)->setToolTip(tr("MAR keeps no KV cache: this column is left empty"));
+    table_->horizontalHeaderItem(5)->setToolTip(tr("not meaningful for MAR: its tokens are continuous latents (the order is fixed by the seed)"));
+  } else {
+    table_->horizontalHeaderItem(1)->setToolTip(tr("KV bytes retained at the end"));
+    table_->horizontalHeaderItem(2)->setToolTip(tr("share of the full cache"));
+    table_->horizontalHeaderItem(3)->setToolTip(tr("peak KV bytes allocated"));
+    table_->horizontalHeaderItem(5)->setToolTip(tr("share of tokens equal to the full cache's"));
+  }
+  refreshTable();
+}
+
 void CompareView::setConfigs(const QStringList& specs) {
   for (int i = 0; i < config_edits_.size(); ++i) config_edits_[i]->setCurrentText(specs.value(i));
 }
@@ -248,9 +274,16 @@ void CompareView::refreshTable() {
     const CompareRow& row = rows[r];
     table_->setItem(r, 0, cell(row.policy + (row.reference ? tr(" (ref)") : QString()), false));
     table_->item(r, 0)->setToolTip(row.reference ? tr("%1: the reference every other row is compared with").arg(row.policy) : row.policy);
-    table_->setItem(r, 1, cell(formatBytes(row.kvBytesFinal)));
-    table_->setItem(r, 2, cell(row.kvBytesFull > 0 ? QStringLiteral("%1%").arg(100.0 * row.kvBytesFinal / row.kvBytesFull, 0, 'f', 1) : QStringLiteral("—")));
-    table_->setItem(r, 3, cell(formatBytes(row.kvBytesPeak)));
+    if (family_ == ModelFamily::Masked) {
+      const double reference = rows.isEmpty() ? 0 : rows.front().flops;
+      table_->setItem(r, 1, cell(number(row.flops / 1e9, 2)));
+      table_->setItem(r, 2, cell(reference > 0 ? QStringLiteral("%1%").arg(100.0 * row.flops / reference, 0, 'f', 1) : QStringLiteral("—")));
+      table_->setItem(r, 3, cell(QStringLiteral("—")));
+    } else {
+      table_->setItem(r, 1, cell(formatBytes(row.kvBytesFinal)));
+      table_->setItem(r, 2, cell(row.kvBytesFull > 0 ? QStringLiteral("%1%").arg(100.0 * row.kvBytesFinal / row.kvBytesFull, 0, 'f', 1) : QStringLiteral("—")));
+      table_->setItem(r, 3, cell(formatBytes(row.kvBytesPeak)));
+    }
     table_->setItem(r, 4, cell(number(row.tokensPerSecond, 1)));
     table_->setItem(r, 5, cell(std::isnan(row.tokenAgreement) ? QStringLiteral("—") : QStringLiteral("%1%").arg(row.tokenAgreement * 100, 0, 'f', 1)));
     table_->setItem(r, 6, cell(number(row.psnr, 2)));

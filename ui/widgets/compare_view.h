@@ -6,6 +6,7 @@
 #include <QWidget>
 
 #include "engine/session/generation_request.h"
+#include "ui/viewmodel/model_family.h"
 
 class QCheckBox;
 class QComboBox;
@@ -31,6 +32,9 @@ class CompareView : public QWidget {
 
   QStringList configs() const;
   void setConfigs(const QStringList& specs);
+  // Offers this family's policies and labels the table for it (MAR: FLOPs, not KV bytes).
+  void setFamily(ModelFamily family);
+  ModelFamily family() const { return family_; }
   QTableWidget* table() const { return table_; }
 
  Q_SIGNALS:
@@ -44,6 +48,7 @@ class CompareView : public QWidget {
   void refreshSplit();
 
   CompareViewModel* model_;
+  ModelFamily family_ = ModelFamily::Raster;
   QVector<QComboBox*> config_edits_;
   QPushButton* run_;
   QPushButton* cancel_;

@@ -168,8 +168,11 @@ void DebugOverlay::drawUi() {
   if (ImGui::CollapsingHeader("Retained per layer x head (budget in use)", ImGuiTreeNodeFlags_DefaultOpen)) {
     if (unit && unit->retained) {
       const kvs::RetainedMasks& m = *unit->retained;
-      const int64_t full = std::max<int64_t>(1, m.positions - run->started().grid_height * run->started().grid_width +
-                                                    (unit->unit_index + 1) * run->started().grid_width);
+      // Positions generated so far: VAR's scales so far, else the condition plus the lines so far.
+      const int64_t full = run->family() == ModelFamily::Scale && run->scaleLayout().scales() > 0
+                               ? std::max<int64_t>(1, run->scaleLayout().begin(unit->unit_index + 1))
+                               : std::max<int64_t>(1, m.positions - run->started().grid_height * run->started().grid_width +
+                                                          (unit->unit_index + 1) * run->started().grid_width);
       const int columns = static_cast<int>(std::min<int64_t>(m.kv_heads, 62)) + 2;
       if (ImGui::BeginTable("heads", columns, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
         ImGui::TableSetupColumn("layer");

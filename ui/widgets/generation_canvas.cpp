@@ -7,25 +7,14 @@
 
 #include "ui/render/overlay_images.h"
 #include "ui/viewmodel/run_view_model.h"
+#include "ui/widgets/canvas_constants.h"
 
 namespace kvs::ui {
-namespace {
-
-constexpr int kStripWidth = 18, kStripGap = 10, kLegendHeight = 46, kMargin = 12;
-
-void drawSwatch(QPainter& p, const QRect& r, const QColor& fill, const QColor& outline = QColor()) {
-  p.fillRect(r, fill);
-  if (outline.isValid()) {
-    p.setPen(QPen(outline, 2));
-    p.drawRect(r.adjusted(1, 1, -1, -1));
-  }
-}
-
-}  // namespace
 
 GenerationCanvas::GenerationCanvas(QWidget* parent) : QWidget(parent) {
   setAttribute(Qt::WA_OpaquePaintEvent);
-  setPlaceholder(tr("Press Generate (Ctrl+Enter) to stream an image here, line by line"));
+  setPlaceholder(tr("Press Generate (Ctrl+Enter) to stream an image here, unit by unit: "
+                    "lines (LlamaGen), scales (VAR) or decoding steps (MAR)"));
 }
 
 void GenerationCanvas::setRun(RunViewModel* run) {
@@ -69,14 +58,33 @@ QRect GenerationCanvas::layoutImageRect(bool withStrip, bool withLegend) const {
   const int margin = compact_ ? 4 : kMargin;
   QRect area = rect().adjusted(margin, margin, -margin, -margin);
   if (withLegend) area.setBottom(area.bottom() - (compact_ ? 22 : kLegendHeight));
+  if (wantsScalePanel()) area.setRight(area.right() - kScalePanelWidth - kStripGap);
   const int stripSpace = withStrip ? kStripWidth + kStripGap : 0;
   const int side = std::max(16, std::min(area.width() - 2 * stripSpace, area.height()));
   return QRect(area.left() + (area.width() - side) / 2, area.top() + (area.height() - side) / 2, side, side);
 }
 
+bool GenerationCanvas::wantsScalePanel() const {
+  return !compact_ && run_ && run_->family() == ModelFamily::Scale && (overlays_ & (kOverlayAttention | kOverlayRetained));
+}
+
+QRect GenerationCanvas::scalePanelRect(const QRect& image) const {
+  const int right = rect().right() - kMargin;
+  return QRect(right - kScalePanelWidth + 1, image.top(), kScalePanelWidth, image.height());
+}
+
 QRect GenerationCanvas::imageRect() const {
   const bool legend = overlays_ & (kOverlayAttention | kOverlayRetained | kOverlayRegions);
-  return layoutImageRect(overlays_ & kOverlayAttention, legend);
+  // The condition strip sits left of the image where a family has condition
+  // positions in its attention maps (raster: class token; MAR: the buffer).
+  const bool strip = (overlays_ & kOverlayAttention) && !(run_ && run_->family() == ModelFamily::Scale);
+  return layoutImageRect(strip, legend);
+}
+
+void GenerationCanvas::legendText(QPainter& p, int& x, int y, const QString& t) const {
+  p.setPen(QColor(200, 204, 214));
+  p.drawText(x, y + kSwatch - 1, t);
+  x += p.fontMetrics().horizontalAdvance(t) + 14;
 }
 
 void GenerationCanvas::paintEvent(QPaintEvent*) {
@@ -95,11 +103,22 @@ void GenerationCanvas::paintEvent(QPaintEvent*) {
     p.setFont(f);
     QString text = placeholder_;
     if (run && run->active()) text = runStateText(run->state());
+    if (run && run->calibrating())
+      text = tr("Calibrating HeatKV for this model (first use: S-CAS head scores on 2 classes; "
+                "'kvstudio-cli calibrate' stores them in the bundle)…");
     if (run && run->state() == RunState::Failed) text = tr("Failed: %1").arg(run->errorMessage());
     p.drawText(img.adjusted(16, 16, -16, -16), Qt::AlignCenter | Qt::TextWordWrap, text);
     return;
   }
+  switch (run->family()) {
+    case ModelFamily::Raster: paintRaster(p, img); break;
+    case ModelFamily::Scale: paintScale(p, img); break;
+    case ModelFamily::Masked: paintMasked(p, img); break;
+  }
+}
 
+void GenerationCanvas::paintRaster(QPainter& p, const QRect& img) {
+  const RunViewModel* run = run_.data();
   const kvs::StartedEvent& s = run->started();
   TokenGrid grid;
   grid.height = s.grid_height > 0 ? s.grid_height : 1;
@@ -202,15 +221,10 @@ void GenerationCanvas::paintEvent(QPaintEvent*) {
   QFont f = font();
   f.setPointSizeF(f.pointSizeF() * 0.85);
   p.setFont(f);
-  const QFontMetrics fm(f);
   int x = std::max(kMargin, img.left() - (overlays_ & kOverlayAttention ? kStripWidth + kStripGap : 0));
   int y = img.bottom() + 14;
-  const int sw = 12;
-  auto text = [&](const QString& t) {
-    p.setPen(QColor(200, 204, 214));
-    p.drawText(x, y + sw - 1, t);
-    x += fm.horizontalAdvance(t) + 14;
-  };
+  const int sw = kSwatch;
+  auto text = [&](const QString& t) { legendText(p, x, y, t); };
   if (overlays_ & kOverlayAttention) {
     p.drawImage(QRect(x, y, 90, sw), colormapBar(90, 1));
     x += 96;

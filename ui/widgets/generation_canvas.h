@@ -1,10 +1,21 @@
 #pragma once
-// The image as it is generated, line by line, with toggleable overlays and their
-// legends: the attention of the latest token (heatmap + condition-token strip),
-// the retained-token mask of the chosen layer/head (evicted tokens dimmed), the
-// policy's regions and the current line. Paints from a RunViewModel.
+// The image as it is generated, unit by unit, with toggleable overlays and their
+// legends, per model family:
+// - raster (line by line): the attention of the latest token (heatmap +
+//   condition-token strip), the retained-token mask of the chosen layer/head
+//   (evicted tokens dimmed), the policy's regions and the current line;
+// - next-scale (scale by scale, the whole image refined each time): where the
+//   latest scale's queries look on the image, and a side panel with the
+//   scale-to-scale attention mass and, per head, the share of each scale the
+//   chosen layer still caches;
+// - masked (step by step, tokens in generation order): tokens not generated yet
+//   dimmed, the tokens predicted now outlined, the tokens whose features LazyMAR
+//   reused (vs recomputed) hatched, and the new tokens' attention.
+// Paints from a RunViewModel.
 #include <QPointer>
 #include <QWidget>
+
+class QPainter;
 
 #include <cstdint>
 
@@ -43,6 +54,14 @@ class GenerationCanvas : public QWidget {
 
  private:
   QRect layoutImageRect(bool withStrip, bool withLegend) const;
+  bool wantsScalePanel() const;
+  QRect scalePanelRect(const QRect& image) const;
+  void paintRaster(QPainter& p, const QRect& img);
+  void paintScale(QPainter& p, const QRect& img);
+  void paintMasked(QPainter& p, const QRect& img);
+  void paintScalePanel(QPainter& p, const QRect& panel);
+  // Legend row helpers: x advances along the row.
+  void legendText(QPainter& p, int& x, int y, const QString& text) const;
 
   QPointer<RunViewModel> run_;
   unsigned overlays_ = kOverlayAttention | kOverlayRegions;

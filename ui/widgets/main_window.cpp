@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
+#include <QDir>
 #include <QComboBox>
 #include <QDockWidget>
 #include <QFileDialog>
@@ -25,6 +26,8 @@
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include "engine/cache/policies/policy_catalog.h"
+#include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
 #include "engine/session/generation_metadata.h"
 #include "ui/bridge/generation_worker.h"
@@ -218,9 +221,9 @@ void MainWindow::buildUi() {
   auto* mapBox = new QWidget(rightSplit);
   auto* ml = new QVBoxLayout(mapBox);
   ml->setContentsMargins(6, 0, 6, 6);
-  auto* mapTitle = new QLabel(tr("Cache map · layers × KV heads"), mapBox);
-  mapTitle->setStyleSheet(QStringLiteral("color:#c9d1d9;font-weight:bold"));
-  ml->addWidget(mapTitle);
+  map_title_ = new QLabel(tr("Cache map · layers × KV heads"), mapBox);
+  map_title_->setStyleSheet(QStringLiteral("color:#c9d1d9;font-weight:bold"));
+  ml->addWidget(map_title_);
   multiples_ = new SmallMultiplesView(mapBox);
   multiples_->setRun(run_);
   ml->addWidget(multiples_, 1);
@@ -254,7 +257,7 @@ void MainWindow::buildUi() {
   connect(policy_change_timer_, &QTimer::timeout, this, [this] {
     if (!run_->active() || pending_policy_.isEmpty()) return;
     worker_->requestPolicyChange(pending_policy_);
-    log_panel_->append(LogBridge::Info, QStringLiteral("ui"), tr("policy change to %1 requested: applies at the next line").arg(pending_policy_));
+    log_panel_->append(LogBridge::Info, QStringLiteral("ui"), tr("policy change to %1 requested: applies at the next %2").arg(pending_policy_, unitNoun(run_->family())));
   });
 
   // Wiring.
@@ -270,10 +273,12 @@ void MainWindow::buildUi() {
     const auto& markers = run_->policyMarkers();
     if (markers.isEmpty()) return;
     const PolicyMarker& m = markers.back();
-    if (m.accepted) showNotice(tr("Policy %1 active from line %2").arg(m.policy).arg(m.unit + 2));
-    else showError(tr("Policy change refused at line %1: %2").arg(m.unit + 1).arg(m.message));
+    const QString unit = unitNoun(run_->family());
+    if (m.accepted) showNotice(tr("Policy %1 active from %2 %3").arg(m.policy, unit).arg(m.unit + 2));
+    else showError(tr("Policy change refused at %1 %2: %3").arg(unit).arg(m.unit + 1).arg(m.message));
   });
   connect(run_, &RunViewModel::finished, this, [this] {
+    if (run_->family() == ModelFamily::Scale) calibrated_models_.insert(QString::fromStdString(run_->request().model_path));
     history_->addResult(run_->request(), run_->result(), model_.class_names);
     Q_EMIT runFinished(true);
   });
@@ -391,6 +396,7 @@ bool MainWindow::openModel(const QString& dir) {
   }
   model_ = summary;
   panel_->setModel(model_);
+  applyFamily();
   refreshMaskChoices();
   status_label_->setText(tr("Model %1 · %2").arg(QString::fromStdString(model_.name), QString::fromStdString(model_.architecture)));
   return true;
@@ -407,10 +413,18 @@ bool MainWindow::generate() {
   }
   if (panel_->seedMode() == SeedMode::RandomEachRun) panel_->rollSeed();
   GenerationSettings s = panel_->settings();
+  const QString wrongFamily = policyFamilyProblem(s.policy, family());
+  if (!wrongFamily.isEmpty()) {
+    showError(wrongFamily);
+    return false;
+  }
   s.attentionLayer = mask_layer_->currentIndex() - 1;
   s.attentionHead = mask_head_->currentIndex() - 1;
   s.threads = options_.threads;
-  const kvs::GenerationRequest request = s.toRequest();
+  kvs::GenerationRequest request = s.toRequest();
+  // VAR has a handful of scales and each preview is the point of the run (the
+  // whole image refined): decode every one rather than rate-limit them.
+  if (family() == ModelFamily::Scale) request.preview_max_share = 0;
   try {
     request.validate();
   } catch (const kvs::Error& e) {
@@ -422,7 +436,8 @@ bool MainWindow::generate() {
   multiples_->setRun(run_);
   if (debug_) debug_->setRun(run_);
   const quint64 job = worker_->submit(request);
-  run_->setModelShape(model_.kv_heads, model_.condition_tokens);
+  run_->setModel(model_);
+  run_->setCalibrationPending(needsCalibration(s.policy));
   run_->track(worker_, job, request);
   panel_->setLastSeed(s.seed);
   showTab(0);
@@ -442,15 +457,20 @@ bool MainWindow::runCompare(const QStringList& specs) {
   s.batch = 1;
   s.threads = options_.threads;
   if (specs != compare_view_->configs()) compare_view_->setConfigs(specs);
+  kvs::GenerationRequest base = s.toRequest();
+  if (family() == ModelFamily::Scale) base.preview_max_share = 0;
   CompareSchedule schedule = automaticCompareSchedule(s.device);
   if (compare_schedule_ == CompareSchedulePreference::Together) schedule = CompareSchedule::Together;
   if (compare_schedule_ == CompareSchedulePreference::OneAfterAnother) schedule = CompareSchedule::OneAfterAnother;
-  const QString problem = compare_->start(specs, s.toRequest(), schedule);
+  const QString problem = compare_->start(specs, base, family(), schedule);
   if (!problem.isEmpty()) {
     showError(problem);
     return false;
   }
-  for (int i = 0; i < compare_->paneCount(); ++i) compare_->pane(i)->setModelShape(model_.kv_heads, model_.condition_tokens);
+  for (int i = 0; i < compare_->paneCount(); ++i) {
+    compare_->pane(i)->setModel(model_);
+    compare_->pane(i)->setCalibrationPending(needsCalibration(compare_->specs().value(i)));
+  }
   panel_->setRunning(true);
   banner_->hide();
   showTab(1);
@@ -474,13 +494,19 @@ void MainWindow::refreshProgress() {
     progress_text_->setText(QString());
     return;
   }
-  const int64_t line = s.grid_width > 0 ? std::min<int64_t>(s.grid_height, r->tokensDone() / s.grid_width) : 0;
-  progress_->setFormat(tr("%1 · line %2/%3 · %4/%5 tokens")
-                           .arg(runStateText(r->state()))
-                           .arg(line)
-                           .arg(s.grid_height)
-                           .arg(r->tokensDone())
-                           .arg(r->tokensTotal()));
+  if (r->calibrating()) {
+    progress_->setFormat(tr("Calibrating HeatKV for this model (first use)…"));
+    progress_text_->setText(tr("S-CAS head scores on 2 classes; the image starts next"));
+    return;
+  }
+  QString unit;
+  if (r->family() == ModelFamily::Raster) {
+    const int64_t line = s.grid_width > 0 ? std::min<int64_t>(s.grid_height, r->tokensDone() / s.grid_width) : 0;
+    unit = tr("line %1/%2").arg(line).arg(s.grid_height);
+  } else {
+    unit = r->unitProgressText();
+  }
+  progress_->setFormat(tr("%1 · %2 · %3/%4 tokens").arg(runStateText(r->state()), unit).arg(r->tokensDone()).arg(r->tokensTotal()));
   progress_text_->setText(tr("%1 tok/s · ETA %2 · %3")
                               .arg(r->tokensPerSecond(), 0, 'f', 1)
                               .arg(r->active() ? formatSeconds(r->etaSeconds()) : QStringLiteral("—"))
@@ -516,6 +542,74 @@ void MainWindow::setOverlays(unsigned flags) {
   show_regions_->setChecked(flags & kOverlayRegions);
   show_grid_->setChecked(flags & kOverlayGrid);
   applyOverlayControls();
+}
+
+ModelFamily MainWindow::family() const { return familyOfModel(model_.family); }
+
+bool MainWindow::setPolicySpec(const QString& spec) {
+  const QString wrongFamily = policyFamilyProblem(spec, family());
+  if (!wrongFamily.isEmpty()) {
+    showError(wrongFamily);
+    return false;
+  }
+  const std::string problem = kvs::policy_spec_problem(spec.trimmed().toStdString());
+  if (!problem.empty()) {
+    showError(QString::fromStdString(problem));
+    return false;
+  }
+  panel_->setPolicySpec(spec);
+  return true;
+}
+
+// HeatKV ranks heads from a calibration: a VAR bundle without its file gets one
+// made by the session before the first scale (once per model in this process).
+bool MainWindow::needsCalibration(const QString& spec) const {
+  if (family() != ModelFamily::Scale || !spec.trimmed().startsWith(QStringLiteral("heatkv"))) return false;
+  const QString dir = QString::fromStdString(model_.dir);
+  if (calibrated_models_.contains(dir)) return false;
+  return !QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(kvs::kScaleAttentionProfileFile)));
+}
+
+// Everything that depends on the model's family besides the parameter panel
+// (which filters its policies itself): overlay names, the cache map's title,
+// the compare view's presets and table.
+void MainWindow::applyFamily() {
+  const ModelFamily f = family();
+  switch (f) {
+    case ModelFamily::Raster:
+      show_attention_->setToolTip(tr("Heatmap of where the latest line's last token attended, with the condition token(s) in the side strip (A)"));
+      show_retained_->setText(tr("Retained"));
+      show_retained_->setToolTip(tr("Dim the image tokens evicted from the KV cache for the chosen layer/head (K)"));
+      map_title_->setText(tr("Cache map · layers × KV heads"));
+      multiples_->setToolTip(tr("Retained tokens of every layer (rows) and KV head (columns): light = still cached, dark red = evicted. "
+                                "Click a tile to show it on the canvas."));
+      break;
+    case ModelFamily::Scale:
+      show_attention_->setToolTip(tr("Where the latest scale's queries look (on the image, all scales) and the scale-to-scale attention mass (side panel) (A)"));
+      show_retained_->setText(tr("Retained"));
+      show_retained_->setToolTip(tr("Side panel: per head, the share of each scale the chosen layer still caches (K)"));
+      map_title_->setText(tr("Cache map · per layer: heads × scales"));
+      multiples_->setToolTip(tr("One tile per layer: rows are KV heads, columns scales (coarse to fine); teal = the scale is still cached, "
+                                "dark red = evicted, black = not generated yet. Click a tile to choose the layer."));
+      break;
+    case ModelFamily::Masked:
+      show_attention_->setToolTip(tr("Heatmap of where the tokens predicted at the latest step attended, with the class buffer in the side strip (A)"));
+      show_retained_->setText(tr("Recomputed"));
+      show_retained_->setToolTip(tr("Hatch the tokens whose features LazyMAR reused from its token cache at the latest step; clear = recomputed (K)"));
+      map_title_->setText(tr("Token cache · generation order and this step"));
+      multiples_->setToolTip(tr("Left: the step at which each token was generated. Right: the tokens recomputed (orange) "
+                                "or reused from LazyMAR's token cache (blue) at the latest step."));
+      break;
+  }
+  // Policy regions and the current line are raster notions.
+  show_regions_->setEnabled(f == ModelFamily::Raster);
+  show_regions_->setToolTip(f == ModelFamily::Raster
+                                ? tr("Outline the current line and the policy's regions: LineAR anchors / mid / recent lines, StreamingLLM sinks / window (L)")
+                                : tr("Regions and the current line apply to raster (line-by-line) models only"));
+  canvas_->setPlaceholder(f == ModelFamily::Raster  ? tr("Press Generate (Ctrl+Enter) to stream an image here, line by line")
+                          : f == ModelFamily::Scale ? tr("Press Generate (Ctrl+Enter) to stream an image here, scale by scale (coarse to fine)")
+                                                    : tr("Press Generate (Ctrl+Enter) to stream an image here, step by step (tokens in generation order)"));
+  compare_view_->setFamily(f);
 }
 
 void MainWindow::refreshMaskChoices() {

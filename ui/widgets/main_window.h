@@ -5,12 +5,14 @@
 // overlay over the canvas. Owns the one generation worker.
 #include <QMainWindow>
 #include <QPointer>
+#include <QSet>
 #include <QStringList>
 
 #include <optional>
 
 #include "engine/models/model_catalog.h"
 #include "ui/viewmodel/generation_settings.h"
+#include "ui/viewmodel/model_family.h"
 #include "ui/viewmodel/model_locations.h"
 
 class QAction;
@@ -73,6 +75,10 @@ class MainWindow : public QMainWindow {
   void showTab(int index);  // 0 Generate, 1 Compare, 2 History
   void setOverlays(unsigned flags);
   bool openModel(const QString& dir);
+  // The policy panel set to `spec`; a policy of another family or an invalid
+  // spec shows the error banner instead (returns false).
+  bool setPolicySpec(const QString& spec);
+  ModelFamily family() const;  // of the open model
   void openPng(const QString& path);
   void savePng(int historyRow, const QString& path);
   void recall(int historyRow);
@@ -105,6 +111,8 @@ class MainWindow : public QMainWindow {
   void onPolicySpecEdited(const QString& spec);
   void applyOverlayControls();
   void refreshMaskChoices();
+  void applyFamily();
+  bool needsCalibration(const QString& spec) const;
   void placeDebugOverlay();
   void showError(const QString& message);
   void showNotice(const QString& message);
@@ -143,6 +151,8 @@ class MainWindow : public QMainWindow {
   QPointer<DebugOverlay> debug_;
   QPointer<ModelManagerDialog> model_manager_;
   QLabel* status_label_ = nullptr;
+  QLabel* map_title_ = nullptr;
+  QSet<QString> calibrated_models_;  // VAR bundles calibrated for HeatKV in this process
   QTimer* policy_change_timer_ = nullptr;
   QString pending_policy_;
   CompareSchedulePreference compare_schedule_ = CompareSchedulePreference::Automatic;

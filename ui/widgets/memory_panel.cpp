@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "engine/metrics/process_memory.h"
+#include "ui/viewmodel/model_family.h"
 #include "ui/viewmodel/run_view_model.h"
 
 namespace kvs::ui {
@@ -27,11 +28,28 @@ void connectRepaint(QWidget* w, RunViewModel* run) {
   QObject::connect(run, &RunViewModel::stateChanged, w, qOverload<>(&QWidget::update));
 }
 
+// The full cache at the end of the run, projected from a sample: lines add the
+// same number of tokens each, VAR's scales add side^2 tokens each.
+double projectedFullBytes(const RunViewModel& run, const MemorySample& m) {
+  const ScaleLayout& layout = run.scaleLayout();
+  if (run.family() == ModelFamily::Scale && layout.scales() > 0 && layout.begin(m.unit + 1) > 0)
+    return static_cast<double>(m.kv_bytes_full) * static_cast<double>(layout.total()) / static_cast<double>(layout.begin(m.unit + 1));
+  const int64_t units_total = run.started().units_total > 0 ? run.started().units_total : 1;
+  return static_cast<double>(m.kv_bytes_full) * static_cast<double>(units_total) / static_cast<double>(m.unit + 1);
+}
+
 QString shortPolicy(const QString& spec) {
   return spec.size() > 22 ? spec.left(20) + QStringLiteral("…") : spec;
 }
 
 }  // namespace
+
+QString formatFlops(double flops) {
+  if (flops >= 1e12) return QStringLiteral("%1 TFLOP").arg(flops / 1e12, 0, 'f', 2);
+  if (flops >= 1e9) return QStringLiteral("%1 GFLOP").arg(flops / 1e9, 0, 'f', 2);
+  if (flops >= 1e6) return QStringLiteral("%1 MFLOP").arg(flops / 1e6, 0, 'f', 1);
+  return QStringLiteral("%1 FLOP").arg(flops, 0, 'f', 0);
+}
 
 QString formatBytes(int64_t bytes) {
   const double b = static_cast<double>(bytes);
@@ -66,14 +84,39 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
     return;
   }
   const MemorySample& m = memory.back();
+  if (run_->family() == ModelFamily::Masked) {
+    // MAR keeps no growing KV cache: what LazyMAR saves is compute. The bar is
+    // this step's FLOPs against the largest step so far (a full computation).
+    double step_max = 0, total = 0;
+    for (const auto& s : memory) {
+      step_max = std::max(step_max, s.flops);
+      total += s.flops;
+    }
+    QRectF used = bar;
+    used.setWidth(step_max > 0 ? bar.width() * m.flops / step_max : 0);
+    p.setBrush(kRetained);
+    p.drawRoundedRect(used, 4, 4);
+    const QString label = tr("step %1: %2 (%3%)")
+                              .arg(m.unit + 1)
+                              .arg(formatFlops(m.flops))
+                              .arg(step_max > 0 ? 100.0 * m.flops / step_max : 0, 0, 'f', 0);
+    const QString run_total = tr("run %1").arg(formatFlops(total));
+    p.setPen(kText);
+    if (compact_) {
+      p.drawText(bar.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter, label + QStringLiteral(" · ") + run_total);
+    } else {
+      p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
+      p.setPen(kPeak);
+      p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignRight | Qt::AlignVCenter, run_total);
+    }
+    return;
+  }
   int64_t full_max = 0;
   for (const auto& s : memory) full_max = std::max(full_max, s.kv_bytes_full);
   // The scale is the full cache of the whole image (the last sample once done,
   // extrapolated while running) so that the bar grows as the image does.
-  const int64_t units_total = run_->started().units_total > 0 ? run_->started().units_total : 1;
-  const double full_final = memory.size() >= 2 && m.unit > 0
-                                ? static_cast<double>(m.kv_bytes_full) * static_cast<double>(units_total) / static_cast<double>(m.unit + 1)
-                                : static_cast<double>(std::max<int64_t>(1, full_max));
+  const double full_final = memory.size() >= 2 && m.unit > 0 ? projectedFullBytes(*run_, m)
+                                                              : static_cast<double>(std::max<int64_t>(1, full_max));
   const double scale = bar.width() / std::max(1.0, full_final);
   QRectF full = bar;
   full.setWidth(std::min(bar.width(), m.kv_bytes_full * scale));
@@ -124,11 +167,15 @@ void MemoryChart::paintEvent(QPaintEvent*) {
     p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, tr("KV bytes per line, against the full cache, appear here during a run"));
     return;
   }
+  if (run_->family() == ModelFamily::Masked) {
+    paintFlopsPerStep(p, plot, memory);
+    return;
+  }
   const int64_t units_total = run_ && run_->started().units_total > 0 ? run_->started().units_total : 16;
   double y_max = 1;
   for (const auto& s : memory) y_max = std::max({y_max, static_cast<double>(s.kv_bytes_full), static_cast<double>(s.kv_bytes_peak)});
   if (!memory.empty() && memory.back().unit + 1 < units_total && memory.back().unit > 0)
-    y_max = std::max(y_max, static_cast<double>(memory.back().kv_bytes_full) * units_total / (memory.back().unit + 1));
+    y_max = std::max(y_max, projectedFullBytes(*run_, memory.back()));
   y_max *= 1.05;
   auto X = [&](double unit) { return plot.left() + plot.width() * (unit + 1) / static_cast<double>(units_total); };
   auto Y = [&](double bytes) { return plot.bottom() - plot.height() * bytes / y_max; };
@@ -146,7 +193,8 @@ void MemoryChart::paintEvent(QPaintEvent*) {
     p.restore();
   }
   p.setPen(QColor(150, 155, 168));
-  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter, tr("line  (MiB)"));
+  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter,
+             tr("%1  (MiB)").arg(unitNoun(run_->family())));
   // Legend.
   p.setPen(QPen(kFull, 2, Qt::DashLine));
   p.drawLine(QPointF(plot.left(), 4 + fm.height() / 2.0), QPointF(plot.left() + 18, 4 + fm.height() / 2.0));
@@ -193,6 +241,39 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   }
 }
 
+void MemoryChart::paintFlopsPerStep(QPainter& p, const QRectF& plot, const std::vector<MemorySample>& memory) {
+  const QFontMetrics fm = fontMetrics();
+  const int64_t steps = std::max<int64_t>(1, run_->unitsTotal());
+  double y_max = 1;
+  for (const auto& s : memory) y_max = std::max(y_max, s.flops);
+  y_max *= 1.08;
+  const double slot = plot.width() / static_cast<double>(steps);
+  p.setPen(QPen(QColor(60, 64, 76), 1));
+  for (int i = 0; i <= 4; ++i) {
+    const double v = y_max * i / 4.0, y = plot.bottom() - plot.height() * i / 4.0;
+    p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
+    p.save();
+    p.setPen(QColor(150, 155, 168));
+    p.drawText(QRectF(0, y - fm.height() / 2.0, plot.left() - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
+               QString::number(v / 1e9, 'f', v / 1e9 >= 10 ? 0 : 2));
+    p.restore();
+  }
+  for (const auto& s : memory) {
+    const double h = plot.height() * s.flops / y_max;
+    // Full steps (everything recomputed, both CFG branches) in grey, lazy steps in teal.
+    const bool lazy = s.recomputed_tokens >= 0 && (s.recomputed_tokens < run_->started().grid_height * run_->started().grid_width || !s.unconditional_computed);
+    p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h), lazy ? kRetained : kFull);
+  }
+  p.setPen(QColor(150, 155, 168));
+  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter, tr("step  (GFLOP per image)"));
+  p.fillRect(QRectF(plot.left(), 4, 12, fm.height() - 4), kFull);
+  p.setPen(kText);
+  p.drawText(QPointF(plot.left() + 16, 2 + fm.ascent()), tr("full step"));
+  const double lx = plot.left() + 30 + fm.horizontalAdvance(tr("full step"));
+  p.fillRect(QRectF(lx, 4, 12, fm.height() - 4), kRetained);
+  p.drawText(QPointF(lx + 16, 2 + fm.ascent()), tr("lazy step (caches reused)"));
+}
+
 // ---------------------------------------------------------------- per-layer bars
 LayerBars::LayerBars(QWidget* parent) : QWidget(parent) {}
 
@@ -208,6 +289,10 @@ void LayerBars::paintEvent(QPaintEvent*) {
   p.fillRect(rect(), kBackground);
   const auto& unit = run_ ? run_->lastUnit() : UnitDonePtr();
   const QFontMetrics fm = fontMetrics();
+  if (run_ && unit && run_->family() == ModelFamily::Masked) {
+    paintRecomputedPerStep(p);
+    return;
+  }
   if (!unit || unit->retained_per_layer.empty()) {
     p.setPen(QColor(150, 155, 168));
     p.drawText(rect(), Qt::AlignCenter, tr("retained tokens per layer"));
@@ -215,9 +300,12 @@ void LayerBars::paintEvent(QPaintEvent*) {
   }
   const auto& counts = unit->retained_per_layer;
   const int64_t heads = unit->retained ? unit->retained->kv_heads : 1;
-  const int64_t positions_so_far = unit->retained ? unit->retained->positions - (run_->started().grid_height * run_->started().grid_width) +
-                                                        (unit->unit_index + 1) * run_->started().grid_width
-                                                  : 0;
+  int64_t positions_so_far = 0;
+  if (unit->retained && run_->family() == ModelFamily::Scale && run_->scaleLayout().scales() > 0)
+    positions_so_far = run_->scaleLayout().begin(unit->unit_index + 1);
+  else if (unit->retained)
+    positions_so_far = unit->retained->positions - (run_->started().grid_height * run_->started().grid_width) +
+                       (unit->unit_index + 1) * run_->started().grid_width;
   const double full = std::max<double>(1.0, static_cast<double>(positions_so_far * heads));
   double top = full;
   for (int64_t c : counts) top = std::max(top, static_cast<double>(c));
@@ -244,6 +332,24 @@ void LayerBars::paintEvent(QPaintEvent*) {
   }
   p.setPen(QColor(150, 155, 168));
   p.drawText(QRectF(0, plot.top() - 2, axis - 4, fm.height()), Qt::AlignRight, QString::number(static_cast<qint64>(top)));
+}
+
+void LayerBars::paintRecomputedPerStep(QPainter& p) {
+  const QFontMetrics fm = fontMetrics();
+  const auto& memory = run_->memory();
+  const int64_t tokens = std::max<int64_t>(1, run_->started().grid_height * run_->started().grid_width);
+  const int64_t steps = std::max<int64_t>(1, run_->unitsTotal());
+  p.setPen(kText);
+  p.drawText(QRectF(4, 0, width() - 8, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
+             tr("tokens recomputed per step (of %1; the rest reused)").arg(tokens));
+  const QRectF plot(6, fm.height() + 4, width() - 12, height() - fm.height() - 10);
+  const double slot = plot.width() / static_cast<double>(steps);
+  p.fillRect(plot, QColor(kFull.red(), kFull.green(), kFull.blue(), 30));
+  for (const auto& s : memory) {
+    if (s.recomputed_tokens < 0) continue;
+    const double h = plot.height() * static_cast<double>(s.recomputed_tokens) / static_cast<double>(tokens);
+    p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h), QColor(255, 170, 60));
+  }
 }
 
 // ---------------------------------------------------------------- panel
@@ -277,6 +383,15 @@ void MemoryPanel::setRun(RunViewModel* run) {
 }
 
 void MemoryPanel::refreshText() {
+  if (run_ && run_->family() == ModelFamily::Masked) {
+    gauge_->setToolTip(tr("FLOPs of the latest step (per image) and their share of the largest step so far (a full computation); right: the run's total"));
+    chart_->setToolTip(tr("FLOPs per step: grey = every token and both CFG branches computed, teal = LazyMAR reused cached features"));
+    bars_->setToolTip(tr("Grid tokens whose features each step recomputed; the others came from LazyMAR's token cache"));
+  } else {
+    gauge_->setToolTip(tr("KV bytes retained now (teal) vs what the uncompressed cache would hold (grey); orange: peak allocated"));
+    chart_->setToolTip(tr("KV bytes over the run; dashed: the full cache; yellow markers: policy changes (they apply from the next unit)"));
+    bars_->setToolTip(tr("Entries retained per layer for image 0 (grey: what the full cache holds); red: evicted at the last unit"));
+  }
   const int64_t rss = kvs::process_resident_bytes(), hwm = kvs::process_peak_resident_bytes();
   QString device = run_ ? QString::fromStdString(run_->started().device) : QString();
   QString text = tr("<span style='color:#9aa0ad'>process</span> %1 <span style='color:#9aa0ad'>(peak %2)</span>%3")

@@ -1,15 +1,23 @@
 #pragma once
 // KV-cache memory of a run: a gauge (retained now vs the full-cache equivalent,
-// with the peak), a time series over the lines with the full-cache curve and
-// policy-change markers, per-layer retained counts as bars, and process memory.
+// with the peak), a time series over the units (lines, scales) with the
+// full-cache curve and policy-change markers, per-layer retained counts as bars,
+// and process memory. Masked models (MAR) keep no growing KV cache: what
+// LazyMAR's feature caches save is compute, so the panel shows the FLOPs of each
+// step (full vs lazy steps) and the tokens recomputed per step instead.
 #include <QPointer>
 #include <QWidget>
 
+#include <vector>
+
 class QLabel;
+class QPainter;
+class QRectF;
 
 namespace kvs::ui {
 
 class RunViewModel;
+struct MemorySample;
 
 class MemoryGauge : public QWidget {
   Q_OBJECT
@@ -40,6 +48,7 @@ class MemoryChart : public QWidget {
   void paintEvent(QPaintEvent*) override;
 
  private:
+  void paintFlopsPerStep(QPainter& p, const QRectF& plot, const std::vector<MemorySample>& memory);
   QPointer<RunViewModel> run_;
 };
 
@@ -55,6 +64,7 @@ class LayerBars : public QWidget {
   void paintEvent(QPaintEvent*) override;
 
  private:
+  void paintRecomputedPerStep(QPainter& p);
   QPointer<RunViewModel> run_;
 };
 
@@ -75,5 +85,6 @@ class MemoryPanel : public QWidget {
 };
 
 QString formatBytes(int64_t bytes);
+QString formatFlops(double flops);
 
 }  // namespace kvs::ui

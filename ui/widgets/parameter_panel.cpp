@@ -27,6 +27,25 @@ namespace {
 
 enum BudgetMode { kRho = 0, kTokens = 1 };
 
+// How a policy takes its budget: the shared rho / budget-in-tokens pair, a share
+// of the whole cache (HeatKV's "budget" fraction, over all scales and heads), or
+// not at all (full, AMS-KV's token counts, LazyMAR's feature caches).
+enum class BudgetKind { None, RhoOrTokens, CacheShare };
+
+BudgetKind budgetKindOf(const kvs::PolicyCatalogEntry* entry) {
+  if (!entry) return BudgetKind::None;
+  if (entry->has_budget()) return BudgetKind::RhoOrTokens;
+  for (const auto& p : entry->params)
+    if (p.name == "budget" && p.kind == kvs::PolicyParamKind::Fraction) return BudgetKind::CacheShare;
+  return BudgetKind::None;
+}
+
+std::string defaultOf(const kvs::PolicyCatalogEntry& entry, const std::string& name) {
+  for (const auto& p : entry.params)
+    if (p.name == name) return p.default_value;
+  return {};
+}
+
 QString classLabel(int64_t id, const std::vector<std::string>& names) {
   if (id < static_cast<int64_t>(names.size())) return QStringLiteral("%1  ·  %2").arg(QString::fromStdString(names[static_cast<size_t>(id)])).arg(id);
   return QStringLiteral("class %1").arg(id);
@@ -121,6 +140,14 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   batchRow->addWidget(new QLabel(tr("Device"), what));
   batchRow->addWidget(device_, 1);
   form->addRow(tr("Batch"), batchRow);
+  steps_ = new QSpinBox(what);
+  steps_->setObjectName(QStringLiteral("stepsSpin"));
+  steps_->setRange(2, 256);
+  steps_->setValue(64);
+  steps_->setToolTip(tr("MAR decoding steps: each step predicts a share of the tokens (cosine schedule). "
+                        "LazyMAR's start/interval follow the paper for 64 (5, 9) and 32 (4, 5) steps"));
+  steps_label_ = new QLabel(tr("Steps"), what);
+  form->addRow(steps_label_, steps_);
   layout->addWidget(what);
 
   // Policy.
@@ -128,12 +155,6 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   auto* pl = new QVBoxLayout(policyBox);
   policy_combo_ = new QComboBox(policyBox);
   policy_combo_->setObjectName(QStringLiteral("policyCombo"));
-  for (const auto& e : kvs::policy_catalog()) {
-    policy_combo_->addItem(QString::fromStdString(e.name), QString::fromStdString(e.name));
-    policy_combo_->setItemData(policy_combo_->count() - 1,
-                               QStringLiteral("%1\n%2").arg(QString::fromStdString(e.summary), QString::fromStdString(e.reference)),
-                               Qt::ToolTipRole);
-  }
   pl->addWidget(policy_combo_);
   policy_summary_ = new QLabel(policyBox);
   policy_summary_->setWordWrap(true);
@@ -151,7 +172,8 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   budget_slider_->setToolTip(tr("KV budget: how many image tokens each layer and head may keep"));
   budget_label_ = new QLabel(budget_row_);
   budget_label_->setMinimumWidth(fontMetrics().horizontalAdvance(QStringLiteral("256 tok")) + 4);
-  br->addWidget(new QLabel(tr("Budget"), budget_row_));
+  budget_caption_ = new QLabel(tr("Budget"), budget_row_);
+  br->addWidget(budget_caption_);
   br->addWidget(budget_mode_);
   br->addWidget(budget_slider_, 1);
   br->addWidget(budget_label_);
@@ -195,7 +217,48 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
 
   budget_slider_->setRange(1, 100);
   budget_slider_->setValue(25);
+  refillPolicies();
+  applyFamilyToSampling();
   onPolicyChosen();
+}
+
+QStringList ParameterPanel::offeredPolicies() const {
+  QStringList out;
+  for (int i = 0; i < policy_combo_->count(); ++i) out << policy_combo_->itemData(i).toString();
+  return out;
+}
+
+// Only the registry's policies for this family: a raster-only policy is not
+// offered for VAR, nor a KV policy for MAR (the registry's "families").
+void ParameterPanel::refillPolicies() {
+  const QString current = policy_combo_->currentData().toString();
+  const QSignalBlocker block(policy_combo_);
+  policy_combo_->clear();
+  for (const auto& e : kvs::policy_catalog()) {
+    if (!policyApplies(e, family())) continue;
+    policy_combo_->addItem(QString::fromStdString(e.name), QString::fromStdString(e.name));
+    policy_combo_->setItemData(policy_combo_->count() - 1,
+                               QStringLiteral("%1\n%2").arg(QString::fromStdString(e.summary), QString::fromStdString(e.reference)),
+                               Qt::ToolTipRole);
+  }
+  const int keep = policy_combo_->findData(current);
+  policy_combo_->setCurrentIndex(keep >= 0 ? keep : 0);
+}
+
+void ParameterPanel::applyFamilyToSampling() {
+  const bool masked = family() == ModelFamily::Masked;
+  steps_->setVisible(masked);
+  steps_label_->setVisible(masked);
+  // MAR samples continuous tokens with its diffusion head: top-k / top-p do not apply.
+  top_k_->setEnabled(!masked);
+  top_p_->setEnabled(!masked);
+  if (masked) {
+    top_k_->setValue(0);
+    top_p_->setValue(1.0);
+  }
+  const QString tip = masked ? tr("MAR samples continuous tokens with a diffusion head: top-k/top-p do not apply") : QString();
+  top_k_->setToolTip(masked ? tip : tr("Sample among the k most likely tokens (0: off)"));
+  top_p_->setToolTip(masked ? tip : tr("Sample among the most likely tokens holding this probability mass (1: off)"));
 }
 
 void ParameterPanel::setModel(const kvs::ModelSummary& model) {
@@ -218,6 +281,9 @@ void ParameterPanel::setModel(const kvs::ModelSummary& model) {
   temperature_->setValue(d.temperature.value_or(1.0));
   top_k_->setValue(static_cast<int>(d.top_k.value_or(0)));
   top_p_->setValue(d.top_p.value_or(1.0));
+  refillPolicies();
+  applyFamilyToSampling();
+  onPolicyChosen();
   onBudgetModeChanged();
 }
 
@@ -243,6 +309,7 @@ GenerationSettings ParameterPanel::settings() const {
   s.topK = top_k_->value();
   s.topP = top_p_->value();
   s.batch = batch_->value();
+  s.steps = family() == ModelFamily::Masked ? steps_->value() : 0;
   s.device = device_->currentText();
   s.policy = policySpec();
   return s;
@@ -257,6 +324,7 @@ void ParameterPanel::setSettings(const GenerationSettings& s) {
   top_k_->setValue(static_cast<int>(s.topK));
   top_p_->setValue(s.topP);
   batch_->setValue(std::max(1, s.batch));
+  if (s.steps > 0) steps_->setValue(static_cast<int>(s.steps));
   device_->setCurrentText(s.device);
   setPolicySpec(s.policy);
 }
@@ -266,7 +334,9 @@ QString ParameterPanel::policySpec() const {
   parts.name = policy_combo_->currentData().toString().toStdString();
   parts.params = form_->changedValues();
   const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
-  if (entry && entry->has_budget()) {
+  if (budgetKindOf(entry) == BudgetKind::CacheShare) {
+    parts.params["budget"] = QString::number(budget_slider_->value() / 100.0, 'g', 4).toStdString();
+  } else if (entry && entry->has_budget()) {
     if (budget_mode_->currentData().toInt() == kRho)
       parts.params["rho"] = QString::number(budget_slider_->value() / 100.0, 'g', 4).toStdString();
     else
@@ -288,8 +358,14 @@ void ParameterPanel::setPolicySpec(const QString& spec) {
     const QSignalBlocker a(policy_combo_), b(budget_mode_), c(budget_slider_);
     policy_combo_->setCurrentIndex(index);
     form_->setPolicy(QString::fromStdString(parts.name));
+    const kvs::PolicyCatalogEntry* known = kvs::find_policy_entry(parts.name);
     const auto budget = parts.params.count("budget") ? kvs::parse_param_number(parts.params["budget"]) : std::nullopt;
-    if (budget && *budget > 0) {
+    if (budgetKindOf(known) == BudgetKind::CacheShare) {
+      budget_mode_->setCurrentIndex(kRho);
+      onBudgetModeChanged();
+      const auto share = budget ? budget : kvs::parse_param_number(defaultOf(*known, "budget"));
+      if (share) budget_slider_->setValue(static_cast<int>(std::lround(*share * 100)));
+    } else if (budget && *budget > 0) {
       budget_mode_->setCurrentIndex(kTokens);
       onBudgetModeChanged();
       budget_slider_->setValue(static_cast<int>(*budget));
@@ -310,7 +386,7 @@ void ParameterPanel::setPolicySpec(const QString& spec) {
   }
   const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
   policy_summary_->setText(entry ? QString::fromStdString(entry->summary) : QString());
-  budget_row_->setVisible(entry && entry->has_budget());
+  showBudgetRowFor(entry);
   updateBudgetLabel();
   emitSpec();
 }
@@ -321,7 +397,18 @@ void ParameterPanel::onPolicyChosen() {
   const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(name.toStdString());
   policy_summary_->setText(entry ? QString::fromStdString(entry->summary) : QString());
   policy_summary_->setToolTip(entry ? QString::fromStdString(entry->reference) : QString());
-  budget_row_->setVisible(entry && entry->has_budget());
+  showBudgetRowFor(entry);
+  if (budgetKindOf(entry) == BudgetKind::CacheShare) {
+    if (budget_mode_->currentData().toInt() != kRho) {
+      const QSignalBlocker block(budget_mode_);
+      budget_mode_->setCurrentIndex(kRho);
+      onBudgetModeChanged();
+    }
+    if (auto share = kvs::parse_param_number(defaultOf(*entry, "budget"))) {
+      const QSignalBlocker block(budget_slider_);
+      budget_slider_->setValue(static_cast<int>(std::lround(*share * 100)));
+    }
+  }
   if (entry && entry->has_budget() && budget_mode_->currentData().toInt() == kRho) {
     for (const auto& p : entry->params)
       if (p.name == "rho")
@@ -332,6 +419,17 @@ void ParameterPanel::onPolicyChosen() {
   }
   updateBudgetLabel();
   emitSpec();
+}
+
+void ParameterPanel::showBudgetRowFor(const kvs::PolicyCatalogEntry* entry) {
+  const BudgetKind kind = budgetKindOf(entry);
+  budget_row_->setVisible(kind != BudgetKind::None);
+  // A share of the whole cache has no token form: rho/tokens is the raster pair.
+  budget_mode_->setVisible(kind == BudgetKind::RhoOrTokens);
+  budget_caption_->setText(kind == BudgetKind::CacheShare ? tr("Cache kept") : tr("Budget"));
+  budget_slider_->setToolTip(kind == BudgetKind::CacheShare
+                                 ? tr("Share of the whole KV cache kept, over all scales and heads (HeatKV's b)")
+                                 : tr("KV budget: how many image tokens each layer and head may keep"));
 }
 
 void ParameterPanel::onBudgetModeChanged() {

@@ -2,12 +2,16 @@
 // Everything a person sets before pressing Generate: class (searchable by name),
 // seed (fixed, new random, reuse last, or random each run), CFG, temperature,
 // top-k/top-p, batch, KV-cache policy with its generated parameter form and the
-// budget slider (rho or tokens). Emits the resulting policy spec as it changes,
-// so a running generation can switch at its next line.
+// budget slider (rho or tokens; HeatKV: the kept share of the cache). Follows the
+// model's family: only the registry's policies for it are offered, MAR adds its
+// decoding steps and drops top-k/top-p (its tokens are continuous). Emits the
+// resulting policy spec as it changes, so a running generation can switch at its
+// next unit.
 #include <QWidget>
 
 #include "engine/models/model_catalog.h"
 #include "ui/viewmodel/generation_settings.h"
+#include "ui/viewmodel/model_family.h"
 
 class QCheckBox;
 class QComboBox;
@@ -17,6 +21,10 @@ class QLineEdit;
 class QPushButton;
 class QSlider;
 class QSpinBox;
+
+namespace kvs {
+struct PolicyCatalogEntry;
+}
 
 namespace kvs::ui {
 
@@ -31,6 +39,8 @@ class ParameterPanel : public QWidget {
   // The model whose classes, defaults and grid the panel offers.
   void setModel(const kvs::ModelSummary& model);
   const kvs::ModelSummary& model() const { return model_; }
+  ModelFamily family() const { return familyOfModel(model_.family); }
+  QStringList offeredPolicies() const;  // the policy combo's names, in order
 
   GenerationSettings settings() const;
   void setSettings(const GenerationSettings& settings);  // recall: everything but the model
@@ -50,6 +60,9 @@ class ParameterPanel : public QWidget {
  private:
   void onPolicyChosen();
   void onBudgetModeChanged();
+  void refillPolicies();
+  void showBudgetRowFor(const kvs::PolicyCatalogEntry* entry);
+  void applyFamilyToSampling();
   void updateBudgetLabel();
   void emitSpec();
 
@@ -64,6 +77,9 @@ class ParameterPanel : public QWidget {
   QSpinBox* top_k_;
   QDoubleSpinBox* top_p_;
   QSpinBox* batch_;
+  QSpinBox* steps_;
+  QLabel* steps_label_;
+  QLabel* budget_caption_;
   QComboBox* device_;
   QComboBox* policy_combo_;
   QLabel* policy_summary_;

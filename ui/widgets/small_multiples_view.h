@@ -1,9 +1,15 @@
 #pragma once
-// Every layer x KV head's retained-token mask as a grid of tiny tiles, where
-// per-head policies (HeadKV's local vs global heads) become visible. Clicking a
-// tile selects that layer/head for the canvas mask.
+// The cache map, per model family. Raster: every layer x KV head's
+// retained-token mask as a grid of tiny tiles, where per-head policies (HeadKV's
+// local vs global heads) become visible; clicking a tile selects that
+// layer/head for the canvas mask. Next-scale (VAR): one tile per layer, heads
+// (rows) x scales (columns), coloured by the share of each scale the head still
+// caches; clicking selects the layer. Masked (MAR): no KV cache; the generation
+// order of the tokens and this step's recomputed vs reused tokens.
 #include <QPointer>
 #include <QWidget>
+
+class QPainter;
 
 #include <cstdint>
 
@@ -34,6 +40,8 @@ class SmallMultiplesView : public QWidget {
     double tile = 0, gap = 3, left = 0, top = 0;
   };
   Layout layout() const;
+  void paintScaleTiles(QPainter& p);
+  void paintMaskedTiles(QPainter& p);
 
   QPointer<RunViewModel> run_;
   int64_t layer_ = -1, head_ = -1;

@@ -65,7 +65,9 @@ PolicyInfo h2o_policy_info() {
           [](const PolicyParams& p, const PolicyContext& c) {
             return std::make_unique<H2OPolicy>(c, resolve_budget_tokens(p, c, "h2o"), p.real("recent"),
                                                p.text("cfg_decision") == "both");
-          }};
+          },
+          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+          {"raster"}};
 }
 
 }  // namespace kvs

@@ -291,7 +291,9 @@ PolicyInfo headkv_policy_info() {
             o.cond_mass = cm == "free" ? CondMass::Free : cm == "include" ? CondMass::Include : CondMass::Exclude;
             o.decide_on_both = p.text("cfg_decision") == "both";
             return std::make_unique<HeadKvPolicy>(c, o);
-          }};
+          },
+          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+          {"raster"}};
 }
 
 }  // namespace kvs

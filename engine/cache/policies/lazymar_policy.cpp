@@ -198,6 +198,7 @@ at::Tensor LazyMarCache::refresh(const mar::MarTransformer& t, const mar::MarSte
   dec_v_.assign(static_cast<size_t>(c.decoder_depth), {});
   for (int64_t l = 0; l < c.decoder_depth; ++l) {
     const mar::MarBlockQkv qkv = t.block_qkv(MarStack::Decoder, l, d);
+    observe(l, qkv.q, qkv.k, qkv.v);
     if (l == sim_layer_) sim_v_ = qkv.v.narrow(0, 0, cached_rows_).clone();
     if (l > sim_layer_) {
       dec_k_[static_cast<size_t>(l)] = to_token_major(qkv.k.narrow(0, 0, cached_rows_)).clone();
@@ -256,11 +257,18 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
   // --- Decoder: every token up to block s, then the selected ones.
   at::Tensor d = dec_in_;
   for (int64_t l = 0; l < sim_layer_; ++l) {
-    d = t.block_forward(MarStack::Decoder, l, d);
+    if (observer_) {
+      const mar::MarBlockQkv qkv = t.block_qkv(MarStack::Decoder, l, d);
+      observe(l, qkv.q, qkv.k, qkv.v);
+      d = t.block_mlp(MarStack::Decoder, l, t.block_attend(MarStack::Decoder, l, d, qkv.q, qkv.k, qkv.v));
+    } else {
+      d = t.block_forward(MarStack::Decoder, l, d);
+    }
     count(MarFlops::block(c, true, R, positions));
   }
   const int64_t dec_heads = t.num_heads(MarStack::Decoder);
   const mar::MarBlockQkv qs = t.block_qkv(MarStack::Decoder, sim_layer_, d);
+  observe(sim_layer_, qs.q, qs.k, qs.v);
   d = t.block_attend(MarStack::Decoder, sim_layer_, d, qs.q, qs.k, qs.v);
   count(MarFlops::block_qkv(c, true, R, positions) + MarFlops::block_attend(c, true, R, positions, positions));
   // S(x_i): cosine similarity of this step's and the previous step's values, averaged over heads.
@@ -297,6 +305,13 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
     at::Tensor& vg = dec_v_[static_cast<size_t>(l)];
     scatter_tokens(kg, selected, to_token_major(qkv.k));
     scatter_tokens(vg, selected, to_token_major(qkv.v));
+    if (observer_) {
+      // Image 0's queries back at their positions (zeros where this step reused features).
+      const at::Tensor q0 = qkv.q.narrow(0, 0, 1);
+      at::Tensor q_full = at::zeros({1, q0.size(1), positions, q0.size(3)}, q0.options());
+      q_full.index_copy_(2, selected[0].nonzero().squeeze(1), q0);
+      observe(l, q_full, to_head_major(kg, dec_heads), to_head_major(vg, dec_heads));
+    }
     xs = t.block_mlp(MarStack::Decoder, l,
                      t.block_attend(MarStack::Decoder, l, xs, qkv.q, to_head_major(kg, dec_heads), to_head_major(vg, dec_heads)));
     count(MarFlops::block_qkv(c, true, R, selected_count) +
@@ -309,6 +324,11 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
   report_.recomputed = selected.narrow(0, 0, batch).narrow(1, buffer, c.seq_len()).to(at::kCPU);
   (void)rows;
   return t.decoder_output(out);
+}
+
+void LazyMarCache::observe(int64_t layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
+  if (!observer_ || !observer_->on_qkv) return;
+  observer_->on_qkv(MarStack::Decoder, layer, mar::MarBlockQkv{q.narrow(0, 0, 1), k.narrow(0, 0, 1), v.narrow(0, 0, 1)});
 }
 
 mar::GaussianDiffusion::ModelFn LazyMarCache::head_model(const mar::DiffusionHead& head, const mar::MarStepInput& input,

@@ -125,6 +125,13 @@ class LazyMarCache : public mar::MarFeatureCache {
     int64_t forced_tokens = 0, selected_tokens = 0;
   };
   const StepReport& last_step() const { return report_; }
+  // Sees every decoder block's Q/K/V of image 0's first row ([1, heads,
+  // buffer + seq_len, head_dim]) at every step: K and V of every position (the
+  // cached ones included), Q at the positions this step computed (all at refresh
+  // steps; the recomputed ones at lazy steps, zeros elsewhere). The tokens
+  // predicted at a step are always recomputed, so their queries are exact (the
+  // session's attention maps). Null: no calls.
+  void set_decoder_observer(const mar::MarBlockObserver* observer) { observer_ = observer; }
   const LazyMarParams& params() const { return params_; }
   int64_t similarity_layer() const { return sim_layer_; }
   // C_cond = X_uncond - X_cond at the last decoder block (refresh steps with CFG), [B, N, D].
@@ -136,10 +143,12 @@ class LazyMarCache : public mar::MarFeatureCache {
   at::Tensor refresh(const mar::MarTransformer& t, const mar::MarStepInput& in);
   at::Tensor lazy(const mar::MarTransformer& t, const mar::MarStepInput& in);
   void count(double flops) const;
+  void observe(int64_t layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const;
 
   LazyMarParams params_;
   mar::MarConfig config_;
   mar::MarFlopCounter* flops_ = nullptr;
+  const mar::MarBlockObserver* observer_ = nullptr;
   int64_t sim_layer_ = 0;
   int64_t cached_rows_ = 0;  // rows held by the caches (conditional rows, or every row)
   // Per encoder / decoder block: K and V of every sequence position (buffer +

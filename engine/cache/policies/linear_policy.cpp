@@ -77,7 +77,9 @@ PolicyInfo linear_policy_info() {
           "Qin et al., LineAR §3.3", params, [](const PolicyParams& p, const PolicyContext& c) {
             return std::make_unique<LinearPolicy>(c, resolve_budget_tokens(p, c, "linear"), p.integer("n_init"),
                                                   p.integer("r"), p.text("cfg_decision") == "both");
-          }};
+          },
+          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+          {"raster"}};
 }
 
 }  // namespace kvs

@@ -35,7 +35,9 @@ PolicyInfo random_policy_info() {
           budget_param_specs("1/4"),
           [](const PolicyParams& p, const PolicyContext& c) {
             return std::make_unique<RandomPolicy>(c, resolve_budget_tokens(p, c, "random"));
-          }};
+          },
+          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+          {"raster"}};
 }
 
 }  // namespace kvs

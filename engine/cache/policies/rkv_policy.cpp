@@ -69,7 +69,9 @@ PolicyInfo rkv_policy_info() {
             const int64_t window = p.integer("window") == 0 ? c.grid_width : p.integer("window");
             return std::make_unique<RkvPolicy>(c, resolve_budget_tokens(p, c, "rkv"), p.real("lambda"), window,
                                                p.integer("kernel"), p.text("cfg_decision") == "both");
-          }};
+          },
+          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+          {"raster"}};
 }
 
 }  // namespace kvs

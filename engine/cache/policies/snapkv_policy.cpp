@@ -143,7 +143,9 @@ PolicyInfo snapkv_policy_info() {
             const int64_t window = p.integer("window") == 0 ? c.grid_width : p.integer("window");
             return std::make_unique<SnapKvPolicy>(c, resolve_budget_tokens(p, c, "snapkv"), window, p.integer("kernel"),
                                                   p.text("cfg_decision") == "both");
-          }};
+          },
+          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+          {"raster"}};
 }
 
 }  // namespace kvs

@@ -1,0 +1,164 @@
+// The real window (offscreen) on the next-scale and masked families, with the
+// random VAR and MAR demo bundles the CTest fixture makes: opening a bundle
+// switches the policy list, the budget control and the sampling fields to the
+// family; a policy of another family shows the error banner (never a crash);
+// a VAR run with HeatKV at 10% streams scale by scale (calibrating first), and
+// a MAR run with LazyMAR streams step by step with its token cache visible.
+#include <QCheckBox>
+#include <QLabel>
+#include <QProgressBar>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QtTest>
+
+#include <cmath>
+
+#include "ui/viewmodel/compare_view_model.h"
+#include "ui/viewmodel/run_view_model.h"
+#include "ui/widgets/compare_view.h"
+#include "ui/widgets/error_banner.h"
+#include "ui/widgets/generation_canvas.h"
+#include "ui/widgets/main_window.h"
+#include "ui/widgets/parameter_panel.h"
+
+using namespace kvs::ui;
+
+namespace {
+
+MainWindowOptions options(const char* model) {
+  MainWindowOptions o;
+  o.bundledDemo = QStringLiteral(KVSTUDIO_DEMO_MODEL);
+  o.model = QString::fromUtf8(model);
+  o.useSettings = false;
+  o.threads = 1;
+  return o;
+}
+
+double canvasSpread(GenerationCanvas* canvas) {
+  const QImage g = canvas->grab(canvas->imageRect()).toImage().convertToFormat(QImage::Format_Grayscale8);
+  double sum = 0, sum2 = 0;
+  for (int y = 0; y < g.height(); ++y)
+    for (int x = 0; x < g.width(); ++x) {
+      const double v = g.constScanLine(y)[x];
+      sum += v;
+      sum2 += v * v;
+    }
+  const double n = static_cast<double>(g.width()) * g.height();
+  return std::sqrt(std::max(0.0, sum2 / n - (sum / n) * (sum / n)));
+}
+
+}  // namespace
+
+class TestWindowFamilies : public QObject {
+  Q_OBJECT
+
+ private Q_SLOTS:
+  void varBundleOffersOnlyScalePolicies() {
+    MainWindow w(options(KVSTUDIO_VAR_DEMO));
+    QCOMPARE(QString::fromStdString(w.model().family), QStringLiteral("var"));
+    QCOMPARE(w.family(), ModelFamily::Scale);
+    QCOMPARE(w.parameters()->offeredPolicies(),
+             (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"), QStringLiteral("heatkv")}));
+    // HeatKV's budget is a share of the whole cache: the slider writes it.
+    QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("heatkv:budget=0.1"));
+    QVERIFY(!w.parameters()->findChild<QSpinBox*>(QStringLiteral("stepsSpin"))->isVisibleTo(w.parameters()));
+    QCOMPARE(w.compareView()->family(), ModelFamily::Scale);
+    for (const QString& spec : w.compareView()->configs()) QVERIFY2(policyFamilyProblem(spec, ModelFamily::Scale).isEmpty(), qPrintable(spec));
+
+    // Switching to the raster demo brings the raster policies back.
+    QVERIFY(w.openModel(QStringLiteral(KVSTUDIO_DEMO_MODEL)));
+    QVERIFY(w.parameters()->offeredPolicies().contains(QStringLiteral("linear")));
+    QVERIFY(!w.parameters()->offeredPolicies().contains(QStringLiteral("heatkv")));
+  }
+
+  void marBundleOffersOnlyMaskedPolicies() {
+    MainWindow w(options(KVSTUDIO_MAR_DEMO));
+    QCOMPARE(w.family(), ModelFamily::Masked);
+    QCOMPARE(w.parameters()->offeredPolicies(), (QStringList{QStringLiteral("full"), QStringLiteral("lazymar")}));
+    QVERIFY(w.parameters()->findChild<QSpinBox*>(QStringLiteral("stepsSpin"))->isVisibleTo(w.parameters()));
+    QVERIFY(w.setPolicySpec(QStringLiteral("lazymar:interval=4")));
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("lazymar:interval=4"));
+    const GenerationSettings s = w.parameters()->settings();
+    QCOMPARE(s.topK, int64_t{0});  // MAR refuses top-k/top-p: the panel never sends them
+    QCOMPARE(s.topP, 1.0);
+    QVERIFY(s.steps > 0);
+  }
+
+  void otherFamilysPolicyShowsTheBanner() {
+    MainWindow w(options(KVSTUDIO_VAR_DEMO));
+    w.show();
+    const QString before = w.parameters()->policySpec();
+    QVERIFY(!w.setPolicySpec(QStringLiteral("linear:rho=0.25")));
+    QVERIFY(w.banner()->isVisible());
+    QVERIFY2(w.banner()->message().contains(QStringLiteral("linear")), qPrintable(w.banner()->message()));
+    QCOMPARE(w.parameters()->policySpec(), before);  // the panel keeps a valid spec
+    QVERIFY(!w.runCompare({QStringLiteral("full"), QStringLiteral("headkv:rho=0.25")}));
+    QVERIFY(w.banner()->message().contains(QStringLiteral("headkv")));
+    QVERIFY(!w.compare()->running());
+    QVERIFY(!w.setPolicySpec(QStringLiteral("lazymar")));
+
+    MainWindow m(options(KVSTUDIO_MAR_DEMO));
+    m.show();
+    QVERIFY(!m.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
+    QVERIFY(m.banner()->message().contains(QStringLiteral("heatkv")));
+  }
+
+  void varStreamsScaleByScaleWithHeatKv() {
+    MainWindow w(options(KVSTUDIO_VAR_DEMO));
+    w.show();
+    QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QVector<int64_t> unitsSeen;
+    QVector<bool> previewPerUnit;
+    connect(w.run(), &RunViewModel::unitChanged, this, [&] {
+      if (const auto& u = w.run()->lastUnit(); u && (unitsSeen.isEmpty() || unitsSeen.back() != u->unit_index)) {
+        unitsSeen << u->unit_index;
+        previewPerUnit << (u->preview.has_value());
+      }
+    });
+    QVERIFY(w.generate());
+    // The bundle has no heatkv_calibration.json: the window says it is calibrating.
+    QVERIFY(w.run()->calibrating());
+    QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("Calibrating")));
+    QVERIFY(done.wait(120000));
+    const int64_t scales = w.run()->unitsTotal();
+    QVERIFY(scales >= 3);
+    QCOMPARE(w.run()->unitsDone(), scales);
+    QCOMPARE(unitsSeen.size(), static_cast<int>(scales));  // one event per scale, in order
+    for (int i = 0; i < unitsSeen.size(); ++i) QCOMPARE(unitsSeen[i], int64_t{i});
+    QCOMPARE(previewPerUnit.count(true), static_cast<int>(scales));  // each scale's preview as it is decoded
+    QCOMPARE(w.run()->memory().size(), static_cast<size_t>(scales));
+    QVERIFY(w.run()->memory().back().kv_bytes_logical < w.run()->memory().back().kv_bytes_full);
+    QCOMPARE(w.run()->scaleAttention().size(), static_cast<size_t>(scales));
+    QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("scale %1/%1").arg(scales)));
+    QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a VAR generation");
+  }
+
+  void marStreamsStepByStepWithLazyMar() {
+    MainWindow w(options(KVSTUDIO_MAR_DEMO));
+    w.show();
+    w.parameters()->findChild<QSpinBox*>(QStringLiteral("stepsSpin"))->setValue(12);
+    QVERIFY(w.setPolicySpec(QStringLiteral("lazymar:start=2,interval=5")));
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QVERIFY(w.generate());
+    QVERIFY(done.wait(120000));
+    QCOMPARE(w.run()->unitsTotal(), int64_t{12});
+    QCOMPARE(w.run()->unitsDone(), int64_t{12});
+    const auto& order = w.run()->generationStep();
+    QVERIFY(!order.empty());
+    QCOMPARE(w.run()->knownTokens(), static_cast<int64_t>(order.size()));
+    int64_t lazySteps = 0;
+    for (const auto& m : w.run()->memory()) {
+      QVERIFY(m.flops > 0);
+      if (m.recomputed_tokens >= 0 && m.recomputed_tokens < static_cast<int64_t>(order.size())) ++lazySteps;
+    }
+    QVERIFY(lazySteps > 0);  // LazyMAR reused features at some steps
+    QVERIFY(w.run()->lastUnit()->attention.has_value());  // the new tokens' attention
+    QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("step 12/12")));
+    QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a MAR generation");
+  }
+};
+
+QTEST_MAIN(TestWindowFamilies)
+#include "test_window_families.moc"
