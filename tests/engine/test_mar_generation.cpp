@@ -252,7 +252,7 @@ std::vector<UnitDoneEvent> steps_with_attention(const std::string& dir, const st
 // Every map: buffer + grid positions, sums to 1, nothing on tokens still
 // unknown before the step (step 0: all on the buffer), queries at a new token.
 void expect_maps_over_known_tokens(const std::vector<UnitDoneEvent>& units) {
-  const int64_t buffer = tiny_mar().buffer_size, grid = 16;
+  const int64_t buffer = test::tiny_mar_config().buffer_size, grid = 16;
   std::vector<bool> known(grid, false);
   ASSERT_EQ(units.size(), 5u);
   for (const UnitDoneEvent& u : units) {
