@@ -46,6 +46,7 @@ KvStore::KvStore(int64_t n_layer, int64_t rows, int64_t kv_heads, int64_t head_d
 void KvStore::set_unit_headroom(int64_t entries) {
   if (entries < 0) throw InvalidArgumentError("KvStore: unit headroom must be >= 0");
   headroom_ = entries;
+  fitted_ = true;
 }
 
 int64_t KvStore::bytes_per_entry() const {
@@ -129,8 +130,7 @@ void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor&
   if ((needed > layer.capacities).any().item<bool>()) {
     // Grow the segments that lack room: to the next unit's worth with a headroom,
     // else by doubling (amortised O(1) per entry).
-    at::Tensor grown = headroom_ > 0 ? needed + headroom_
-                                     : at::maximum(needed, at::clamp_min(layer.capacities * 2, 16));
+    at::Tensor grown = fitted_ ? needed + headroom_ : at::maximum(needed, at::clamp_min(layer.capacities * 2, 16));
     at::Tensor new_capacities = at::where(needed > layer.capacities, grown, layer.capacities);
     std::vector<std::vector<int64_t>> kept(static_cast<size_t>(segments));
     const int64_t* len = layer.lengths.data_ptr<int64_t>();
@@ -178,8 +178,9 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
     for (int64_t i = 0; i < lengths[s]; ++i)
       if (flags[s * keep_stride + i]) kept[static_cast<size_t>(s)].push_back(i);
 
-  if (headroom_ > 0) {
-    // Shrink segments that now hold far less than their room (HeadKV's local heads).
+  if (fitted_) {
+    // Shrink segments that now hold far less than their room (HeadKV's local heads,
+    // VAR layers after their last scale).
     at::Tensor new_lengths = at::empty({rows_, kv_heads_}, kCpuLong);
     for (int64_t s = 0; s < segments; ++s)
       new_lengths.data_ptr<int64_t>()[s] = static_cast<int64_t>(kept[static_cast<size_t>(s)].size());

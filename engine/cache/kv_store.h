@@ -14,11 +14,14 @@
 // [rows, kv_heads, capacity, head_dim] array (keys() / values() are then views).
 //
 // Capacity. The store starts with one capacity for every segment. A segment that
-// needs more room grows; with a unit headroom h > 0 (set_unit_headroom: the
-// entries appended between two policy boundaries, e.g. one image line), a
-// segment grows to (length + h) and, after retain(), a segment holding more than
-// (length + h) slots shrinks to that. Growing or shrinking repacks the layer: one
-// new pair of buffers and one copy of the retained entries (counted in the peak).
+// needs more room grows; once a unit headroom h >= 0 is set (set_unit_headroom:
+// the entries a segment will still receive before the next policy boundary, e.g.
+// one image line, or VAR's next scale), a segment grows to (length + h) and,
+// after retain(), a segment holding more than (length + h) slots shrinks to that
+// — with h = 0 (VAR's last scale, whose entries are dropped once their own layer
+// has attended) to exactly what it keeps. Without a headroom segments grow by
+// doubling and never shrink. Growing or shrinking repacks the layer: one new pair
+// of buffers and one copy of the retained entries (counted in the peak).
 //
 // Mapping of the model families onto the store:
 //   - raster (LlamaGen): prefill appends the condition token(s); then one entry per
@@ -85,7 +88,8 @@ class KvStore {
   // unconditional half once CFG ends).
   void keep_rows(int64_t first_row, int64_t row_count);
 
-  // Entries appended between two policy boundaries (0 = never shrink; grow by doubling).
+  // Entries a segment still receives before the next policy boundary (>= 0; see
+  // Capacity above). Until it is called: grow by doubling, never shrink.
   void set_unit_headroom(int64_t entries);
   int64_t unit_headroom() const { return headroom_; }
 
@@ -143,6 +147,7 @@ class KvStore {
   std::vector<Layer> layers_;
   int64_t rows_, kv_heads_, head_dim_;
   int64_t headroom_ = 0;
+  bool fitted_ = false;  // set_unit_headroom was called: grow to and shrink to length + headroom
   at::TensorOptions options_;
   int64_t bytes_peak_ = 0;
 };

@@ -49,9 +49,6 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
   const VarCondition condition = transformer.condition(cond_labels);
   const int64_t capacity = hooks.cache_capacity_tokens > 0 ? std::min(hooks.cache_capacity_tokens, total) : total;
   KvStore cache = transformer.make_cache(cond_labels.size(0), capacity);
-  // Policies act at scale boundaries: between two of them a segment gains at most
-  // one scale, the largest being the last.
-  cache.set_unit_headroom(config.scale_tokens(scales - 1));
   auto active_policy = [&]() -> CachePolicy* { return hooks.policy ? hooks.policy() : nullptr; };
   auto check_cancel = [&] {
     if (hooks.cancelled && hooks.cancelled()) throw CancelledError();
@@ -64,6 +61,12 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
   int64_t tokens_done = 0;
   for (int64_t si = 0; si < scales; ++si) {
     check_cancel();
+    // Room for what a segment receives before the policy next acts: while scale si
+    // runs, its layers reserve the next scale (appending si itself grows a segment
+    // that lacks room). During the last scale the headroom is 0, so a layer whose
+    // policy drops the last scale after attending (HeatKV: it is never cached)
+    // shrinks to what it keeps instead of holding a scale's worth of empty slots.
+    cache.set_unit_headroom(si + 1 < scales ? config.scale_tokens(si + 1) : 0);
     CachePolicy* policy = active_policy();
     ScaleObserver observer;
     observer.before_layer = [&](int64_t) { check_cancel(); };
