@@ -15,12 +15,11 @@
 //
 // Capacity. The store starts with one capacity for every segment. A segment that
 // needs more room grows; once a unit headroom h >= 0 is set (set_unit_headroom:
-// the entries a segment will still receive before the next policy boundary, e.g.
-// one image line, or VAR's next scale), a segment grows to (length + h) and,
-// after retain(), a segment holding more than (length + h) slots shrinks to that
-// — with h = 0 (VAR's last scale, whose entries are dropped once their own layer
-// has attended) to exactly what it keeps. Without a headroom segments grow by
-// doubling and never shrink. Growing or shrinking repacks the layer: one new pair
+// the entries appended between two policy boundaries, e.g. one image line), a
+// segment grows to (length + h) and, after retain(), a segment holding more than
+// (length + h) slots shrinks to that — with h = 0 (VAR, which appends a whole
+// scale per layer and step) to exactly what it needs and keeps. Without a
+// headroom segments grow by doubling and never shrink. Growing or shrinking repacks the layer: one new pair
 // of buffers and one copy of the retained entries (counted in the peak).
 //
 // Mapping of the model families onto the store:

@@ -78,6 +78,23 @@ TEST(KvStore, SegmentsShrinkToTheirHeadroomAfterEvictionAndGrowWhenNeeded) {
   EXPECT_GE(store.memory().bytes_peak, (20 + 15) * store.bytes_per_entry());
 }
 
+// VAR's last scale: with a headroom of 0 a segment grows to exactly what it needs
+// and, once the scale's entries are dropped, shrinks to exactly what it keeps.
+TEST(KvStore, AZeroHeadroomFitsSegmentsExactly) {
+  KvStore store(1, 1, 2, 4, 3, kFloat);
+  store.set_unit_headroom(0);
+  append_tokens(store, 0, 0, 3);
+  EXPECT_EQ(store.allocated_slots(0), 6);
+  append_tokens(store, 0, 3, 4);  // one token at a time: every append grows by exactly one
+  EXPECT_EQ(store.segment_capacity(0, 0, 0), 7);
+  EXPECT_EQ(store.segment_capacity(0, 0, 1), 7);
+  store.retain(0, keep_only(store, 0, {{0, 1}, {0, 1, 2}}));
+  EXPECT_EQ(store.segment_capacity(0, 0, 0), 2);
+  EXPECT_EQ(store.segment_capacity(0, 0, 1), 3);
+  EXPECT_EQ(store.memory().bytes_allocated, store.memory().bytes_logical);
+  expect_entries_intact(store, 0);
+}
+
 TEST(KvStore, WithoutHeadroomCapacitiesOnlyGrow) {
   KvStore store(1, 2, 1, 4, 4, kFloat);
   append_tokens(store, 0, 0, 4);

@@ -47,8 +47,17 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
   const int64_t scales = config.scales(), total = config.total_tokens();
   at::Tensor cond_labels = use_cfg ? at::cat({labels, at::full({batch}, config.null_class(), labels.options())}) : labels;
   const VarCondition condition = transformer.condition(cond_labels);
-  const int64_t capacity = hooks.cache_capacity_tokens > 0 ? std::min(hooks.cache_capacity_tokens, total) : total;
-  KvStore cache = transformer.make_cache(cond_labels.size(0), capacity);
+  // No headroom: a layer's segments grow to exactly the scale being appended and
+  // shrink to exactly what the policy keeps. A scale is appended once per layer,
+  // so the repack this costs is one copy of what the layer keeps — small beside
+  // the attention over the same entries — and in exchange no segment holds empty
+  // room for later scales (up to 256 slots at the last one, which HeatKV drops as
+  // soon as its own layer has attended). A cache that keeps everything (no policy,
+  // or one declaring the whole sequence) is sized for it once instead; any other
+  // starts at the first scale and grows as it needs.
+  const bool keeps_everything = hooks.cache_capacity_tokens <= 0 || hooks.cache_capacity_tokens >= total;
+  KvStore cache = transformer.make_cache(cond_labels.size(0), keeps_everything ? total : config.scale_tokens(0));
+  cache.set_unit_headroom(0);
   auto active_policy = [&]() -> CachePolicy* { return hooks.policy ? hooks.policy() : nullptr; };
   auto check_cancel = [&] {
     if (hooks.cancelled && hooks.cancelled()) throw CancelledError();
@@ -61,12 +70,6 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
   int64_t tokens_done = 0;
   for (int64_t si = 0; si < scales; ++si) {
     check_cancel();
-    // Room for what a segment receives before the policy next acts: while scale si
-    // runs, its layers reserve the next scale (appending si itself grows a segment
-    // that lacks room). During the last scale the headroom is 0, so a layer whose
-    // policy drops the last scale after attending (HeatKV: it is never cached)
-    // shrinks to what it keeps instead of holding a scale's worth of empty slots.
-    cache.set_unit_headroom(si + 1 < scales ? config.scale_tokens(si + 1) : 0);
     CachePolicy* policy = active_policy();
     ScaleObserver observer;
     observer.before_layer = [&](int64_t) { check_cancel(); };

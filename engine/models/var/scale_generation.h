@@ -52,7 +52,9 @@ struct ScaleHooks {
   // attention for that scale's queries (with per-key mass) is passed on.
   std::function<bool(int64_t scale)> wants_attention;
   std::function<void(int64_t layer, int64_t scale, const KvAttention& attention, const KvStore& cache)> on_attention;
-  // Store capacity in entries per segment (0 = all L tokens).
+  // The policy's declared initial entries per segment (CachePolicy::initial_entries;
+  // 0 = all L tokens): L or more sizes the store for every token once; less starts
+  // it at the first scale, growing and shrinking exactly (generate_scales).
   int64_t cache_capacity_tokens = 0;
   int64_t record_logits_scales = 0;  // keep the CFG-combined logits of the first scales
 };
