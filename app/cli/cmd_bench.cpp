@@ -90,8 +90,12 @@ void print_table(const std::vector<BenchRecord>& records) {
   const bool judged = !records.empty() && !std::isnan(records[0].class_accuracy);
   // Masked (MAR) models: no KV cache; FLOPs and time instead.
   const bool masked = !records.empty() && records[0].family == "mar";
+  // Next-scale (VAR) models: a whole scale passes through every layer's cache, so
+  // the peak within scales matters as much as what is kept at the end.
+  const bool scales = !records.empty() && records[0].family == "var";
   std::vector<std::string> header{"policy", "KV MiB", "% full", "alloc MiB", "alloc/log", "tok/s",
                                   "speedup", "agree %", "PSNR dB", "SSIM"};
+  if (scales) header.insert(header.begin() + 3, {"peak MiB", "peak % full"});
   if (masked) header = {"policy", "GFLOPs/img", "% full FLOPs", "s/img", "speedup", "PSNR dB", "SSIM"};
   if (judged) header.insert(header.end(), {"class acc %", "demo-FID"});
   std::vector<std::vector<std::string>> rows{header};
@@ -111,6 +115,10 @@ void print_table(const std::vector<BenchRecord>& records) {
                     fixed(r.tokens_per_s, 1), fixed(r.speedup_vs_full, 2), fixed(100.0 * r.token_agreement, 1),
                     // every image equal to the reference: PSNR is infinite
                     r.identical_images == r.images ? "inf" : fixed(r.psnr, 2), fixed(r.ssim, 4)});
+    if (scales)
+      rows.back().insert(rows.back().begin() + 3,
+                         {fixed(r.kv_bytes_peak / mib, 2),
+                          fixed(r.kv_bytes_full > 0 ? 100.0 * r.kv_bytes_peak / r.kv_bytes_full : NAN, 1)});
     if (judged) rows.back().insert(rows.back().end(), {fixed(100.0 * r.class_accuracy, 1), fixed(r.demo_fid, 2)});
   }
   std::vector<size_t> width(header.size(), 0);
