@@ -20,32 +20,14 @@
 #include "ui/widgets/generation_canvas.h"
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/parameter_panel.h"
+#include "tests/ui/window_test_support.h"
 
 using namespace kvs::ui;
 
 namespace {
 
-MainWindowOptions options(const char* model) {
-  MainWindowOptions o;
-  o.bundledDemo = QStringLiteral(KVSTUDIO_DEMO_MODEL);
-  o.model = QString::fromUtf8(model);
-  o.useSettings = false;
-  o.threads = 1;
-  return o;
-}
-
-double canvasSpread(GenerationCanvas* canvas) {
-  const QImage g = canvas->grab(canvas->imageRect()).toImage().convertToFormat(QImage::Format_Grayscale8);
-  double sum = 0, sum2 = 0;
-  for (int y = 0; y < g.height(); ++y)
-    for (int x = 0; x < g.width(); ++x) {
-      const double v = g.constScanLine(y)[x];
-      sum += v;
-      sum2 += v * v;
-    }
-  const double n = static_cast<double>(g.width()) * g.height();
-  return std::sqrt(std::max(0.0, sum2 / n - (sum / n) * (sum / n)));
-}
+MainWindowOptions options(const char* model) { return test::windowOptions(QString::fromUtf8(model)); }
+using test::canvasSpread;
 
 }  // namespace
 
