@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
 #include "engine/metrics/scene_classifier.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/world_dataset.h"
@@ -65,6 +66,40 @@ void attach_evaluation_classifier(const BundleExportOptions& options, at::Scalar
     return;
   }
   manifest["files"]["evaluation_classifier"] = kEvaluationClassifierFile;
+}
+
+std::vector<std::string> checked_world_class_names(int64_t model_classes, const std::string& model_kind) {
+  std::vector<std::string> class_names = world_class_names();
+  if (static_cast<int64_t>(class_names.size()) != model_classes)
+    throw ModelMismatchError("the " + model_kind + " has " + std::to_string(model_classes) +
+                             " classes but the world has " + std::to_string(class_names.size()));
+  return class_names;
+}
+
+nlohmann::json trained_provenance(const BundleExportOptions& options, const std::string& created_by, int image_size,
+                                  const nlohmann::json& tokenizer_manifest, const std::string& model_key,
+                                  const nlohmann::json& model_manifest) {
+  return {{"source", "trained from scratch by kvstudio-train on the procedural world (engine/world)"},
+          {"created_by", created_by},
+          {"export_command", options.command},
+          {"weights_dtype", options.dtype},
+          {"world", world_provenance(image_size)},
+          {"tokenizer_training", run_summary(tokenizer_manifest)},
+          {model_key, run_summary(model_manifest)}};
+}
+
+void write_trained_bundle(const BundleExportOptions& options, at::ScalarType dtype, const io::NamedTensors& tensors,
+                          const std::string& family, const std::vector<std::string>& class_names,
+                          nlohmann::json& manifest) {
+  manifest["class_names"] = class_names;
+  manifest["sampling_defaults"] = options.sampling_defaults;
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec) throw FileError("folder " + options.out_dir + ": cannot create (" + ec.message() + ")");
+  attach_evaluation_classifier(options, dtype, manifest);
+  io::write_safetensors((fs::path(options.out_dir) / "weights.safetensors").string(), tensors,
+                        {{"format", "kvstudio"}, {"family", family}});
+  io::write_bundle_manifest(options.out_dir, manifest);
 }
 
 }  // namespace kvs::training

@@ -47,4 +47,22 @@ nlohmann::json world_provenance(int image_size);
 // records it in `manifest` (files + provenance). Call after creating OUT.
 void attach_evaluation_classifier(const BundleExportOptions& options, at::ScalarType dtype, nlohmann::json& manifest);
 
+// The world's class names, checked against the model's class count
+// (ModelMismatchError: "the <model_kind> has N classes but the world has M").
+std::vector<std::string> checked_world_class_names(int64_t model_classes, const std::string& model_kind);
+
+// Provenance of a bundle trained on the world: source, `created_by`, the export
+// command, weights dtype, the world block, and the two training runs (the
+// tokenizer's as "tokenizer_training", the model's under `model_key`).
+nlohmann::json trained_provenance(const BundleExportOptions& options, const std::string& created_by, int image_size,
+                                  const nlohmann::json& tokenizer_manifest, const std::string& model_key,
+                                  const nlohmann::json& model_manifest);
+
+// Completes `manifest` (class names, sampling defaults, evaluation classifier) and
+// writes the bundle folder: weights.safetensors (header family `family`) and
+// model.json. The caller then loads it through its family's strict loader.
+void write_trained_bundle(const BundleExportOptions& options, at::ScalarType dtype, const io::NamedTensors& tensors,
+                          const std::string& family, const std::vector<std::string>& class_names,
+                          nlohmann::json& manifest);
+
 }  // namespace kvs::training

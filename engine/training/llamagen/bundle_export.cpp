@@ -35,31 +35,12 @@ nlohmann::json export_llamagen_bundle(const BundleExportOptions& options) {
   add_prefixed(tensors, gpt_weights, llamagen::gpt_expected_tensors(gpt_cfg), "gpt.", dtype, gpt_dir);
   add_prefixed(tensors, vq_weights, llamagen::vq_decoder_expected_tensors(vq_cfg.arch), "vq.", dtype, vq_dir);
 
-  const std::vector<std::string> class_names = world_class_names();
-  if (static_cast<int64_t>(class_names.size()) != gpt_cfg.num_classes)
-    throw ModelMismatchError("the GPT has " + std::to_string(gpt_cfg.num_classes) + " classes but the world has " +
-                             std::to_string(class_names.size()));
+  const std::vector<std::string> class_names = checked_world_class_names(gpt_cfg.num_classes, "GPT");
   const int image_size = vq_manifest.at("config").at("image_size").get<int>();
-  nlohmann::json provenance = {
-      {"source", "trained from scratch by kvstudio-train on the procedural world (engine/world)"},
-      {"created_by", "kvstudio-train export"},
-      {"export_command", options.command},
-      {"weights_dtype", options.dtype},
-      {"world", world_provenance(image_size)},
-      {"tokenizer_training", run_summary(vq_manifest)},
-      {"gpt_training", run_summary(gpt_manifest)}};
-
-  nlohmann::json manifest = llamagen::llamagen_manifest(options.name, gpt_cfg, vq_cfg.arch, provenance);
-  manifest["class_names"] = class_names;
-  manifest["sampling_defaults"] = options.sampling_defaults;
-
-  std::error_code ec;
-  fs::create_directories(options.out_dir, ec);
-  if (ec) throw FileError("folder " + options.out_dir + ": cannot create (" + ec.message() + ")");
-  attach_evaluation_classifier(options, dtype, manifest);
-  io::write_safetensors((fs::path(options.out_dir) / "weights.safetensors").string(), tensors,
-                        {{"format", "kvstudio"}, {"family", "llamagen"}});
-  io::write_bundle_manifest(options.out_dir, manifest);
+  nlohmann::json manifest = llamagen::llamagen_manifest(
+      options.name, gpt_cfg, vq_cfg.arch,
+      trained_provenance(options, "kvstudio-train export", image_size, vq_manifest, "gpt_training", gpt_manifest));
+  write_trained_bundle(options, dtype, tensors, "llamagen", class_names, manifest);
   // The bundle must load through the engine's strict loader, as every bundle does.
   llamagen::LlamaGenModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);
   return manifest;

@@ -37,29 +37,14 @@ nlohmann::json export_var_bundle(const BundleExportOptions& options) {
   add_prefixed(tensors, var_weights, var::var_expected_tensors(var_cfg), "var.", dtype, var_dir);
   add_prefixed(tensors, vae_weights, var::vqvae_expected_tensors(vae_cfg.arch), "vae.", dtype, vae_dir);
 
-  const std::vector<std::string> class_names = world_class_names();
-  if (static_cast<int64_t>(class_names.size()) != var_cfg.num_classes)
-    throw ModelMismatchError("the transformer has " + std::to_string(var_cfg.num_classes) +
-                             " classes but the world has " + std::to_string(class_names.size()));
-  nlohmann::json provenance = {
-      {"source", "trained from scratch by kvstudio-train on the procedural world (engine/world)"},
-      {"created_by", "kvstudio-train export --family var"},
-      {"export_command", options.command},
-      {"weights_dtype", options.dtype},
-      {"world", world_provenance(vae_manifest.at("config").at("image_size").get<int>())},
-      {"tokenizer_training", run_summary(vae_manifest)},
-      {"var_training", run_summary(var_manifest_json)}};
-  nlohmann::json manifest = var::var_manifest(options.name, var_cfg, vae_cfg.arch, provenance);
-  manifest["class_names"] = class_names;
-  manifest["sampling_defaults"] = options.sampling_defaults;
-
-  std::error_code ec;
-  fs::create_directories(options.out_dir, ec);
-  if (ec) throw FileError("folder " + options.out_dir + ": cannot create (" + ec.message() + ")");
-  attach_evaluation_classifier(options, dtype, manifest);
-  io::write_safetensors((fs::path(options.out_dir) / "weights.safetensors").string(), tensors,
-                        {{"format", "kvstudio"}, {"family", "var"}});
-  io::write_bundle_manifest(options.out_dir, manifest);
+  const std::vector<std::string> class_names = checked_world_class_names(var_cfg.num_classes, "transformer");
+  nlohmann::json manifest = var::var_manifest(
+      options.name, var_cfg, vae_cfg.arch,
+      trained_provenance(options, "kvstudio-train export --family var",
+                         vae_manifest.at("config").at("image_size").get<int>(), vae_manifest, "var_training",
+                         var_manifest_json));
+  write_trained_bundle(options, dtype, tensors, "var", class_names, manifest);
+  // The bundle must load through the engine's strict loader, as every bundle does.
   var::VarModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);
   return manifest;
 }
