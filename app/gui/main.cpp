@@ -2,7 +2,7 @@
 //   kvstudio [--model DIR] [--threads N] [--generate]
 //   kvstudio --run-once [--policy SPEC] [--compare P1,P2,...] [--compare-schedule auto|together|one-after-another]
 //            [--switch-policy SPEC[@LINE]]
-//            [--debug-overlay] [--capture-line N] --screenshot FILE [--summary FILE]
+//            [--debug-overlay] [--capture-line N] [--attention L:H] --screenshot FILE [--summary FILE]
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QPalette>
@@ -96,9 +96,12 @@ int main(int argc, char** argv) {
   const QCommandLineOption timeout({QStringLiteral("timeout")}, QStringLiteral("--run-once gives up after this many seconds (default 300)"), QStringLiteral("S"), QStringLiteral("300"));
   const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size WxH"), QStringLiteral("WxH"));
   const QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("In --run-once, the tab to screenshot: generate, compare or history"), QStringLiteral("NAME"));
+  const QCommandLineOption attention({QStringLiteral("attention")},
+                                     QStringLiteral("Layer and KV head of the attention map and retained mask, e.g. 3:4 (default: mean over all)"),
+                                     QStringLiteral("LAYER:HEAD"));
   const QCommandLineOption generateNow({QStringLiteral("generate")}, QStringLiteral("Start generating as soon as the window opens"));
   parser.addOptions({model, threads, runOnce, policy, compare, compareSchedule, switchPolicy, screenshot, summary, debugOverlay, differences, captureLine,
-                     seed, classId, steps, timeout, size, generateNow, tab});
+                     seed, classId, steps, timeout, size, generateNow, tab, attention});
   parser.process(app);
 
   if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
@@ -145,6 +148,17 @@ int main(int argc, char** argv) {
     if (parser.isSet(classId)) s.classId = parser.value(classId).toLongLong();
     if (parser.isSet(steps)) s.steps = parser.value(steps).toLongLong();
     window.parameters()->setSettings(s);
+  }
+  if (parser.isSet(attention)) {
+    const QStringList lh = parser.value(attention).split(QLatin1Char(':'));
+    bool okLayer = false, okHead = lh.size() == 2;
+    const int64_t layer = lh.value(0).toLongLong(&okLayer), head = okHead ? lh.value(1).toLongLong(&okHead) : -1;
+    if (!okLayer || !okHead || !window.selectLayerHead(layer, head)) {
+      std::fprintf(stderr, "kvstudio: --attention: '%s' is not LAYER:HEAD of the open model (%lld layers, %lld KV heads)\n",
+                   qPrintable(parser.value(attention)), static_cast<long long>(window.model().n_layer),
+                   static_cast<long long>(window.model().kv_heads));
+      return 2;
+    }
   }
   window.show();
 

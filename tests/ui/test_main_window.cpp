@@ -2,7 +2,7 @@
 // generate with the demo model, the canvas paints, Esc cancels at once, a policy
 // edited mid-run applies at a line boundary, a broken model shows a banner, a
 // PNG saved from the history recalls its parameters, and the compare table
-// fills with one row per configuration.
+// fills with one row per configuration; a chosen layer/head reaches the request.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
@@ -50,6 +50,24 @@ class TestMainWindow : public QObject {
     QVERIFY(done[0][0].toBool());
     QCOMPARE(w.history()->size(), 1);
     QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a generation");
+  }
+
+  // --attention L:H and the layer/head combos: out-of-range choices are
+  // refused, a valid one reaches the request (the attention map of that head).
+  void layerHeadSelectionReachesTheRequest() {
+    MainWindow w(options());
+    w.show();
+    const int64_t layers = w.model().n_layer, heads = w.model().kv_heads;
+    QVERIFY(!w.selectLayerHead(layers, 0));
+    QVERIFY(!w.selectLayerHead(0, heads));
+    QVERIFY(!w.selectLayerHead(-2, 0));
+    QVERIFY(w.selectLayerHead(layers - 1, heads - 1));
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QVERIFY(w.generate());
+    QVERIFY(done.wait(60000));
+    QCOMPARE(w.history()->entry(0).request.attention_layer, layers - 1);
+    QCOMPARE(w.history()->entry(0).request.attention_head, heads - 1);
+    QVERIFY(w.selectLayerHead(-1, -1));  // back to the mean
   }
 
   void escapeCancelsAtOnce() {

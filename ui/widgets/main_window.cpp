@@ -536,6 +536,13 @@ void MainWindow::applyOverlayControls() {
   multiples_->setSelection(mask_layer_->currentIndex() - 1, mask_head_->currentIndex() - 1);
 }
 
+bool MainWindow::selectLayerHead(int64_t layer, int64_t head) {
+  if (layer < -1 || head < -1 || layer + 1 >= mask_layer_->count() || head + 1 >= mask_head_->count()) return false;
+  mask_layer_->setCurrentIndex(static_cast<int>(layer) + 1);
+  mask_head_->setCurrentIndex(static_cast<int>(head) + 1);
+  return true;
+}
+
 void MainWindow::setOverlays(unsigned flags) {
   show_attention_->setChecked(flags & kOverlayAttention);
   show_retained_->setChecked(flags & kOverlayRetained);

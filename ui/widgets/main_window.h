@@ -79,6 +79,10 @@ class MainWindow : public QMainWindow {
   // spec shows the error banner instead (returns false).
   bool setPolicySpec(const QString& spec);
   ModelFamily family() const;  // of the open model
+  // The layer and KV head whose retained mask and attention map the canvas
+  // shows (-1: the mean); false, with nothing changed, when the open model has
+  // no such layer or head.
+  bool selectLayerHead(int64_t layer, int64_t head);
   void openPng(const QString& path);
   void savePng(int historyRow, const QString& path);
   void recall(int historyRow);
