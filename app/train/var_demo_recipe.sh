@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The recipe of the VAR demo bundle (resources/models/var-demo): the multi-scale
 # VQVAE, the next-scale transformer, export (with the LlamaGen demo's evaluation
-# classifier) and evaluation, all at one thread. Every training command stops
+# classifier), evaluation and HeatKV calibration, all at one thread. Every training command stops
 # itself before 90 minutes (--stop-after-minutes 89) and this script resumes it
 # until it has finished, so the script can also be re-run after an interruption
 # (each step continues from its checkpoint; finished steps return at once).
@@ -14,6 +14,7 @@
 set -uo pipefail
 
 T=${T:-build/default/app/train/kvstudio-train}
+CLI=${CLI:-build/default/app/kvstudio-cli}
 W=${W:-build/train-work-var}
 OUT=${OUT:-build/var-demo}
 CLASSIFIER=${CLASSIFIER:-resources/models/llamagen-demo/evaluation-classifier.safetensors}
@@ -42,4 +43,8 @@ echo "== $(date -u +%FT%TZ) export"
 "$T" export --family var --work "$W" --out "$OUT" --classifier "$CLASSIFIER" || exit $?
 echo "== $(date -u +%FT%TZ) evaluate"
 "$T" evaluate --bundle "$OUT" --work "$W" --threads "$THREADS" --samples "$SAMPLES" || exit $?
+# HeatKV's head orders ship inside the bundle, so heatkv runs without a
+# first-use calibration (10 calibration classes: the paper's N = 10 prompts).
+echo "== $(date -u +%FT%TZ) calibrate heatkv"
+"$CLI" calibrate --policy heatkv --model "$OUT" --images 10 --threads "$THREADS" || exit $?
 echo "== $(date -u +%FT%TZ) done"
