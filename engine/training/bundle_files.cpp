@@ -13,23 +13,6 @@
 namespace kvs::training {
 namespace fs = std::filesystem;
 
-at::ScalarType parse_weights_dtype(const std::string& name) {
-  if (name == "f32") return at::kFloat;
-  if (name == "f16") return at::kHalf;
-  if (name == "bf16") return at::kBFloat16;
-  throw InvalidArgumentError("unknown weights dtype '" + name + "' (expected f32, f16 or bf16)");
-}
-
-void add_prefixed(io::NamedTensors& out, const std::map<std::string, at::Tensor>& weights,
-                  const std::vector<io::ExpectedTensor>& expected, const std::string& prefix, at::ScalarType dtype,
-                  const std::string& origin) {
-  for (const auto& e : expected) {
-    auto it = weights.find(e.name);
-    if (it == weights.end()) throw ModelMismatchError(origin + ": missing tensor " + e.name);
-    out.emplace_back(prefix + e.name, it->second.to(dtype).contiguous());
-  }
-}
-
 nlohmann::json run_summary(const nlohmann::json& manifest) {
   return {{"steps", manifest.value("step", 0)},
           {"seed", manifest.value("seed", 0)},
@@ -89,17 +72,14 @@ nlohmann::json trained_provenance(const BundleExportOptions& options, const std:
 }
 
 void write_trained_bundle(const BundleExportOptions& options, at::ScalarType dtype, const io::NamedTensors& tensors,
-                          const std::string& family, const std::vector<std::string>& class_names,
-                          nlohmann::json& manifest) {
+                          const std::vector<std::string>& class_names, nlohmann::json& manifest) {
   manifest["class_names"] = class_names;
   manifest["sampling_defaults"] = options.sampling_defaults;
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
   if (ec) throw FileError("folder " + options.out_dir + ": cannot create (" + ec.message() + ")");
   attach_evaluation_classifier(options, dtype, manifest);
-  io::write_safetensors((fs::path(options.out_dir) / "weights.safetensors").string(), tensors,
-                        {{"format", "kvstudio"}, {"family", family}});
-  io::write_bundle_manifest(options.out_dir, manifest);
+  io::write_bundle(options.out_dir, manifest, tensors);
 }
 
 }  // namespace kvs::training

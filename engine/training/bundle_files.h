@@ -11,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/io/safetensors_writer.h"
-#include "engine/io/tensor_spec.h"
+#include "engine/io/bundle_weights.h"
 
 namespace kvs::training {
 
@@ -28,14 +27,10 @@ struct BundleExportOptions {
   std::string command;        // recorded in provenance
 };
 
-// "f32" | "f16" | "bf16" (InvalidArgumentError otherwise).
-at::ScalarType parse_weights_dtype(const std::string& name);
-
-// Appends every `expected` tensor of `weights` as prefix + name in `dtype`
-// (ModelMismatchError naming `origin` when one is missing).
-void add_prefixed(io::NamedTensors& out, const std::map<std::string, at::Tensor>& weights,
-                  const std::vector<io::ExpectedTensor>& expected, const std::string& prefix, at::ScalarType dtype,
-                  const std::string& origin);
+// The weight type and the prefixed tensor list are the same as every bundle
+// writer's (engine/io/bundle_weights.h).
+using io::add_prefixed;
+using io::parse_weights_dtype;
 
 // Steps, seed, batch, lr, time, config and commands of a training checkpoint manifest.
 nlohmann::json run_summary(const nlohmann::json& checkpoint_manifest);
@@ -59,10 +54,9 @@ nlohmann::json trained_provenance(const BundleExportOptions& options, const std:
                                   const nlohmann::json& model_manifest);
 
 // Completes `manifest` (class names, sampling defaults, evaluation classifier) and
-// writes the bundle folder: weights.safetensors (header family `family`) and
-// model.json. The caller then loads it through its family's strict loader.
+// writes the bundle folder: weights.safetensors and model.json (io::write_bundle).
+// The caller then loads it through its family's strict loader.
 void write_trained_bundle(const BundleExportOptions& options, at::ScalarType dtype, const io::NamedTensors& tensors,
-                          const std::string& family, const std::vector<std::string>& class_names,
-                          nlohmann::json& manifest);
+                          const std::vector<std::string>& class_names, nlohmann::json& manifest);
 
 }  // namespace kvs::training

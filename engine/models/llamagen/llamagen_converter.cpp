@@ -11,7 +11,7 @@
 
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
-#include "engine/io/safetensors_writer.h"
+#include "engine/io/bundle_weights.h"
 #include "engine/io/torch_checkpoint.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
@@ -118,14 +118,6 @@ VqConfig infer_vq(const StateDict& sd, const std::string& origin) {
   return c;
 }
 
-at::Tensor cast_for_storage(const at::Tensor& t, const std::string& dtype) {
-  if (dtype == "keep") return t;
-  if (dtype == "f32") return t.to(at::kFloat);
-  if (dtype == "f16") return t.to(at::kHalf);
-  if (dtype == "bf16") return t.to(at::kBFloat16);
-  throw InvalidArgumentError("unknown weights dtype '" + dtype + "' (expected keep, f32, f16 or bf16)");
-}
-
 }  // namespace
 
 ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const ConvertProgress& progress) {
@@ -137,7 +129,7 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
   if (opt.checkpoint.empty()) throw InvalidArgumentError("convert needs --checkpoint <c2i_*.pt>");
   if (opt.tokenizer.empty()) throw InvalidArgumentError("convert needs --tokenizer <vq_ds16_c2i.pt>");
   if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
-  cast_for_storage(at::zeros({1}), opt.weights_dtype);  // validates the option early
+  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(opt.weights_dtype);  // validates the option early
   std::error_code ec;
   for (const auto& [what, path] : {std::pair<std::string, std::string>{"tokenizer", opt.tokenizer}, {"checkpoint", opt.checkpoint}})
     if (!fs::exists(path, ec)) throw FileError(what + " " + path + ": does not exist");
@@ -155,41 +147,30 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
       ++it;
     }
   }
-  io::ShapeMap vq_shapes;
-  for (const auto& [k, v] : vq_sd) vq_shapes[k] = v.sizes().vec();
-  io::check_tensor_set(vq_shapes, vq_decoder_expected_tensors(report.vq), vq_origin);
+  io::check_tensor_set(io::shapes_of(vq_sd), vq_decoder_expected_tensors(report.vq), vq_origin);
 
   report_progress(0.3, "reading GPT checkpoint " + opt.checkpoint);
   StateDict gpt_sd = load_state_dict(opt.checkpoint, "checkpoint");
   const std::string gpt_origin = "checkpoint " + opt.checkpoint;
   report.gpt = infer_gpt(gpt_sd, opt, report.vq.downsample(), gpt_origin);
-  io::ShapeMap gpt_shapes;
-  for (const auto& [k, v] : gpt_sd) gpt_shapes[k] = v.sizes().vec();
-  io::check_tensor_set(gpt_shapes, gpt_expected_tensors(report.gpt), gpt_origin);
+  io::check_tensor_set(io::shapes_of(gpt_sd), gpt_expected_tensors(report.gpt), gpt_origin);
   if (report.gpt.vocab_size != report.vq.codebook_size)
     throw ModelMismatchError("checkpoint vocab_size " + std::to_string(report.gpt.vocab_size) +
                              " does not match the tokenizer codebook size " + std::to_string(report.vq.codebook_size));
 
   report_progress(0.6, "writing bundle " + opt.out_dir);
   io::NamedTensors tensors;
-  for (const auto& e : gpt_expected_tensors(report.gpt))
-    tensors.emplace_back("gpt." + e.name, cast_for_storage(gpt_sd.at(e.name), opt.weights_dtype));
-  for (const auto& e : vq_decoder_expected_tensors(report.vq))
-    tensors.emplace_back("vq." + e.name, cast_for_storage(vq_sd.at(e.name), opt.weights_dtype));
-  fs::create_directories(opt.out_dir, ec);
-  if (ec) throw FileError("folder " + opt.out_dir + ": cannot create (" + ec.message() + ")");
+  io::add_prefixed(tensors, gpt_sd, gpt_expected_tensors(report.gpt), "gpt.", dtype, gpt_origin);
+  io::add_prefixed(tensors, vq_sd, vq_decoder_expected_tensors(report.vq), "vq.", dtype, vq_origin);
   const std::string name = opt.name.empty() ? fs::path(opt.checkpoint).stem().string() : opt.name;
-  io::write_safetensors((fs::path(opt.out_dir) / "weights.safetensors").string(), tensors,
-                        {{"format", "kvstudio"}, {"family", "llamagen"}});
   nlohmann::json provenance = {{"source", "official LlamaGen checkpoint"},
                                {"checkpoint", fs::path(opt.checkpoint).filename().string()},
                                {"tokenizer", fs::path(opt.tokenizer).filename().string()},
                                {"converted_by", "kvstudio-cli convert"}};
   nlohmann::json manifest = llamagen_manifest(name, report.gpt, report.vq, provenance);
   manifest["sampling_defaults"] = {{"cfg_scale", 4.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
-  io::write_bundle_manifest(opt.out_dir, manifest);
+  report.bytes_written = io::write_bundle(opt.out_dir, manifest, tensors);
   report.tensors_written = static_cast<int64_t>(tensors.size());
-  for (const auto& [n, t] : tensors) report.bytes_written += static_cast<int64_t>(t.nbytes());
   report_progress(1.0, "done");
   return report;
 }

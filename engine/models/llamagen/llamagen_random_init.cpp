@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "engine/core/errors.h"
-#include "engine/io/safetensors_writer.h"
+#include "engine/io/bundle_weights.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 
@@ -39,21 +39,12 @@ void write_random_llamagen_bundle(const std::string& dir, const std::string& nam
   vq.validate();
   if (gpt.vocab_size != vq.codebook_size)
     throw InvalidArgumentError("vocab_size must equal the tokenizer codebook_size");
-  at::ScalarType dtype = at::kFloat;
-  if (weights_dtype == "f16") dtype = at::kHalf;
-  else if (weights_dtype == "bf16") dtype = at::kBFloat16;
-  else if (weights_dtype != "f32")
-    throw InvalidArgumentError("unknown weights dtype '" + weights_dtype + "' (expected f32, f16 or bf16)");
+  const at::ScalarType dtype = io::parse_weights_dtype(weights_dtype);
   at::Generator gen = at::detail::createCPUGenerator(seed);
   io::NamedTensors tensors;
   for (const auto& e : gpt_expected_tensors(gpt)) tensors.emplace_back("gpt." + e.name, init_tensor(e, gen).to(dtype));
   for (const auto& e : vq_decoder_expected_tensors(vq)) tensors.emplace_back("vq." + e.name, init_tensor(e, gen).to(dtype));
-  io::write_bundle_manifest(dir, llamagen_manifest(name, gpt, vq,
-                                                   {{"source", "random initialisation"},
-                                                    {"seed", seed},
-                                                    {"created_by", "kvstudio-cli create-random"},
-                                                    {"note", "untrained: images are structured noise"}}));
-  io::write_safetensors(dir + "/weights.safetensors", tensors, {{"format", "kvstudio"}, {"family", "llamagen"}});
+  io::write_bundle(dir, llamagen_manifest(name, gpt, vq, io::random_init_provenance(seed)), tensors);
 }
 
 GptConfig demo_gpt_config() {

@@ -10,7 +10,7 @@
 
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
-#include "engine/io/safetensors_writer.h"
+#include "engine/io/bundle_weights.h"
 #include "engine/io/torch_checkpoint.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_weights.h"
@@ -30,12 +30,6 @@ StateDict strip_wrappers(std::vector<std::pair<std::string, at::Tensor>> items, 
   }
   if (out.empty()) throw FormatError(origin + ": contains no tensors");
   return out;
-}
-
-io::ShapeMap shapes_of(const StateDict& sd) {
-  io::ShapeMap shapes;
-  for (const auto& [k, v] : sd) shapes[k] = v.sizes().vec();
-  return shapes;
 }
 
 const at::Tensor& need(const StateDict& sd, const std::string& name, const std::string& origin) {
@@ -62,7 +56,7 @@ std::string preset_for_width(int64_t width) {
 }
 
 MarConfig infer_mar(const StateDict& sd, const MarConvertOptions& opt, const KlVaeConfig& vae, const std::string& origin) {
-  const io::ShapeMap shapes = shapes_of(sd);
+  const io::ShapeMap shapes = io::shapes_of(sd);
   MarConfig c;
   const at::Tensor& z_proj = need(sd, "z_proj.weight", origin);
   c.encoder_embed_dim = z_proj.size(0);
@@ -99,14 +93,6 @@ MarConfig infer_mar(const StateDict& sd, const MarConvertOptions& opt, const KlV
   return c;
 }
 
-at::Tensor cast_for_storage(const at::Tensor& t, const std::string& dtype) {
-  if (dtype == "keep") return t;
-  if (dtype == "f32") return t.to(at::kFloat);
-  if (dtype == "f16") return t.to(at::kHalf);
-  if (dtype == "bf16") return t.to(at::kBFloat16);
-  throw InvalidArgumentError("unknown weights dtype '" + dtype + "' (expected keep, f32, f16 or bf16)");
-}
-
 }  // namespace
 
 MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarConvertProgress& progress) {
@@ -119,7 +105,7 @@ MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarC
   if (opt.vae.empty()) throw InvalidArgumentError("convert needs --tokenizer <kl16.ckpt>");
   if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
   if (opt.vae_stride <= 0) throw InvalidArgumentError("--vae-stride must be positive");
-  cast_for_storage(at::zeros({1}), opt.weights_dtype);  // validates the option early
+  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(opt.weights_dtype);  // validates the option early
   std::error_code ec;
   for (const auto& [what, path] :
        {std::pair<std::string, std::string>{"checkpoint", opt.checkpoint}, {"tokenizer", opt.vae}})
@@ -137,8 +123,8 @@ MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarC
       ++it;
     }
   }
-  report.vae = infer_kl_vae_config(shapes_of(vae_sd), vae_origin);
-  io::check_tensor_set(shapes_of(vae_sd), kl_vae_expected_tensors(report.vae), vae_origin);
+  report.vae = infer_kl_vae_config(io::shapes_of(vae_sd), vae_origin);
+  io::check_tensor_set(io::shapes_of(vae_sd), kl_vae_expected_tensors(report.vae), vae_origin);
 
   report_progress(0.2, "reading MAR checkpoint " + opt.checkpoint);
   const std::string mar_origin = "checkpoint " + opt.checkpoint;
@@ -155,25 +141,19 @@ MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarC
   }
   StateDict mar_sd = strip_wrappers(std::move(loaded.tensors), mar_origin);
   report.mar = infer_mar(mar_sd, opt, report.vae, mar_origin);
-  io::check_tensor_set(shapes_of(mar_sd), mar_expected_tensors(report.mar), mar_origin);
+  io::check_tensor_set(io::shapes_of(mar_sd), mar_expected_tensors(report.mar), mar_origin);
   check_compatible(report.mar, report.vae);
 
   report_progress(0.6, "writing bundle " + opt.out_dir);
   io::NamedTensors tensors;
-  for (const auto& e : mar_expected_tensors(report.mar))
-    tensors.emplace_back("mar." + e.name, cast_for_storage(mar_sd.at(e.name), opt.weights_dtype));
-  for (const auto& e : kl_vae_expected_tensors(report.vae))
-    tensors.emplace_back("vae." + e.name, cast_for_storage(vae_sd.at(e.name), opt.weights_dtype));
-  fs::create_directories(opt.out_dir, ec);
-  if (ec) throw FileError("folder " + opt.out_dir + ": cannot create (" + ec.message() + ")");
+  io::add_prefixed(tensors, mar_sd, mar_expected_tensors(report.mar), "mar.", dtype, mar_origin);
+  io::add_prefixed(tensors, vae_sd, kl_vae_expected_tensors(report.vae), "vae.", dtype, vae_origin);
   std::string name = opt.name;
   if (name.empty()) {
     const fs::path ckpt = fs::absolute(fs::path(opt.checkpoint));
     name = ckpt.parent_path().filename().string();
     if (name.empty() || name == "." || name == "/") name = ckpt.stem().string();
   }
-  io::write_safetensors((fs::path(opt.out_dir) / "weights.safetensors").string(), tensors,
-                        {{"format", "kvstudio"}, {"family", "mar"}});
   nlohmann::json provenance = {{"source", "official MAR checkpoint"},
                                {"checkpoint", fs::path(opt.checkpoint).filename().string()},
                                {"checkpoint_entry", report.source_key},
@@ -181,9 +161,8 @@ MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarC
                                {"converted_by", "kvstudio-cli convert"}};
   nlohmann::json manifest = mar_manifest(name, report.mar, report.vae, provenance);
   manifest["sampling_defaults"] = mar_sampling_defaults(preset_for_width(report.mar.encoder_embed_dim));
-  io::write_bundle_manifest(opt.out_dir, manifest);
+  report.bytes_written = io::write_bundle(opt.out_dir, manifest, tensors);
   report.tensors_written = static_cast<int64_t>(tensors.size());
-  for (const auto& [n, t] : tensors) report.bytes_written += static_cast<int64_t>(t.nbytes());
   report_progress(1.0, "done");
   return report;
 }

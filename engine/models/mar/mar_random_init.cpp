@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "engine/core/errors.h"
-#include "engine/io/safetensors_writer.h"
+#include "engine/io/bundle_weights.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_weights.h"
 
@@ -42,23 +42,15 @@ void write_random_mar_bundle(const std::string& dir, const std::string& name, co
   vae.validate();
   check_compatible(mar, vae);
   GaussianDiffusion check_schedule(mar.num_sampling_steps);  // rejects a bad respacing before writing
-  at::ScalarType dtype = at::kFloat;
-  if (weights_dtype == "f16") dtype = at::kHalf;
-  else if (weights_dtype == "bf16") dtype = at::kBFloat16;
-  else if (weights_dtype != "f32")
-    throw InvalidArgumentError("unknown weights dtype '" + weights_dtype + "' (expected f32, f16 or bf16)");
+  const at::ScalarType dtype = io::parse_weights_dtype(weights_dtype);
   at::Generator gen = at::detail::createCPUGenerator(seed);
   io::NamedTensors tensors;
   for (const auto& e : mar_expected_tensors(mar)) tensors.emplace_back("mar." + e.name, init_tensor(e, gen).to(dtype));
   for (const auto& e : kl_vae_expected_tensors(vae)) tensors.emplace_back("vae." + e.name, init_tensor(e, gen).to(dtype));
   nlohmann::json manifest = mar_manifest(name, mar, vae,
-                                         {{"source", "random initialisation"},
-                                          {"seed", seed},
-                                          {"created_by", "kvstudio-cli create-random"},
-                                          {"note", "untrained: images are structured noise"}});
+                                         io::random_init_provenance(seed));
   if (sampling_defaults) manifest["sampling_defaults"] = *sampling_defaults;
-  io::write_bundle_manifest(dir, manifest);
-  io::write_safetensors(dir + "/weights.safetensors", tensors, {{"format", "kvstudio"}, {"family", "mar"}});
+  io::write_bundle(dir, manifest, tensors);
 }
 
 MarConfig demo_mar_config() {

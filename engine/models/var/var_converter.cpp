@@ -11,7 +11,7 @@
 
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
-#include "engine/io/safetensors_writer.h"
+#include "engine/io/bundle_weights.h"
 #include "engine/io/torch_checkpoint.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_weights.h"
@@ -147,20 +147,6 @@ bool is_unused_var_key(const std::string& name) {
          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-at::Tensor cast_for_storage(const at::Tensor& t, const std::string& dtype) {
-  if (dtype == "keep") return t;
-  if (dtype == "f32") return t.to(at::kFloat);
-  if (dtype == "f16") return t.to(at::kHalf);
-  if (dtype == "bf16") return t.to(at::kBFloat16);
-  throw InvalidArgumentError("unknown weights dtype '" + dtype + "' (expected keep, f32, f16 or bf16)");
-}
-
-io::ShapeMap shapes_of(const StateDict& sd) {
-  io::ShapeMap shapes;
-  for (const auto& [k, v] : sd) shapes[k] = v.sizes().vec();
-  return shapes;
-}
-
 }  // namespace
 
 VarConvertReport convert_var_checkpoint(const VarConvertOptions& opt, const VarConvertProgress& progress) {
@@ -172,7 +158,7 @@ VarConvertReport convert_var_checkpoint(const VarConvertOptions& opt, const VarC
   if (opt.checkpoint.empty()) throw InvalidArgumentError("convert needs --checkpoint <var_d*.pth>");
   if (opt.tokenizer.empty()) throw InvalidArgumentError("convert needs --tokenizer <vae_ch160v4096z32.pth>");
   if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
-  cast_for_storage(at::zeros({1}), opt.weights_dtype);  // validates the option early
+  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(opt.weights_dtype);  // validates the option early
   std::error_code ec;
   for (const auto& [what, path] :
        {std::pair<std::string, std::string>{"checkpoint", opt.checkpoint}, {"tokenizer", opt.tokenizer}})
@@ -191,7 +177,7 @@ VarConvertReport convert_var_checkpoint(const VarConvertOptions& opt, const VarC
       ++it;
     }
   }
-  io::check_tensor_set(shapes_of(var_sd), var_expected_tensors(report.var), var_origin);
+  io::check_tensor_set(io::shapes_of(var_sd), var_expected_tensors(report.var), var_origin);
 
   report_progress(0.4, "reading VQVAE " + opt.tokenizer);
   StateDict vae_sd = load_state_dict(opt.tokenizer, "tokenizer");
@@ -205,20 +191,14 @@ VarConvertReport convert_var_checkpoint(const VarConvertOptions& opt, const VarC
       ++it;
     }
   }
-  io::check_tensor_set(shapes_of(vae_sd), vqvae_expected_tensors(report.vae), vae_origin);
+  io::check_tensor_set(io::shapes_of(vae_sd), vqvae_expected_tensors(report.vae), vae_origin);
   check_compatible(report.var, report.vae);
 
   report_progress(0.7, "writing bundle " + opt.out_dir);
   io::NamedTensors tensors;
-  for (const auto& e : var_expected_tensors(report.var))
-    tensors.emplace_back("var." + e.name, cast_for_storage(var_sd.at(e.name), opt.weights_dtype));
-  for (const auto& e : vqvae_expected_tensors(report.vae))
-    tensors.emplace_back("vae." + e.name, cast_for_storage(vae_sd.at(e.name), opt.weights_dtype));
-  fs::create_directories(opt.out_dir, ec);
-  if (ec) throw FileError("folder " + opt.out_dir + ": cannot create (" + ec.message() + ")");
+  io::add_prefixed(tensors, var_sd, var_expected_tensors(report.var), "var.", dtype, var_origin);
+  io::add_prefixed(tensors, vae_sd, vqvae_expected_tensors(report.vae), "vae.", dtype, vae_origin);
   const std::string name = opt.name.empty() ? fs::path(opt.checkpoint).stem().string() : opt.name;
-  io::write_safetensors((fs::path(opt.out_dir) / "weights.safetensors").string(), tensors,
-                        {{"format", "kvstudio"}, {"family", "var"}});
   nlohmann::json provenance = {{"source", "official VAR checkpoint"},
                                {"checkpoint", fs::path(opt.checkpoint).filename().string()},
                                {"tokenizer", fs::path(opt.tokenizer).filename().string()},
@@ -226,9 +206,8 @@ VarConvertReport convert_var_checkpoint(const VarConvertOptions& opt, const VarC
   nlohmann::json manifest = var_manifest(name, report.var, report.vae, provenance);
   // demo_sample.ipynb's settings.
   manifest["sampling_defaults"] = {{"cfg_scale", 4.0}, {"temperature", 1.0}, {"top_k", 900}, {"top_p", 0.95}};
-  io::write_bundle_manifest(opt.out_dir, manifest);
+  report.bytes_written = io::write_bundle(opt.out_dir, manifest, tensors);
   report.tensors_written = static_cast<int64_t>(tensors.size());
-  for (const auto& [n, t] : tensors) report.bytes_written += static_cast<int64_t>(t.nbytes());
   report_progress(1.0, "done");
   return report;
 }

@@ -7,7 +7,7 @@
 #include <cmath>
 
 #include "engine/core/errors.h"
-#include "engine/io/safetensors_writer.h"
+#include "engine/io/bundle_weights.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_weights.h"
 
@@ -43,21 +43,12 @@ void write_random_var_bundle(const std::string& dir, const std::string& name, co
   var.validate();
   vae.validate();
   check_compatible(var, vae);
-  at::ScalarType dtype = at::kFloat;
-  if (weights_dtype == "f16") dtype = at::kHalf;
-  else if (weights_dtype == "bf16") dtype = at::kBFloat16;
-  else if (weights_dtype != "f32")
-    throw InvalidArgumentError("unknown weights dtype '" + weights_dtype + "' (expected f32, f16 or bf16)");
+  const at::ScalarType dtype = io::parse_weights_dtype(weights_dtype);
   at::Generator gen = at::detail::createCPUGenerator(seed);
   io::NamedTensors tensors;
   for (const auto& e : var_expected_tensors(var)) tensors.emplace_back("var." + e.name, init_tensor(e, gen).to(dtype));
   for (const auto& e : vqvae_expected_tensors(vae)) tensors.emplace_back("vae." + e.name, init_tensor(e, gen).to(dtype));
-  io::write_bundle_manifest(dir, var_manifest(name, var, vae,
-                                              {{"source", "random initialisation"},
-                                               {"seed", seed},
-                                               {"created_by", "kvstudio-cli create-random"},
-                                               {"note", "untrained: images are structured noise"}}));
-  io::write_safetensors(dir + "/weights.safetensors", tensors, {{"format", "kvstudio"}, {"family", "var"}});
+  io::write_bundle(dir, var_manifest(name, var, vae, io::random_init_provenance(seed)), tensors);
 }
 
 VarConfig demo_var_config() {

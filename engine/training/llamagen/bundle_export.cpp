@@ -40,7 +40,7 @@ nlohmann::json export_llamagen_bundle(const BundleExportOptions& options) {
   nlohmann::json manifest = llamagen::llamagen_manifest(
       options.name, gpt_cfg, vq_cfg.arch,
       trained_provenance(options, "kvstudio-train export", image_size, vq_manifest, "gpt_training", gpt_manifest));
-  write_trained_bundle(options, dtype, tensors, "llamagen", class_names, manifest);
+  write_trained_bundle(options, dtype, tensors, class_names, manifest);
   // The bundle must load through the engine's strict loader, as every bundle does.
   llamagen::LlamaGenModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);
   return manifest;

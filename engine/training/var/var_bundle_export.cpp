@@ -43,7 +43,7 @@ nlohmann::json export_var_bundle(const BundleExportOptions& options) {
       trained_provenance(options, "kvstudio-train export --family var",
                          vae_manifest.at("config").at("image_size").get<int>(), vae_manifest, "var_training",
                          var_manifest_json));
-  write_trained_bundle(options, dtype, tensors, "var", class_names, manifest);
+  write_trained_bundle(options, dtype, tensors, class_names, manifest);
   // The bundle must load through the engine's strict loader, as every bundle does.
   var::VarModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);
   return manifest;
