@@ -124,6 +124,7 @@ TrainSummary run_training(const TrainOptions& options, TrainingTask& task) {
     r.loss.backward();
     const double grad_norm = options.grad_clip > 0 ? clip_grad_norm(*task.params, options.grad_clip) : std::nan("");
     optimizer.step(lr);
+    if (task.after_update) task.after_update(step);
     const double loss = r.loss.item<double>();
     if (!std::isfinite(loss))
       throw Error(task.kind + ": loss is " + std::to_string(loss) + " at step " + std::to_string(step) +

@@ -56,6 +56,8 @@ struct TrainingTask {
   std::function<StepResult(int64_t step, at::Generator& gen)> step;
   std::vector<std::string> eval_names;
   std::function<std::vector<double>()> evaluate;
+  // Called after every optimizer update with the step just taken (e.g. an EMA of the weights).
+  std::function<void(int64_t step)> after_update;
   // Called after each checkpoint with the run folder (extra artefacts, e.g. the classifier file).
   std::function<void(const std::string& run_dir)> on_checkpoint;
 };
