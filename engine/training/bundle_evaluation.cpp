@@ -14,6 +14,7 @@
 #include "engine/core/logging.h"
 #include "engine/image/png_file.h"
 #include "engine/models/llamagen/llamagen_model.h"
+#include "engine/models/mar/mar_model.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/generation_session.h"
 #include "engine/training/checkpoint.h"
@@ -21,6 +22,7 @@
 #include "engine/metrics/frechet_distance.h"
 #include "engine/metrics/image_tensors.h"
 #include "engine/training/llamagen/tokenizer_psnr.h"
+#include "engine/training/mar/kl_vae_trainer.h"
 #include "engine/metrics/scene_classifier.h"
 #include "engine/training/var/var_vae_trainer.h"
 #include "engine/training/world_data.h"
@@ -86,8 +88,16 @@ LoadedBundle load_for_evaluation(const io::ModelBundle& bundle, const std::strin
       return var_bundle_tokenizer_psnr(work_dir, *model->vqvae, pixels, device);
     };
     b.keep_alive = model;
+  } else if (bundle.family() == "mar") {
+    auto model = std::make_shared<mar::MarModel>(mar::MarModel::load(bundle, device));
+    b.classes = model->config().class_num;
+    b.image_size = static_cast<int>(model->image_size());
+    b.tokenizer_psnr = [model, work_dir, device](const at::Tensor& pixels) {
+      return kl_vae_bundle_tokenizer_psnr(work_dir, *model->vae, pixels, device);
+    };
+    b.keep_alive = model;
   } else {
-    throw InvalidArgumentError("model " + bundle.dir + ": evaluate supports the llamagen and var families, not '" +
+    throw InvalidArgumentError("model " + bundle.dir + ": evaluate supports the llamagen, var and mar families, not '" +
                                bundle.family() + "'");
   }
   return b;
@@ -137,6 +147,8 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   request.sampling.temperature = defaults.value("temperature", 1.0);
   request.sampling.top_k = defaults.value("top_k", 0);
   request.sampling.top_p = defaults.value("top_p", 1.0);
+  request.steps = defaults.value("steps", int64_t{0});                     // MAR decoding steps
+  request.cfg_schedule = defaults.value("cfg_schedule", std::string());   // MAR guidance ramp
   request.device = o.device;
   request.threads = o.threads;
   const int64_t per_class = std::max<int64_t>(1, o.generated / classes);
@@ -175,6 +187,8 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
                   {"temperature", request.sampling.temperature},
                   {"top_k", request.sampling.top_k},
                   {"top_p", request.sampling.top_p},
+                  {"steps", request.steps},
+                  {"cfg_schedule", request.cfg_schedule},
                   {"policy", "full"},
                   {"seed", o.seed}};
   q["held_out_seeds_per_class"] = seed_range_text(kHeldOutSeedBase, kHeldOutSeedBase + ref_per_class);

@@ -1,10 +1,10 @@
 #pragma once
-// `kvstudio-train evaluate`: the quality gates of a trained demo bundle (LlamaGen
-// or VAR), measured through the engine's normal code paths and written into the
+// `kvstudio-train evaluate`: the quality gates of a trained demo bundle (LlamaGen,
+// VAR or MAR), measured through the engine's normal code paths and written into the
 // bundle's model.json under "quality":
-//   tokenizer_psnr_db         encode (training encoder: WORK/vq, or WORK/var-vae for
-//                             VAR) -> the bundle's own decoder (shipped dtype) on
-//                             held-out images
+//   tokenizer_psnr_db         encode (training encoder: WORK/vq, WORK/var-vae for VAR,
+//                             WORK/kl-vae for MAR: posterior mean x latent_scale) ->
+//                             the bundle's own decoder (shipped dtype) on held-out images
 //   classifier_accuracy       evaluation classifier on the same held-out images
 //   generated_class_accuracy  classifier on images made by GenerationSession with
 //                             the bundle's sampling_defaults, classes balanced
@@ -21,7 +21,7 @@ namespace kvs::training {
 
 struct BundleEvaluationOptions {
   std::string bundle_dir;
-  std::string work_dir;          // WORK/vq or WORK/var-vae (encoder) and the world-image cache; empty: no PSNR
+  std::string work_dir;          // WORK/vq, WORK/var-vae or WORK/kl-vae (encoder) and the world-image cache; empty: no PSNR
   std::string classifier_path;   // empty: the bundle's evaluation classifier, else WORK/classifier
   int64_t generated = 1000;      // generated images (balanced over classes)
   int64_t reference = 1000;      // held-out real images (balanced over classes)

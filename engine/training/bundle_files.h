@@ -25,6 +25,10 @@ struct BundleExportOptions {
   // classifier file when given (e.g. another demo bundle's), else none.
   std::string classifier_file;
   std::string command;        // recorded in provenance
+  // MAR: ship the EMA weights when the run kept them (as the converter takes
+  // "model_ema"), and the diffusion head's sampling respacing ("" = the run's config).
+  bool use_ema = true;
+  std::string diffusion_steps;
 };
 
 // The weight type and the prefixed tensor list are the same as every bundle
