@@ -55,11 +55,15 @@ void write_random_mar_bundle(const std::string& dir, const std::string& name, co
 
 MarConfig demo_mar_config() {
   MarConfig c;
+  c.img_size = 64;
+  c.vae_stride = 4;
+  c.vae_embed_dim = 4;
   c.encoder_embed_dim = c.decoder_embed_dim = 128;
   c.encoder_depth = c.decoder_depth = 2;
   c.encoder_num_heads = c.decoder_num_heads = 4;
   c.class_num = 10;
-  c.diffloss_d = 2;
+  c.buffer_size = 16;
+  c.diffloss_d = 3;
   c.diffloss_w = 128;
   c.num_sampling_steps = "25";
   return c;
@@ -67,8 +71,12 @@ MarConfig demo_mar_config() {
 
 KlVaeConfig demo_kl_vae_config() {
   KlVaeConfig c;
+  c.embed_dim = 4;
   c.ch = 32;
-  c.ch_mult = {1, 1, 1};
+  c.ch_mult = {1, 1, 2};
+  c.num_res_blocks = 1;
+  c.resolution = 64;
+  c.latent_scale = 1.0;
   return c;
 }
 
