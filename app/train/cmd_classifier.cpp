@@ -21,7 +21,7 @@ constexpr RecipeDefaults kRecipe{.steps = 800,
 
 int cmd_classifier(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
-                   with_common_options({"--image-size", "--channels", "--train-per-class", "--eval-per-class"}),
+                   with_common_options({"--image-size", "--channels"}),
                    with_common_flags({"--no-augment"}), 0);
   if (p.flag("--help")) {
     std::printf(
@@ -30,19 +30,18 @@ int cmd_classifier(const std::vector<std::string>& args, const std::string& comm
         "  writes DIR/classifier/classifier.safetensors.\n"
         "  --image-size PX          image size (default 64; must match the models it judges)\n"
         "  --channels A,B,...       channels per stage (default 32,64,128,128)\n"
-        "  --train-per-class N      training images per class (default 1000)\n"
-        "  --eval-per-class N       held-out images per class (default 100)\n"
         "  --no-augment             no flips, blur or noise\n"
-        "%s",
-        common_options_help(kRecipe).c_str());
+        "%s%s",
+        world_data_help("the accuracy", {1000, 100}).c_str(), common_options_help(kRecipe).c_str());
     return 0;
   }
   training::TrainOptions options = parse_train_options(p, kRecipe, command_line);
   training::ClassifierTrainSetup setup;
   setup.model.image_size = p.get_int("--image-size", 64);
   setup.model.channels = parse_int_list("--channels", p.get("--channels", "32,64,128,128"));
-  setup.train_per_class = p.get_int("--train-per-class", 1000);
-  setup.eval_per_class = p.get_int("--eval-per-class", 100);
+  const WorldDataOptions data = parse_world_data_options(p, {1000, 100});
+  setup.train_per_class = data.train_per_class;
+  setup.eval_per_class = data.eval_per_class;
   setup.augment = !p.flag("--no-augment");
   const training::TrainSummary s = training::train_classifier(options, setup);
   std::printf("%s\n", summary_line("classifier", s).c_str());

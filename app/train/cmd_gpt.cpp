@@ -1,6 +1,5 @@
 // kvstudio-train gpt: LlamaGen's class-conditional GPT on tokenised world images.
 #include <cstdio>
-#include <filesystem>
 
 #include "app/train/train_commands.h"
 #include "app/train/train_options.h"
@@ -23,8 +22,7 @@ constexpr RecipeDefaults kRecipe{.steps = 1600,
 
 int cmd_gpt(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
-                   with_common_options({"--vq", "--dim", "--layers", "--heads", "--class-dropout", "--train-per-class",
-                                        "--eval-per-class"}),
+                   with_common_options({"--vq", "--dim", "--layers", "--heads", "--class-dropout"}),
                    with_common_flags({}), 0);
   if (p.flag("--help")) {
     std::printf(
@@ -36,23 +34,22 @@ int cmd_gpt(const std::vector<std::string>& args, const std::string& command_lin
         "  --layers N               transformer layers (default 6)\n"
         "  --heads N                attention heads (default 8)\n"
         "  --class-dropout X        label -> null class probability, for CFG (default 0.1)\n"
-        "  --train-per-class N      training images per class (default 1000, the tokenizer's images)\n"
-        "  --eval-per-class N       held-out images per class for the held-out loss (default 20)\n"
-        "%s",
-        common_options_help(kRecipe).c_str());
+        "%s%s",
+        world_data_help("the held-out loss").c_str(), common_options_help(kRecipe).c_str());
     return 0;
   }
   training::TrainOptions options = parse_train_options(p, kRecipe, command_line);
   training::GptTrainSetup setup;
-  setup.vq_run_dir = p.get("--vq", (std::filesystem::path(options.work_dir) / "vq").string());
+  setup.vq_run_dir = input_run_dir(p, "--vq", options, "vq");
   llamagen::GptConfig& c = setup.model;
   c.dim = p.get_int("--dim", 256);
   c.n_layer = p.get_int("--layers", 6);
   c.n_head = p.get_int("--heads", 8);
   c.class_dropout_prob = p.get_double("--class-dropout", 0.1);
   c.num_classes = training::world_class_count();
-  setup.train_per_class = p.get_int("--train-per-class", 1000);
-  setup.eval_per_class = p.get_int("--eval-per-class", 20);
+  const WorldDataOptions data = parse_world_data_options(p);
+  setup.train_per_class = data.train_per_class;
+  setup.eval_per_class = data.eval_per_class;
   // vocab_size and block_size follow the tokenizer: read from its checkpoint by the trainer.
   training::fit_gpt_to_tokenizer(setup);
   const training::TrainSummary s = training::train_gpt(options, setup);

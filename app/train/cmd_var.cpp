@@ -1,6 +1,5 @@
 // kvstudio-train var: VAR's class-conditional next-scale transformer on tokenised world images.
 #include <cstdio>
-#include <filesystem>
 
 #include "app/train/train_commands.h"
 #include "app/train/train_options.h"
@@ -24,8 +23,7 @@ constexpr RecipeDefaults kRecipe{.steps = 2000,
 
 int cmd_var(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
-                   with_common_options({"--vae", "--depth", "--dim", "--heads", "--mlp-ratio", "--cond-drop", "--alng",
-                                        "--train-per-class", "--eval-per-class"}),
+                   with_common_options({"--vae", "--depth", "--dim", "--heads", "--mlp-ratio", "--cond-drop", "--alng"}),
                    with_common_flags({}), 0);
   const var::VarConfig demo = var::demo_var_config();
   if (p.flag("--help")) {
@@ -41,15 +39,13 @@ int cmd_var(const std::vector<std::string>& args, const std::string& command_lin
         "  --mlp-ratio X            FFN width / C (default 4)\n"
         "  --cond-drop X            label -> null class probability, for CFG (default 0.1)\n"
         "  --alng X                 AdaLN gamma init multiplier (default 1e-3, upstream's recipes)\n"
-        "  --train-per-class N      training images per class (default 1000, the VQVAE's images)\n"
-        "  --eval-per-class N       held-out images per class for the held-out loss (default 20)\n"
-        "%s",
-        common_options_help(kRecipe).c_str());
+        "%s%s",
+        world_data_help("the held-out loss").c_str(), common_options_help(kRecipe).c_str());
     return 0;
   }
   training::TrainOptions options = parse_train_options(p, kRecipe, command_line);
   training::VarTrainSetup setup;
-  setup.vae_run_dir = p.get("--vae", (std::filesystem::path(options.work_dir) / "var-vae").string());
+  setup.vae_run_dir = input_run_dir(p, "--vae", options, "var-vae");
   var::VarConfig& c = setup.model;
   c = demo;
   c.depth = p.get_int("--depth", demo.depth);
@@ -59,8 +55,9 @@ int cmd_var(const std::vector<std::string>& args, const std::string& command_lin
   c.num_classes = training::world_class_count();
   setup.cond_drop_rate = p.get_double("--cond-drop", 0.1);
   setup.init_adaln_gamma = p.get_double("--alng", 1e-3);
-  setup.train_per_class = p.get_int("--train-per-class", 1000);
-  setup.eval_per_class = p.get_int("--eval-per-class", 20);
+  const WorldDataOptions data = parse_world_data_options(p);
+  setup.train_per_class = data.train_per_class;
+  setup.eval_per_class = data.eval_per_class;
   // vocab_size, Cvae and patch_nums follow the VQVAE checkpoint.
   training::fit_var_to_tokenizer(setup);
   const training::TrainSummary s = training::train_var(options, setup);

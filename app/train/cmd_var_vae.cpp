@@ -24,8 +24,7 @@ constexpr RecipeDefaults kRecipe{.steps = 5000,
 int cmd_var_vae(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
                    with_common_options({"--ch", "--ch-mult", "--res-blocks", "--cvae", "--vocab-size", "--patch-nums",
-                                        "--quant-resi", "--share-quant-resi", "--beta", "--train-per-class",
-                                        "--eval-per-class", "--restart-every", "--restart-until"}),
+                                        "--quant-resi", "--share-quant-resi", "--beta", "--restart-every", "--restart-until"}),
                    with_common_flags({"--no-flip"}), 0);
   const var::VqvaeConfig demo = var::demo_vqvae_config();
   if (p.flag("--help")) {
@@ -43,13 +42,11 @@ int cmd_var_vae(const std::vector<std::string>& args, const std::string& command
         "  --quant-resi X           phi residual ratio (default 0.5)\n"
         "  --share-quant-resi K     partially shared phi count (default 4)\n"
         "  --beta X                 commitment weight (default 0.25)\n"
-        "  --train-per-class N      training images per class (default 1000)\n"
-        "  --eval-per-class N       held-out images per class for the PSNR curve (default 20)\n"
         "  --restart-every N        dead-code restart period, 0 = off (default 100)\n"
         "  --restart-until X        restarts only in the first X of the run (default 0.5)\n"
         "  --no-flip                no left-right flip augmentation\n"
-        "%s",
-        common_options_help(kRecipe).c_str());
+        "%s%s",
+        world_data_help("the PSNR curve").c_str(), common_options_help(kRecipe).c_str());
     return 0;
   }
   training::TrainOptions options = parse_train_options(p, kRecipe, command_line);
@@ -66,8 +63,9 @@ int cmd_var_vae(const std::vector<std::string>& args, const std::string& command
   arch.share_quant_resi = p.get_int("--share-quant-resi", demo.share_quant_resi);
   setup.model.beta = p.get_double("--beta", 0.25);
   setup.image_size = static_cast<int>(arch.image_size());
-  setup.train_per_class = p.get_int("--train-per-class", 1000);
-  setup.eval_per_class = p.get_int("--eval-per-class", 20);
+  const WorldDataOptions data = parse_world_data_options(p);
+  setup.train_per_class = data.train_per_class;
+  setup.eval_per_class = data.eval_per_class;
   setup.restart_every = p.get_int("--restart-every", 100);
   setup.restart_until_fraction = p.get_double("--restart-until", 0.5);
   setup.flip = !p.flag("--no-flip");

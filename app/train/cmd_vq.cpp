@@ -23,8 +23,7 @@ constexpr RecipeDefaults kRecipe{.steps = 5000,
 int cmd_vq(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
                    with_common_options({"--image-size", "--ch", "--ch-mult", "--z-channels", "--codebook-size",
-                                        "--codebook-dim", "--commit-beta", "--entropy-ratio", "--train-per-class",
-                                        "--eval-per-class"}),
+                                        "--codebook-dim", "--commit-beta", "--entropy-ratio"}),
                    with_common_flags({"--no-flip", "--no-l2-norm"}), 0);
   if (p.flag("--help")) {
     std::printf(
@@ -38,11 +37,9 @@ int cmd_vq(const std::vector<std::string>& args, const std::string& command_line
         "  --codebook-dim N         code vector size (default 8)\n"
         "  --commit-beta X          commitment loss weight (default 0.25)\n"
         "  --entropy-ratio X        entropy loss weight (default 0)\n"
-        "  --train-per-class N      training images per class (default 1000)\n"
-        "  --eval-per-class N       held-out images per class for the PSNR curve (default 20)\n"
         "  --no-flip                no left-right flip augmentation\n"
-        "%s",
-        common_options_help(kRecipe).c_str());
+        "%s%s",
+        world_data_help("the PSNR curve").c_str(), common_options_help(kRecipe).c_str());
     return 0;
   }
   training::TrainOptions options = parse_train_options(p, kRecipe, command_line);
@@ -57,8 +54,9 @@ int cmd_vq(const std::vector<std::string>& args, const std::string& command_line
   setup.model.commit_loss_beta = p.get_double("--commit-beta", 0.25);
   setup.model.entropy_loss_ratio = p.get_double("--entropy-ratio", 0.0);
   setup.image_size = static_cast<int>(p.get_int("--image-size", 64));
-  setup.train_per_class = p.get_int("--train-per-class", 1000);
-  setup.eval_per_class = p.get_int("--eval-per-class", 20);
+  const WorldDataOptions data = parse_world_data_options(p);
+  setup.train_per_class = data.train_per_class;
+  setup.eval_per_class = data.eval_per_class;
   setup.flip = !p.flag("--no-flip");
   const training::TrainSummary s = training::train_vq(options, setup);
   std::printf("%s\n", summary_line("vq", s).c_str());

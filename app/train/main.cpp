@@ -27,7 +27,13 @@ VAR (next-scale) demo model, in this order (the classifier is shared):
   var-vae     train the multi-scale VQVAE                 -> WORK/var-vae
   var         train the next-scale transformer            -> WORK/var
   export --family var                                     -> e.g. resources/models/var-demo
-  evaluate    (the same command for both families)
+  evaluate    (the same command for every family)
+
+MAR (masked, diffusion head) demo model, in this order (the classifier is shared):
+  kl-vae      train the KL VAE                            -> WORK/kl-vae
+  mar         train MAR on the VAE's scaled latents       -> WORK/mar
+  export --family mar                                     -> e.g. resources/models/mar-demo
+  evaluate
 
 Every training command is seeded and resumable (--resume), logs its loss curve to
 WORK/<kind>/loss.csv and checkpoints to WORK/<kind>/checkpoint.json; Ctrl-C
@@ -73,7 +79,8 @@ int main(int argc, char** argv) {
         {"vq", kvs::train_app::cmd_vq},         {"classifier", kvs::train_app::cmd_classifier},
         {"gpt", kvs::train_app::cmd_gpt},       {"export", kvs::train_app::cmd_export},
         {"evaluate", kvs::train_app::cmd_evaluate}, {"var-vae", kvs::train_app::cmd_var_vae},
-        {"var", kvs::train_app::cmd_var},
+        {"var", kvs::train_app::cmd_var},         {"kl-vae", kvs::train_app::cmd_kl_vae},
+        {"mar", kvs::train_app::cmd_mar},
     };
     for (const auto& [name, fn] : table)
       if (command == name) return fn(rest, line);

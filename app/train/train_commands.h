@@ -1,7 +1,7 @@
 #pragma once
 // kvstudio-train subcommands. Each returns the process exit code and throws
-// kvs::Error for anything the user can fix. A new family (VAR, MAR) adds its
-// trainers as more subcommands here and in main.cpp's table.
+// kvs::Error for anything the user can fix. Each family (LlamaGen, VAR, MAR) adds
+// its trainers as subcommands here and in main.cpp's table.
 #include <string>
 #include <vector>
 
@@ -12,6 +12,8 @@ int cmd_classifier(const std::vector<std::string>& args, const std::string& comm
 int cmd_gpt(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_var_vae(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_var(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_kl_vae(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_mar(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_export(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_evaluate(const std::vector<std::string>& args, const std::string& command_line);
 

@@ -24,6 +24,7 @@ std::set<std::string> with_common_options(std::set<std::string> own) {
                         "--weight-decay", "--grad-clip", "--log-every", "--eval-every", "--checkpoint-every",
                         "--threads", "--render-threads", "--device", "--stop-after-minutes"})
     own.insert(o);
+  for (const char* o : kWorldDataOptions) own.insert(o);
   return own;
 }
 
@@ -43,7 +44,7 @@ std::string common_options_help(const RecipeDefaults& d) {
     << "  --warmup N              warm-up steps (default " << d.warmup << ")\n"
     << "  --min-lr-ratio X        final lr / peak lr (default 0.1)\n"
     << "  --weight-decay X        AdamW decoupled weight decay (default " << d.weight_decay << ")\n"
-    << "  --grad-clip X           global gradient-norm clip, 0 = off (default 1)\n"
+    << "  --grad-clip X           global gradient-norm clip, 0 = off (default " << d.grad_clip << ")\n"
     << "  --log-every N           loss-log period in steps (default " << d.log_every << ")\n"
     << "  --eval-every N          held-out evaluation period (default " << d.eval_every << ")\n"
     << "  --checkpoint-every N    checkpoint period (default " << d.checkpoint_every << ")\n"
@@ -66,7 +67,7 @@ training::TrainOptions parse_train_options(const cli::ArgParser& p, const Recipe
   o.warmup_steps = p.get_int("--warmup", d.warmup);
   o.min_lr_ratio = p.get_double("--min-lr-ratio", 0.1);
   o.adamw.weight_decay = p.get_double("--weight-decay", d.weight_decay);
-  o.grad_clip = p.get_double("--grad-clip", 1.0);
+  o.grad_clip = p.get_double("--grad-clip", d.grad_clip);
   o.log_every = p.get_int("--log-every", d.log_every);
   o.eval_every = p.get_int("--eval-every", d.eval_every);
   o.checkpoint_every = p.get_int("--checkpoint-every", d.checkpoint_every);
@@ -85,6 +86,28 @@ training::TrainOptions parse_train_options(const cli::ArgParser& p, const Recipe
   o.stop_requested = [] { return g_interrupted.load(); };
   std::printf("device: %s\n", device.description.c_str());
   return o;
+}
+
+WorldDataOptions parse_world_data_options(const cli::ArgParser& p, const WorldDataOptions& d) {
+  WorldDataOptions w;
+  w.train_per_class = p.get_int("--train-per-class", d.train_per_class);
+  w.eval_per_class = p.get_int("--eval-per-class", d.eval_per_class);
+  if (w.train_per_class < 1 || w.eval_per_class < 1)
+    throw InvalidArgumentError("--train-per-class and --eval-per-class must be at least 1");
+  return w;
+}
+
+std::string world_data_help(const std::string& what_eval_is_for, const WorldDataOptions& d) {
+  std::ostringstream s;
+  s << "  --train-per-class N      training images per class (default " << d.train_per_class << ")\n"
+    << "  --eval-per-class N       held-out images per class for " << what_eval_is_for << " (default "
+    << d.eval_per_class << ")\n";
+  return s.str();
+}
+
+std::string input_run_dir(const cli::ArgParser& p, const std::string& option, const training::TrainOptions& o,
+                          const std::string& kind) {
+  return p.get(option, training::run_dir(o, kind));
 }
 
 std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text) {

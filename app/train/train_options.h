@@ -21,9 +21,26 @@ struct RecipeDefaults {
   int64_t log_every = 10;
   int64_t eval_every = 500;
   int64_t checkpoint_every = 250;
+  double grad_clip = 1.0;
 };
 
-// The shared value options / flags, plus the command's own.
+// The world images a command trains on and evaluates with
+// (--train-per-class, --eval-per-class), shared by every trainer.
+struct WorldDataOptions {
+  int64_t train_per_class = 1000;
+  int64_t eval_per_class = 20;
+};
+inline constexpr const char* kWorldDataOptions[] = {"--train-per-class", "--eval-per-class"};
+WorldDataOptions parse_world_data_options(const cli::ArgParser& p, const WorldDataOptions& defaults = {});
+// `what_eval_is_for`: e.g. "the PSNR curve" or "the held-out loss".
+std::string world_data_help(const std::string& what_eval_is_for, const WorldDataOptions& defaults = {});
+
+// A run folder the command reads (the tokenizer / VAE it builds on): OPTION DIR,
+// default WORK/<kind>.
+std::string input_run_dir(const cli::ArgParser& p, const std::string& option, const training::TrainOptions& o,
+                          const std::string& kind);
+
+// The shared value options (with the world-data options) / flags, plus the command's own.
 std::set<std::string> with_common_options(std::set<std::string> own);
 std::set<std::string> with_common_flags(std::set<std::string> own);
 // Help text of the shared options with the recipe's defaults.
