@@ -10,7 +10,7 @@ namespace kvs::train_app {
 namespace {
 
 // The MAR demo tokenizer recipe (app/train/mar_demo_recipe.sh).
-constexpr RecipeDefaults kRecipe{.steps = 4000,
+constexpr RecipeDefaults kRecipe{.steps = 5000,
                                  .batch = 8,
                                  .lr = 1e-3,
                                  .warmup = 100,

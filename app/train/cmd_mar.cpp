@@ -12,9 +12,9 @@ namespace {
 
 // Upstream's optimiser (main_mar.py: AdamW (0.9, 0.95), weight decay 0.02, grad clip 3)
 // with the demo's step count, batch and learning rate (app/train/mar_demo_recipe.sh).
-constexpr RecipeDefaults kRecipe{.steps = 8000,
+constexpr RecipeDefaults kRecipe{.steps = 9000,
                                  .batch = 16,
-                                 .lr = 4e-4,
+                                 .lr = 5e-4,
                                  .warmup = 200,
                                  .weight_decay = 0.02,
                                  .log_every = 20,
