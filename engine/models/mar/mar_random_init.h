@@ -26,10 +26,14 @@ void write_random_mar_bundle(const std::string& dir, const std::string& name, co
                              const KlVaeConfig& vae, uint64_t seed, const std::string& weights_dtype = "f32",
                              const nlohmann::json* sampling_defaults = nullptr);
 
-// A small MAR for demos and tests: a 16x16 grid of 16-channel tokens, encoder and
-// decoder 2 blocks of width 128 (4 heads), the official 64-position buffer, a
-// 2 x 128 diffusion head sampling 25 respaced steps, 10 classes; a KL VAE decoder
-// with ch 32 and 3 levels (64x64 px images).
+// A small MAR for demos and tests, sized to be trainable at one CPU thread
+// (`kvstudio-train kl-vae` / `mar`, app/train/mar_demo_recipe.sh): 64 px images,
+// 4x downsampling to a 16x16 grid of 4-channel tokens (the LDM "f4" shape: a
+// 16-channel grid at 4x would keep nearly every pixel detail, too much for a tiny
+// MAR to model), encoder and decoder 2 blocks of width 128 (4 heads), a
+// 16-position buffer (upstream 64), a 3 x 128 diffusion head sampling 25 respaced
+// steps, 10 classes (trained bundles take the world's count); a KL VAE decoder
+// with ch 32, ch_mult 1,1,2 and one ResnetBlock per level (+1 in the decoder).
 MarConfig demo_mar_config();
 KlVaeConfig demo_kl_vae_config();
 
