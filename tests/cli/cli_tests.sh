@@ -144,7 +144,7 @@ expect_error var-heatkv-budget "the 3 sink scales alone hold 14 of 424 cached to
 
 # A masked (MAR) model: info, generate step by step, same seed same image, clear errors.
 if "$cli" create-random --preset mar-demo --out "$work/mar" --seed 2 >/dev/null &&
-   "$cli" info "$work/mar" | grep -q "16x16 continuous tokens of 16 channels" &&
+   "$cli" info "$work/mar" | grep -q "16x16 continuous tokens of 4 channels" &&
    "$cli" generate --model "$work/mar" --class 4 --seed 5 --steps 6 --threads 1 --out "$work/ma.png" --quiet >/dev/null &&
    "$cli" generate --model "$work/mar" --class 4 --seed 5 --steps 6 --threads 1 --out "$work/mb.png" --quiet >/dev/null; then
   pass mar-generate
