@@ -32,7 +32,7 @@ int cmd_export(const std::vector<std::string>& args, const std::string& command_
         "  --cfg X --temperature X  guidance (default 3, linear ramp) and diffusion temperature (default 1)\n"
         "  --steps N                decoding steps (default 32)\n"
         "  --cfg-schedule S         linear | constant (default linear)\n"
-        "  --num-sampling-steps S   the diffusion head's respacing (default: the run's, 25)\n"
+        "  --num-sampling-steps S   the diffusion head's respacing (default: the run's, ddim25)\n"
         "  --no-ema                 ship the raw weights instead of the EMA");
     return 0;
   }

@@ -49,7 +49,9 @@ int cmd_mar(const std::vector<std::string>& args, const std::string& command_lin
         "  --label-drop X           class -> fake latent probability, for CFG (default 0.1)\n"
         "  --diffusion-batch-mul N  diffusion-loss draws per token (default 4)\n"
         "  --ema X                  EMA rate of the shipped weights, 0 = off (default 0.999)\n"
-        "  --num-sampling-steps S   the head's sampling respacing stored in the model (default 25)\n"
+        "  --num-sampling-steps S   the head's sampling respacing stored in the model (default ddim25:\n"
+        "                           t = 0, 40, .., 960; \"25\" keeps t = 999, where a briefly trained head's\n"
+        "                           error is amplified ~1300x: see engine/models/mar/mar_random_init.h)\n"
         "  --no-flip                never use the mirrored images' latents\n"
         "%s%s",
         world_data_help("the held-out loss").c_str(), common_options_help(kRecipe).c_str());

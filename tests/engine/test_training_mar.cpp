@@ -18,6 +18,7 @@
 #include "engine/models/mar/gaussian_diffusion.h"
 #include "engine/models/mar/kl_vae_decoder.h"
 #include "engine/models/mar/mar_model.h"
+#include "engine/models/mar/mar_random_init.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/mar_transformer.h"
 #include "engine/models/mar/mar_weights.h"
@@ -494,6 +495,30 @@ TEST(TrainingMar, ErrorsSayWhatToDo) {
   wrong.diffusion_batch_mul = 1;
   wrong.mask_ratio_min = 1.5;
   EXPECT_THROW(train_mar(tiny_options(w, 0, false, &steps), wrong), InvalidArgumentError);
+}
+
+}  // namespace
+}  // namespace kvs::training
+
+namespace kvs::training {
+namespace {
+
+// The first reverse step's gain on the head's noise-prediction error:
+// d mean / d eps = coef1 * sqrt(1 / abar_t - 1) at the first respaced step.
+double first_step_error_gain(const std::string& respacing) {
+  const mar::GaussianDiffusion d(respacing);
+  const auto& ac = d.alphas_cumprod();
+  const size_t t = ac.size() - 1;
+  const double beta = d.betas()[t], acp = ac[t - 1];
+  return beta * std::sqrt(acp) / (1 - ac[t]) * std::sqrt(1 / ac[t] - 1);
+}
+
+TEST(TrainingMar, DemoRespacingKeepsTheFirstStepStable) {
+  // "25" keeps t = 999 (abar ~ 2e-9): errors are amplified ~1300x, which only a head
+  // trained ~100k steps can afford; the demo's "ddim25" starts at t = 960.
+  EXPECT_GT(first_step_error_gain("25"), 1000.0);
+  EXPECT_LT(first_step_error_gain("ddim25"), 3.0);
+  EXPECT_EQ(mar::demo_mar_config().num_sampling_steps, "ddim25");
 }
 
 }  // namespace

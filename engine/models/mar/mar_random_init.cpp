@@ -65,7 +65,7 @@ MarConfig demo_mar_config() {
   c.buffer_size = 16;
   c.diffloss_d = 3;
   c.diffloss_w = 128;
-  c.num_sampling_steps = "25";
+  c.num_sampling_steps = "ddim25";  // see demo_mar_config() in the header
   return c;
 }
 

@@ -34,6 +34,13 @@ void write_random_mar_bundle(const std::string& dir, const std::string& name, co
 // 16-position buffer (upstream 64), a 3 x 128 diffusion head sampling 25 respaced
 // steps, 10 classes (trained bundles take the world's count); a KL VAE decoder
 // with ch 32, ch_mult 1,1,2 and one ResnetBlock per level (+1 in the decoder).
+// The head samples with respacing "ddim25" (t = 0, 40, ..., 960; upstream's
+// space_timesteps option) rather than "25" (which keeps t = 999): at t = 999 the
+// cosine schedule has alpha_bar ~ 2e-9, so the first reverse step multiplies the
+// head's noise-prediction error by ~1300 (x0 = (x_t - sqrt(1 - abar) eps) / sqrt(abar),
+// then the posterior mean's coefficient ~0.065) — a head trained for ~10^4 steps
+// is not that precise and its samples blow up to |x| ~ 10^3 (LTH14/mar issue #27:
+// upstream needs ~100k steps); from t = 960 the factor is ~1.5.
 MarConfig demo_mar_config();
 KlVaeConfig demo_kl_vae_config();
 

@@ -24,6 +24,9 @@
 //     ~10^4 steps that would still be mostly the initial weights, so ours defaults to
 //     0.999, a 1000-step horizon); the export ships the EMA weights, as the official
 //     evaluation and the converter (model_ema) use them.
+// Sampling respacing (MarConfig::num_sampling_steps, stored in the bundle): the
+// demo uses "ddim25", not upstream's "100"/"25" which keep t = 999 (see
+// engine/models/mar/mar_random_init.h: a briefly trained head blows up there).
 // Init: MAR.initialize_weights (xavier_uniform Linear, N(0, 0.02) embeddings,
 // mask token, fake latent and position embeddings, LayerNorm 1/0) and
 // SimpleMLPAdaLN.initialize_weights (xavier Linear, N(0, 0.02) time MLP, zero
