@@ -62,7 +62,7 @@ nlohmann::json export_mar_bundle(const BundleExportOptions& options) {
   provenance["mar_weights"] = ema ? "ema" : "raw";
   provenance["latent_scale"] = "1 / std of the VAE's posterior samples on the training images (measured by the MAR run)";
   nlohmann::json manifest = mar::mar_manifest(options.name, mar_cfg, vae_cfg.arch, provenance);
-  write_trained_bundle(options, dtype, tensors, "mar", class_names, manifest);
+  write_trained_bundle(options, dtype, tensors, class_names, manifest);
   // The bundle must load through the engine's strict loader, as every bundle does.
   mar::MarModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);
   return manifest;
