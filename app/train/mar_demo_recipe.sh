@@ -29,28 +29,10 @@
 # demo-FID 9.7 (24 images, raw weights) with ddim25, and garbage (|x| ~ 1e3) with 25.
 set -uo pipefail
 
-T=${T:-build/default/app/train/kvstudio-train}
 W=${W:-build/train-work-mar}
 OUT=${OUT:-build/mar-demo}
-CLASSIFIER=${CLASSIFIER:-resources/models/llamagen-demo/evaluation-classifier.safetensors}
-SAMPLES=${SAMPLES:-$OUT/samples.png}
-THREADS=${THREADS:-1}
-
-# run KIND ARGS...: the training command KIND until it finishes.
-run() {
-  local kind=$1
-  shift
-  while true; do
-    [ -e "$W/STOP" ] && { echo "stop requested ($W/STOP)"; exit 130; }
-    local resume=()
-    [ -f "$W/$kind/checkpoint.json" ] && resume=(--resume)
-    echo "== $(date -u +%FT%TZ) $T $kind $* ${resume[*]}"
-    "$T" "$kind" --work "$W" --threads "$THREADS" --stop-after-minutes 89 "$@" "${resume[@]}"
-    local rc=$?
-    [ $rc -eq 0 ] && return 0
-    [ $rc -eq 130 ] || { echo "$kind failed (exit $rc)"; exit $rc; }
-  done
-}
+# T, CLI, CLASSIFIER, SAMPLES, THREADS and the resumable `run` step.
+source "$(dirname "${BASH_SOURCE[0]}")/recipe_steps.sh"
 
 run kl-vae --steps 5000 --batch 8 --lr 1e-3 --warmup 100 --eval-every 500 --checkpoint-every 250 --kl-weight 1e-4
 run mar    --steps 9000 --batch 16 --lr 5e-4 --warmup 200 --eval-every 1000 --checkpoint-every 200 \

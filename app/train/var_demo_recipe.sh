@@ -13,29 +13,10 @@
 # (it checkpoints first); remove $W/STOP and run the script again to continue.
 set -uo pipefail
 
-T=${T:-build/default/app/train/kvstudio-train}
-CLI=${CLI:-build/default/app/kvstudio-cli}
 W=${W:-build/train-work-var}
 OUT=${OUT:-build/var-demo}
-CLASSIFIER=${CLASSIFIER:-resources/models/llamagen-demo/evaluation-classifier.safetensors}
-SAMPLES=${SAMPLES:-$OUT/samples.png}
-THREADS=${THREADS:-1}
-
-# run KIND ARGS...: the training command KIND until it finishes.
-run() {
-  local kind=$1
-  shift
-  while true; do
-    [ -e "$W/STOP" ] && { echo "stop requested ($W/STOP)"; exit 130; }
-    local resume=()
-    [ -f "$W/$kind/checkpoint.json" ] && resume=(--resume)
-    echo "== $(date -u +%FT%TZ) $T $kind $* ${resume[*]}"
-    "$T" "$kind" --work "$W" --threads "$THREADS" --stop-after-minutes 89 "$@" "${resume[@]}"
-    local rc=$?
-    [ $rc -eq 0 ] && return 0
-    [ $rc -eq 130 ] || { echo "$kind failed (exit $rc)"; exit $rc; }
-  done
-}
+# T, CLI, CLASSIFIER, SAMPLES, THREADS and the resumable `run` step.
+source "$(dirname "${BASH_SOURCE[0]}")/recipe_steps.sh"
 
 run var-vae --steps 5000 --batch 8 --lr 1e-3 --warmup 100 --eval-every 500 --checkpoint-every 250
 run var     --steps 2000 --batch 8 --lr 5e-4 --warmup 100 --eval-every 500 --checkpoint-every 100 --train-per-class 1000 --eval-per-class 20
