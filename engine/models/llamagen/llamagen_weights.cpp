@@ -1,6 +1,12 @@
 #include "engine/models/llamagen/llamagen_weights.h"
 
+#include "engine/io/expected_tensor_builders.h"
+
 namespace kvs::llamagen {
+
+using io::add_conv;
+using io::add_norm;
+using io::add_resnet;
 
 std::vector<io::ExpectedTensor> gpt_expected_tensors(const GptConfig& c) {
   const int64_t kv = c.kv_heads() * c.head_dim();
@@ -24,32 +30,6 @@ std::vector<io::ExpectedTensor> gpt_expected_tensors(const GptConfig& c) {
   return out;
 }
 
-namespace {
-
-void add_conv(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch, int64_t k) {
-  out.push_back({p + ".weight", {out_ch, in, k, k}});
-  out.push_back({p + ".bias", {out_ch}});
-}
-
-void add_norm(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
-  out.push_back({p + ".weight", {ch}});
-  out.push_back({p + ".bias", {ch}});
-}
-
-void add_resnet(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch) {
-  add_norm(out, p + ".norm1", in);
-  add_conv(out, p + ".conv1", in, out_ch, 3);
-  add_norm(out, p + ".norm2", out_ch);
-  add_conv(out, p + ".conv2", out_ch, out_ch, 3);
-  if (in != out_ch) add_conv(out, p + ".nin_shortcut", in, out_ch, 1);
-}
-
-void add_attn(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
-  add_norm(out, p + ".norm", ch);
-  for (const char* n : {".q", ".k", ".v", ".proj_out"}) add_conv(out, p + n, ch, ch, 1);
-}
-
-}  // namespace
 
 std::vector<io::ExpectedTensor> vq_decoder_expected_tensors(const VqConfig& c) {
   std::vector<io::ExpectedTensor> out;
@@ -59,7 +39,7 @@ std::vector<io::ExpectedTensor> vq_decoder_expected_tensors(const VqConfig& c) {
   int64_t block_in = c.ch * c.decoder_ch_mult[levels - 1];
   add_conv(out, "decoder.conv_in", c.z_channels, block_in, 3);
   add_resnet(out, "decoder.mid.0", block_in, block_in);
-  add_attn(out, "decoder.mid.1", block_in);
+  io::add_attn_separate_qkv(out, "decoder.mid.1", block_in);
   add_resnet(out, "decoder.mid.2", block_in, block_in);
   // Upstream builds conv_blocks in reversed level order: block j is level L-1-j;
   // attention only at the lowest resolution (j = 0), upsampling after all but the last.
@@ -70,7 +50,7 @@ std::vector<io::ExpectedTensor> vq_decoder_expected_tensors(const VqConfig& c) {
     for (int64_t i = 0; i <= c.num_res_blocks; ++i) {
       add_resnet(out, p + ".res." + std::to_string(i), block_in, block_out);
       block_in = block_out;
-      if (j == 0) add_attn(out, p + ".attn." + std::to_string(i), block_in);
+      if (j == 0) io::add_attn_separate_qkv(out, p + ".attn." + std::to_string(i), block_in);
     }
     if (j != levels - 1) add_conv(out, p + ".upsample.conv", block_in, block_in, 3);
   }
@@ -93,12 +73,12 @@ std::vector<io::ExpectedTensor> vq_encoder_expected_tensors(const VqConfig& c,
     for (int64_t i = 0; i < c.num_res_blocks; ++i) {
       add_resnet(out, p + ".res." + std::to_string(i), block_in, block_out);
       block_in = block_out;
-      if (level == levels - 1) add_attn(out, p + ".attn." + std::to_string(i), block_in);
+      if (level == levels - 1) io::add_attn_separate_qkv(out, p + ".attn." + std::to_string(i), block_in);
     }
     if (level != levels - 1) add_conv(out, p + ".downsample.conv", block_in, block_in, 3);
   }
   add_resnet(out, "encoder.mid.0", block_in, block_in);
-  add_attn(out, "encoder.mid.1", block_in);
+  io::add_attn_separate_qkv(out, "encoder.mid.1", block_in);
   add_resnet(out, "encoder.mid.2", block_in, block_in);
   add_norm(out, "encoder.norm_out", block_in);
   add_conv(out, "encoder.conv_out", block_in, c.z_channels, 3);

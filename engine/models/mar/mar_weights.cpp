@@ -1,5 +1,7 @@
 #include "engine/models/mar/mar_weights.h"
 
+#include "engine/io/expected_tensor_builders.h"
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -7,22 +9,13 @@
 #include "engine/core/errors.h"
 
 namespace kvs::mar {
+
+using io::add_conv;
+using io::add_linear;
+using io::add_norm;
+using io::add_resnet;
+
 namespace {
-
-void add_linear(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_features) {
-  out.push_back({p + ".weight", {out_features, in}});
-  out.push_back({p + ".bias", {out_features}});
-}
-
-void add_norm(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
-  out.push_back({p + ".weight", {ch}});
-  out.push_back({p + ".bias", {ch}});
-}
-
-void add_conv(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch, int64_t k) {
-  out.push_back({p + ".weight", {out_ch, in, k, k}});
-  out.push_back({p + ".bias", {out_ch}});
-}
 
 // timm vision_transformer.Block: norm1, attn.qkv (bias), attn.proj, norm2, mlp.fc1, mlp.fc2.
 void add_block(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t dim, int64_t hidden) {
@@ -32,22 +25,6 @@ void add_block(std::vector<io::ExpectedTensor>& out, const std::string& p, int64
   add_norm(out, p + ".norm2", dim);
   add_linear(out, p + ".mlp.fc1", dim, hidden);
   add_linear(out, p + ".mlp.fc2", hidden, dim);
-}
-
-// vae.py ResnetBlock without a time embedding (temb_channels = 0), nin_shortcut
-// when the channel count changes.
-void add_resnet(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch) {
-  add_norm(out, p + ".norm1", in);
-  add_conv(out, p + ".conv1", in, out_ch, 3);
-  add_norm(out, p + ".norm2", out_ch);
-  add_conv(out, p + ".conv2", out_ch, out_ch, 3);
-  if (in != out_ch) add_conv(out, p + ".nin_shortcut", in, out_ch, 1);
-}
-
-// vae.py AttnBlock: separate 1x1 q, k, v convolutions.
-void add_attn(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
-  add_norm(out, p + ".norm", ch);
-  for (const char* part : {".q", ".k", ".v", ".proj_out"}) add_conv(out, p + part, ch, ch, 1);
 }
 
 int64_t count(const std::vector<io::ExpectedTensor>& list) {
@@ -108,7 +85,7 @@ std::vector<io::ExpectedTensor> kl_vae_expected_tensors(const KlVaeConfig& c) {
   int64_t curr_res = c.resolution >> (levels - 1);
   add_conv(out, "decoder.conv_in", c.embed_dim, block_in, 3);
   add_resnet(out, "decoder.mid.block_1", block_in, block_in);
-  add_attn(out, "decoder.mid.attn_1", block_in);
+  io::add_attn_separate_qkv(out, "decoder.mid.attn_1", block_in);
   add_resnet(out, "decoder.mid.block_2", block_in, block_in);
   // Upstream builds `up` from the lowest resolution and prepends, so up[i] is level i.
   for (int64_t level = levels - 1; level >= 0; --level) {
@@ -118,7 +95,7 @@ std::vector<io::ExpectedTensor> kl_vae_expected_tensors(const KlVaeConfig& c) {
     for (int64_t i = 0; i <= c.num_res_blocks; ++i) {
       add_resnet(out, p + ".block." + std::to_string(i), block_in, block_out);
       block_in = block_out;
-      if (attn) add_attn(out, p + ".attn." + std::to_string(i), block_in);
+      if (attn) io::add_attn_separate_qkv(out, p + ".attn." + std::to_string(i), block_in);
     }
     if (level != 0) {
       add_conv(out, p + ".upsample.conv", block_in, block_in, 3);

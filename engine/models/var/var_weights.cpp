@@ -1,31 +1,15 @@
 #include "engine/models/var/var_weights.h"
 
+#include "engine/io/expected_tensor_builders.h"
+
 namespace kvs::var {
+
+using io::add_conv;
+using io::add_linear;
+using io::add_norm;
+using io::add_resnet;
+
 namespace {
-
-void add_linear(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_features) {
-  out.push_back({p + ".weight", {out_features, in}});
-  out.push_back({p + ".bias", {out_features}});
-}
-
-void add_conv(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch, int64_t k) {
-  out.push_back({p + ".weight", {out_ch, in, k, k}});
-  out.push_back({p + ".bias", {out_ch}});
-}
-
-void add_norm(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
-  out.push_back({p + ".weight", {ch}});
-  out.push_back({p + ".bias", {ch}});
-}
-
-// basic_vae.py ResnetBlock (nin_shortcut only when the channel count changes).
-void add_resnet(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch) {
-  add_norm(out, p + ".norm1", in);
-  add_conv(out, p + ".conv1", in, out_ch, 3);
-  add_norm(out, p + ".norm2", out_ch);
-  add_conv(out, p + ".conv2", out_ch, out_ch, 3);
-  if (in != out_ch) add_conv(out, p + ".nin_shortcut", in, out_ch, 1);
-}
 
 // basic_vae.py AttnBlock: one fused 1x1 qkv convolution.
 void add_attn(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {

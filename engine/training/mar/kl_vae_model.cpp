@@ -1,5 +1,7 @@
 #include "engine/training/mar/kl_vae_model.h"
 
+#include "engine/io/expected_tensor_builders.h"
+
 #include <nlohmann/json.hpp>
 
 #include <ATen/Functions.h>
@@ -13,31 +15,12 @@
 #include "engine/models/mar/mar_weights.h"
 
 namespace kvs::training {
+
+using io::add_conv;
+using io::add_norm;
+using io::add_resnet;
 namespace blocks = llamagen::vq_blocks;
 namespace {
-
-void add_conv(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch, int64_t k) {
-  out.push_back({p + ".weight", {out_ch, in, k, k}});
-  out.push_back({p + ".bias", {out_ch}});
-}
-
-void add_norm(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
-  out.push_back({p + ".weight", {ch}});
-  out.push_back({p + ".bias", {ch}});
-}
-
-void add_resnet(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t in, int64_t out_ch) {
-  add_norm(out, p + ".norm1", in);
-  add_conv(out, p + ".conv1", in, out_ch, 3);
-  add_norm(out, p + ".norm2", out_ch);
-  add_conv(out, p + ".conv2", out_ch, out_ch, 3);
-  if (in != out_ch) add_conv(out, p + ".nin_shortcut", in, out_ch, 1);
-}
-
-void add_attn(std::vector<io::ExpectedTensor>& out, const std::string& p, int64_t ch) {
-  add_norm(out, p + ".norm", ch);
-  for (const char* part : {".q", ".k", ".v", ".proj_out"}) add_conv(out, p + part, ch, ch, 1);
-}
 
 bool has_attention(const mar::KlVaeConfig& c, int64_t resolution) {
   return std::find(c.attn_resolutions.begin(), c.attn_resolutions.end(), resolution) != c.attn_resolutions.end();
@@ -77,7 +60,7 @@ std::vector<io::ExpectedTensor> kl_vae_encoder_expected_tensors(const mar::KlVae
     for (int64_t i = 0; i < c.num_res_blocks; ++i) {
       add_resnet(out, p + ".block." + std::to_string(i), block_in, block_out);
       block_in = block_out;
-      if (has_attention(c, curr_res)) add_attn(out, p + ".attn." + std::to_string(i), block_in);
+      if (has_attention(c, curr_res)) io::add_attn_separate_qkv(out, p + ".attn." + std::to_string(i), block_in);
     }
     if (level != levels - 1) {
       add_conv(out, p + ".downsample.conv", block_in, block_in, 3);
@@ -85,7 +68,7 @@ std::vector<io::ExpectedTensor> kl_vae_encoder_expected_tensors(const mar::KlVae
     }
   }
   add_resnet(out, "encoder.mid.block_1", block_in, block_in);
-  add_attn(out, "encoder.mid.attn_1", block_in);
+  io::add_attn_separate_qkv(out, "encoder.mid.attn_1", block_in);
   add_resnet(out, "encoder.mid.block_2", block_in, block_in);
   add_norm(out, "encoder.norm_out", block_in);
   add_conv(out, "encoder.conv_out", block_in, 2 * c.embed_dim, 3);
