@@ -15,6 +15,7 @@
 #include "engine/training/llamagen/gpt_trainer.h"
 #include "engine/training/training_loop.h"
 #include "tests/engine/test_helpers.h"
+#include "tests/engine/training_test_options.h"
 
 namespace kvs::training {
 namespace {
@@ -99,19 +100,8 @@ std::vector<std::string> run_tiny(const std::string& work, int64_t stop_at, bool
   ParameterSet params = init_gpt_parameters(cfg, 9, at::kCPU);
   llamagen::LlamaGenGpt gpt(cfg, params.as_map(), at::kCPU);
   FixedBatch batch;
-  TrainOptions o;
-  o.work_dir = work;
-  o.steps = 6;
-  o.batch = 2;
-  o.seed = 11;
-  o.lr = 1e-2;
-  o.warmup_steps = 2;
-  o.log_every = 1;
-  o.eval_every = 0;
-  o.checkpoint_every = 0;
-  o.resume = resume;
   int64_t steps_run = 0;
-  o.stop_requested = [&] { return stop_at > 0 && ++steps_run >= stop_at; };
+  TrainOptions o = test::tiny_train_options(work, stop_at, resume, &steps_run, 11, 1e-2);
   TrainingTask task;
   task.kind = "gpt";
   task.params = &params;

@@ -34,6 +34,7 @@
 #include "engine/training/mar/mar_trainer.h"
 #include "engine/training/world_dataset.h"
 #include "tests/engine/test_helpers.h"
+#include "tests/engine/training_test_options.h"
 
 namespace kvs::training {
 namespace {
@@ -324,22 +325,6 @@ TEST(TrainingMar, TransformerStepsReduceTheLoss) {
   EXPECT_LT(last, first * 0.8) << first << " -> " << last;
 }
 
-TrainOptions tiny_options(const std::string& work, int64_t stop_at, bool resume, int64_t* steps_run) {
-  TrainOptions o;
-  o.work_dir = work;
-  o.steps = 6;
-  o.batch = 2;
-  o.seed = 5;
-  o.lr = 3e-3;
-  o.warmup_steps = 2;
-  o.log_every = 1;
-  o.eval_every = 0;
-  o.checkpoint_every = 0;
-  o.resume = resume;
-  o.stop_requested = [steps_run, stop_at] { return stop_at > 0 && ++*steps_run >= stop_at; };
-  return o;
-}
-
 std::map<std::string, at::Tensor> train_tiny_vae(const std::string& work, int64_t stop_at, bool resume) {
   int64_t steps_run = 0;
   KlVaeTrainSetup setup;
@@ -347,7 +332,7 @@ std::map<std::string, at::Tensor> train_tiny_vae(const std::string& work, int64_
   setup.image_size = 16;
   setup.train_per_class = 1;
   setup.eval_per_class = 1;
-  train_kl_vae(tiny_options(work, stop_at, resume, &steps_run), setup);
+  train_kl_vae(test::tiny_train_options(work, stop_at, resume, &steps_run), setup);
   return load_checkpoint_weights(work + "/kl-vae");
 }
 
@@ -365,7 +350,7 @@ std::map<std::string, at::Tensor> train_tiny_mar(const std::string& work, int64_
   int64_t steps_run = 0;
   MarTrainSetup setup = tiny_mar_setup(work);
   fit_mar_to_vae(setup);
-  train_mar(tiny_options(work, stop_at, resume, &steps_run), setup);
+  train_mar(test::tiny_train_options(work, stop_at, resume, &steps_run), setup);
   return load_checkpoint_weights(work + "/mar");
 }
 
@@ -466,7 +451,7 @@ TEST(TrainingMar, ErrorsSayWhatToDo) {
   } catch (const FileError& e) {
     EXPECT_NE(std::string(e.what()).find("kvstudio-train kl-vae"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(train_mar(tiny_options(w, 0, false, &steps), setup), FileError);
+  EXPECT_THROW(train_mar(test::tiny_train_options(w, 0, false, &steps), setup), FileError);
   BundleExportOptions o;
   o.work_dir = w;
   o.out_dir = work.file("bundle");
@@ -478,7 +463,7 @@ TEST(TrainingMar, ErrorsSayWhatToDo) {
   fit_mar_to_vae(wrong);
   wrong.model.img_size = 32;
   try {
-    train_mar(tiny_options(w, 0, false, &steps), wrong);
+    train_mar(test::tiny_train_options(w, 0, false, &steps), wrong);
     FAIL() << "expected ModelMismatchError";
   } catch (const ModelMismatchError& e) {
     EXPECT_NE(std::string(e.what()).find("latents"), std::string::npos) << e.what();
@@ -487,14 +472,14 @@ TEST(TrainingMar, ErrorsSayWhatToDo) {
   wrong = tiny_mar_setup(w);
   fit_mar_to_vae(wrong);
   wrong.model.vae_embed_dim = 8;
-  EXPECT_THROW(train_mar(tiny_options(w, 0, false, &steps), wrong), ModelMismatchError);
+  EXPECT_THROW(train_mar(test::tiny_train_options(w, 0, false, &steps), wrong), ModelMismatchError);
   wrong = tiny_mar_setup(w);
   fit_mar_to_vae(wrong);
   wrong.diffusion_batch_mul = 0;
-  EXPECT_THROW(train_mar(tiny_options(w, 0, false, &steps), wrong), InvalidArgumentError);
+  EXPECT_THROW(train_mar(test::tiny_train_options(w, 0, false, &steps), wrong), InvalidArgumentError);
   wrong.diffusion_batch_mul = 1;
   wrong.mask_ratio_min = 1.5;
-  EXPECT_THROW(train_mar(tiny_options(w, 0, false, &steps), wrong), InvalidArgumentError);
+  EXPECT_THROW(train_mar(test::tiny_train_options(w, 0, false, &steps), wrong), InvalidArgumentError);
 }
 
 }  // namespace

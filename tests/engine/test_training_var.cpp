@@ -26,6 +26,7 @@
 #include "engine/training/var/var_vae_trainer.h"
 #include "engine/training/world_dataset.h"
 #include "tests/engine/test_helpers.h"
+#include "tests/engine/training_test_options.h"
 
 namespace kvs::training {
 namespace {
@@ -207,22 +208,6 @@ TEST(TrainingVar, TransformerStepsReduceTheLoss) {
   EXPECT_LT(last, first - 0.3) << first << " -> " << last;
 }
 
-TrainOptions tiny_options(const std::string& work, int64_t stop_at, bool resume, int64_t* steps_run) {
-  TrainOptions o;
-  o.work_dir = work;
-  o.steps = 6;
-  o.batch = 2;
-  o.seed = 5;
-  o.lr = 3e-3;
-  o.warmup_steps = 2;
-  o.log_every = 1;
-  o.eval_every = 0;
-  o.checkpoint_every = 0;
-  o.resume = resume;
-  o.stop_requested = [steps_run, stop_at] { return stop_at > 0 && ++*steps_run >= stop_at; };
-  return o;
-}
-
 std::map<std::string, at::Tensor> train_tiny_vae(const std::string& work, int64_t stop_at, bool resume) {
   int64_t steps_run = 0;
   VarVaeTrainSetup setup;
@@ -232,7 +217,7 @@ std::map<std::string, at::Tensor> train_tiny_vae(const std::string& work, int64_
   setup.eval_per_class = 1;
   setup.restart_every = 2;  // restarts at steps 2 and 4: their state must survive the resume
   setup.restart_until_fraction = 1.0;
-  train_var_vae(tiny_options(work, stop_at, resume, &steps_run), setup);
+  train_var_vae(test::tiny_train_options(work, stop_at, resume, &steps_run), setup);
   return load_checkpoint_weights(work + "/var-vae");
 }
 
@@ -244,7 +229,7 @@ std::map<std::string, at::Tensor> train_tiny_var(const std::string& work, int64_
   setup.train_per_class = 1;
   setup.eval_per_class = 1;
   fit_var_to_tokenizer(setup);
-  train_var(tiny_options(work, stop_at, resume, &steps_run), setup);
+  train_var(test::tiny_train_options(work, stop_at, resume, &steps_run), setup);
   return load_checkpoint_weights(work + "/var");
 }
 
