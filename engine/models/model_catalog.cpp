@@ -36,6 +36,9 @@ ModelSummary summarize_model_bundle(const std::string& dir) {
       if (d.contains("temperature") && d["temperature"].is_number()) s.sampling_defaults.temperature = d["temperature"].get<double>();
       if (d.contains("top_p") && d["top_p"].is_number()) s.sampling_defaults.top_p = d["top_p"].get<double>();
       if (d.contains("top_k") && d["top_k"].is_number_integer()) s.sampling_defaults.top_k = d["top_k"].get<int64_t>();
+      if (d.contains("steps") && d["steps"].is_number_integer()) s.sampling_defaults.steps = d["steps"].get<int64_t>();
+      if (d.contains("cfg_schedule") && d["cfg_schedule"].is_string())
+        s.sampling_defaults.cfg_schedule = d["cfg_schedule"].get<std::string>();
     }
     std::error_code ec;
     const auto size = fs::file_size(bundle.weights_path(), ec);

@@ -10,9 +10,12 @@
 
 namespace kvs {
 
+// model.json "sampling_defaults"; unset where the bundle says nothing.
 struct ModelSamplingDefaults {
   std::optional<double> cfg_scale, temperature, top_p;
   std::optional<int64_t> top_k;
+  std::optional<int64_t> steps;              // masked models: decoding steps
+  std::optional<std::string> cfg_schedule;   // masked models: "linear" | "constant"
 };
 
 struct ModelSummary {

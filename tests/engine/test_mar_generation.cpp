@@ -8,6 +8,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -219,6 +223,20 @@ TEST(MarGeneration, CatalogListsMarBundles) {
   EXPECT_EQ(s.num_classes, 5);
   EXPECT_EQ(s.kv_bytes_per_token, 0);
   EXPECT_NE(s.architecture.find("MAR width 32"), std::string::npos) << s.architecture;
+  EXPECT_FALSE(s.sampling_defaults.steps.has_value());  // this bundle records none
+}
+
+TEST(MarGeneration, CatalogReadsTheRecordedStepsAndCfgSchedule) {
+  TinyMar tiny;
+  const std::string manifest_path = (tiny.dir.path() / "model.json").string();
+  nlohmann::json manifest = nlohmann::json::parse(std::ifstream(manifest_path));
+  manifest["sampling_defaults"] = {{"cfg_scale", 3.0}, {"cfg_schedule", "constant"}, {"steps", 32}};
+  std::ofstream(manifest_path) << manifest.dump(2);
+  const ModelSummary s = summarize_model_bundle(tiny.dir.path().string());
+  ASSERT_TRUE(s.usable()) << s.problem;
+  EXPECT_EQ(s.sampling_defaults.steps, std::optional<int64_t>(32));
+  EXPECT_EQ(s.sampling_defaults.cfg_schedule, std::optional<std::string>("constant"));
+  EXPECT_EQ(s.sampling_defaults.cfg_scale, std::optional<double>(3.0));
 }
 
 namespace {

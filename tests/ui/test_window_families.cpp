@@ -65,6 +65,17 @@ class TestWindowFamilies : public QObject {
     QCOMPARE(s.topK, int64_t{0});  // MAR refuses top-k/top-p: the panel never sends them
     QCOMPARE(s.topP, 1.0);
     QVERIFY(s.steps > 0);
+
+    // A bundle's recorded steps and CFG schedule (the trained demo: 32, linear)
+    // become the panel's defaults and reach the request.
+    kvs::ModelSummary recorded = w.model();
+    recorded.sampling_defaults.steps = 20;
+    recorded.sampling_defaults.cfg_schedule = "constant";
+    w.parameters()->setModel(recorded);
+    QCOMPARE(w.parameters()->findChild<QSpinBox*>(QStringLiteral("stepsSpin"))->value(), 20);
+    const kvs::GenerationRequest request = w.parameters()->settings().toRequest();
+    QCOMPARE(request.steps, int64_t{20});
+    QCOMPARE(QString::fromStdString(request.cfg_schedule), QStringLiteral("constant"));
   }
 
   void otherFamilysPolicyShowsTheBanner() {

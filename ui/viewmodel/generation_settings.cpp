@@ -15,6 +15,7 @@ kvs::GenerationRequest GenerationSettings::toRequest() const {
   r.sampling.top_p = topP;
   r.device = device.toStdString();
   r.steps = steps;
+  r.cfg_schedule = cfgSchedule.toStdString();
   r.threads = threads;
   r.policy = policy.toStdString();
   r.preview_every_units = 1;
@@ -39,6 +40,7 @@ GenerationSettings GenerationSettings::fromRequest(const kvs::GenerationRequest&
   s.topP = r.sampling.top_p;
   s.device = QString::fromStdString(r.device);
   s.steps = r.steps;
+  s.cfgSchedule = QString::fromStdString(r.cfg_schedule);
   s.threads = r.threads;
   s.policy = QString::fromStdString(r.policy);
   s.attentionLayer = r.attention_layer;

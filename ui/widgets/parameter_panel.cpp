@@ -1,5 +1,7 @@
 #include "ui/widgets/parameter_panel.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
@@ -281,6 +283,8 @@ void ParameterPanel::setModel(const kvs::ModelSummary& model) {
   temperature_->setValue(d.temperature.value_or(1.0));
   top_k_->setValue(static_cast<int>(d.top_k.value_or(0)));
   top_p_->setValue(d.top_p.value_or(1.0));
+  // A trained bundle records the steps it was evaluated with (the MAR demo: 32).
+  steps_->setValue(static_cast<int>(std::clamp<int64_t>(d.steps.value_or(64), steps_->minimum(), steps_->maximum())));
   refillPolicies();
   applyFamilyToSampling();
   onPolicyChosen();
@@ -310,6 +314,7 @@ GenerationSettings ParameterPanel::settings() const {
   s.topP = top_p_->value();
   s.batch = batch_->value();
   s.steps = family() == ModelFamily::Masked ? steps_->value() : 0;
+  if (family() == ModelFamily::Masked) s.cfgSchedule = QString::fromStdString(model_.sampling_defaults.cfg_schedule.value_or(""));
   s.device = device_->currentText();
   s.policy = policySpec();
   return s;
