@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "engine/core/errors.h"
+#include "engine/io/bundle_loading.h"
 #include "engine/io/mapped_file.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
@@ -22,10 +23,10 @@ std::string weights_file_name(int64_t step) {
   return name;
 }
 
-std::map<std::string, at::Tensor> tensors_with_prefix(const io::SafetensorsReader& r, const std::string& prefix) {
-  std::map<std::string, at::Tensor> out;
-  for (const auto& e : r.index().tensors)
-    if (e.name.rfind(prefix, 0) == 0) out[e.name.substr(prefix.size())] = r.tensor(e.name).to(at::kFloat);
+// Training state is float32 whatever the file stores.
+std::map<std::string, at::Tensor> float_tensors_with_prefix(const io::SafetensorsReader& r, const std::string& prefix) {
+  std::map<std::string, at::Tensor> out = io::tensors_with_prefix(r, prefix);
+  for (auto& entry : out) entry.second = entry.second.to(at::kFloat);
   return out;
 }
 
@@ -80,8 +81,8 @@ std::shared_ptr<io::SafetensorsReader> open_weights(const std::string& dir, nloh
 nlohmann::json load_checkpoint(const std::string& dir, ParameterSet& params, AdamW* optimizer) {
   nlohmann::json manifest;
   auto reader = open_weights(dir, manifest);
-  params.copy_from(tensors_with_prefix(*reader, "model."), reader->path());
-  if (optimizer) optimizer->load_state(tensors_with_prefix(*reader, "optim."), manifest.value("optimizer_steps", 0),
+  params.copy_from(float_tensors_with_prefix(*reader, "model."), reader->path());
+  if (optimizer) optimizer->load_state(float_tensors_with_prefix(*reader, "optim."), manifest.value("optimizer_steps", 0),
                                        reader->path());
   return manifest;
 }
@@ -90,7 +91,7 @@ std::map<std::string, at::Tensor> load_checkpoint_weights(const std::string& dir
   nlohmann::json m;
   auto reader = open_weights(dir, m);
   if (manifest) *manifest = m;
-  return tensors_with_prefix(*reader, "model.");
+  return float_tensors_with_prefix(*reader, "model.");
 }
 
 }  // namespace kvs::training

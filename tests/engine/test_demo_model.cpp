@@ -16,23 +16,15 @@
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/session/generation_session.h"
 #include "engine/world/scene_world.h"
+#include "tests/engine/demo_bundle_checks.h"
 
 namespace kvs {
 namespace {
 
-std::string demo_bundle_dir() { return std::string(KVSTUDIO_SOURCE_DIR) + "/resources/models/llamagen-demo"; }
+std::string demo_bundle_dir() { return test::shipped_demo_dir("llamagen-demo"); }
 
 TEST(DemoModel, IsTrainedOnTheWorldAndPassesItsGates) {
-  const io::ModelBundle bundle = io::ModelBundle::open(demo_bundle_dir());
-  ASSERT_TRUE(bundle.manifest.contains("quality")) << "the bundled demo model has no measured quality gates";
-  const auto& q = bundle.manifest["quality"];
-  EXPECT_GE(q["tokenizer_psnr_db"].get<double>(), 26.0);
-  EXPECT_GE(q["classifier_accuracy"].get<double>(), 0.97);
-  EXPECT_GE(q["generated_class_accuracy"].get<double>(), 0.85);
-  EXPECT_TRUE(q["demo_fid"].is_number());
-  std::vector<std::string> names;
-  for (const auto& c : world::scene_classes()) names.push_back(c.name);
-  EXPECT_EQ(bundle.class_names(), names);
+  test::expect_demo_quality_gates(io::ModelBundle::open(demo_bundle_dir()));
 }
 
 // Mean over layers, heads and the queries that generate the last line, of the
