@@ -1,5 +1,6 @@
 #include "engine/io/tensor_spec.h"
 
+#include <cctype>
 #include <set>
 
 #include "engine/core/errors.h"
@@ -46,6 +47,19 @@ void check_tensor_set(const ShapeMap& have, const std::vector<ExpectedTensor>& e
   if (!unexpected.empty()) add(" unexpected tensors: ", join_limited(unexpected));
   msg.pop_back();
   throw ModelMismatchError(msg);
+}
+
+int64_t count_indexed(const ShapeMap& shapes, const std::string& prefix, const std::string& suffix) {
+  std::set<int64_t> idx;
+  for (const auto& entry : shapes) {
+    const std::string& k = entry.first;
+    if (k.rfind(prefix, 0) != 0) continue;
+    size_t pos = prefix.size(), digits = 0;
+    while (pos + digits < k.size() && std::isdigit(static_cast<unsigned char>(k[pos + digits]))) ++digits;
+    if (digits == 0 || digits > 9 || k.compare(pos + digits, std::string::npos, "." + suffix) != 0) continue;
+    idx.insert(std::stoll(k.substr(pos, digits)));
+  }
+  return static_cast<int64_t>(idx.size());
 }
 
 }  // namespace kvs::io

@@ -19,4 +19,8 @@ using ShapeMap = std::map<std::string, std::vector<int64_t>>;
 // tensor d has shape [..], expected [..]") when `have` does not match `expected`.
 void check_tensor_set(const ShapeMap& have, const std::vector<ExpectedTensor>& expected, const std::string& origin);
 
+// Number of distinct N in names "<prefix>N.<suffix>" (how converters count
+// layers and blocks in a state dict).
+int64_t count_indexed(const ShapeMap& shapes, const std::string& prefix, const std::string& suffix);
+
 }  // namespace kvs::io

@@ -12,6 +12,7 @@
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/io/bundle_weights.h"
+#include "engine/io/converted_state_dict.h"
 #include "engine/io/torch_checkpoint.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
@@ -20,46 +21,13 @@
 namespace kvs::llamagen {
 namespace {
 namespace fs = std::filesystem;
-using StateDict = std::map<std::string, at::Tensor>;
-
-// The state dict of a torch.save file, read by our own code-free unpickler
-// (LibTorch's pickle_load cannot read OrderedDict state dicts).
-StateDict load_state_dict(const std::string& path, const char* what) {
-  StateDict out;
-  for (auto& [key, tensor] : io::read_torch_state_dict(path, what)) {
-    std::string name = key;
-    // Wrappers used during training: DDP ("module.") and torch.compile ("_orig_mod.").
-    for (const char* prefix : {"module.", "_orig_mod."})
-      if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
-    out[name] = tensor;
-  }
-  if (out.empty()) throw FormatError(std::string(what) + " " + path + ": contains no tensors");
-  return out;
-}
-
-const at::Tensor& need(const StateDict& sd, const std::string& name, const std::string& origin) {
-  auto it = sd.find(name);
-  if (it == sd.end()) throw ModelMismatchError(origin + ": missing tensors: " + name);
-  return it->second;
-}
-
-// Number of distinct N in keys "<prefix>N.<suffix>".
-int64_t count_indexed(const StateDict& sd, const std::string& prefix, const std::string& suffix) {
-  std::set<int64_t> idx;
-  for (const auto& [k, v] : sd) {
-    if (k.rfind(prefix, 0) != 0) continue;
-    size_t pos = prefix.size(), digits = 0;
-    while (pos + digits < k.size() && std::isdigit(static_cast<unsigned char>(k[pos + digits]))) ++digits;
-    if (digits == 0 || digits > 9 || k.compare(pos + digits, std::string::npos, "." + suffix) != 0) continue;
-    idx.insert(std::stoll(k.substr(pos, digits)));
-  }
-  return static_cast<int64_t>(idx.size());
-}
+using io::StateDict;
+using io::count_indexed;
 
 GptConfig infer_gpt(const StateDict& sd, const ConvertOptions& opt, int64_t downsample, const std::string& origin) {
   GptConfig c;
-  const at::Tensor& tok = need(sd, "tok_embeddings.weight", origin);
-  const at::Tensor& cls = need(sd, "cls_embedding.embedding_table.weight", origin);
+  const at::Tensor& tok = io::need_tensor(sd, "tok_embeddings.weight", origin);
+  const at::Tensor& cls = io::need_tensor(sd, "cls_embedding.embedding_table.weight", origin);
   c.vocab_size = tok.size(0);
   c.dim = tok.size(1);
   c.n_layer = count_indexed(sd, "layers.", "attention.wqkv.weight");
@@ -75,7 +43,7 @@ GptConfig infer_gpt(const StateDict& sd, const ConvertOptions& opt, int64_t down
   if (c.n_head == 0)
     throw InvalidArgumentError(origin + ": dim " + std::to_string(c.dim) + " with " + std::to_string(c.n_layer) +
                                " layers matches no official GPT size; pass --n-head");
-  const int64_t qkv_rows = need(sd, "layers.0.attention.wqkv.weight", origin).size(0);
+  const int64_t qkv_rows = io::need_tensor(sd, "layers.0.attention.wqkv.weight", origin).size(0);
   const int64_t kv_heads = (qkv_rows - c.dim) / 2 / c.head_dim();
   if (kv_heads != c.n_head) c.n_kv_head = kv_heads;
   int64_t image_size = opt.image_size;
@@ -100,17 +68,17 @@ GptConfig infer_gpt(const StateDict& sd, const ConvertOptions& opt, int64_t down
 
 VqConfig infer_vq(const StateDict& sd, const std::string& origin) {
   VqConfig c;
-  const at::Tensor& emb = need(sd, "quantize.embedding.weight", origin);
+  const at::Tensor& emb = io::need_tensor(sd, "quantize.embedding.weight", origin);
   c.codebook_size = emb.size(0);
   c.codebook_embed_dim = emb.size(1);
-  c.z_channels = need(sd, "post_quant_conv.weight", origin).size(0);
+  c.z_channels = io::need_tensor(sd, "post_quant_conv.weight", origin).size(0);
   const int64_t levels = count_indexed(sd, "decoder.conv_blocks.", "res.0.conv1.weight");
   if (levels == 0) throw ModelMismatchError(origin + ": no decoder.conv_blocks tensors (not a LlamaGen VQ model?)");
   // Official decoders start at ch_mult 1 (the last conv block has `ch` channels).
-  c.ch = need(sd, "decoder.conv_blocks." + std::to_string(levels - 1) + ".res.0.conv1.weight", origin).size(0);
+  c.ch = io::need_tensor(sd, "decoder.conv_blocks." + std::to_string(levels - 1) + ".res.0.conv1.weight", origin).size(0);
   c.decoder_ch_mult.assign(levels, 1);
   for (int64_t j = 0; j < levels; ++j) {
-    const int64_t out = need(sd, "decoder.conv_blocks." + std::to_string(j) + ".res.0.conv1.weight", origin).size(0);
+    const int64_t out = io::need_tensor(sd, "decoder.conv_blocks." + std::to_string(j) + ".res.0.conv1.weight", origin).size(0);
     c.decoder_ch_mult[levels - 1 - j] = out / c.ch;
   }
   c.num_res_blocks = count_indexed(sd, "decoder.conv_blocks.0.res.", "conv1.weight") - 1;
@@ -135,7 +103,7 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
     if (!fs::exists(path, ec)) throw FileError(what + " " + path + ": does not exist");
 
   report_progress(0.0, "reading tokenizer " + opt.tokenizer);
-  StateDict vq_sd = load_state_dict(opt.tokenizer, "tokenizer");
+  StateDict vq_sd = io::load_unwrapped_state_dict(opt.tokenizer, "tokenizer");
   const std::string vq_origin = "tokenizer " + opt.tokenizer;
   ConvertReport report;
   report.vq = infer_vq(vq_sd, vq_origin);
@@ -150,7 +118,7 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
   io::check_tensor_set(io::shapes_of(vq_sd), vq_decoder_expected_tensors(report.vq), vq_origin);
 
   report_progress(0.3, "reading GPT checkpoint " + opt.checkpoint);
-  StateDict gpt_sd = load_state_dict(opt.checkpoint, "checkpoint");
+  StateDict gpt_sd = io::load_unwrapped_state_dict(opt.checkpoint, "checkpoint");
   const std::string gpt_origin = "checkpoint " + opt.checkpoint;
   report.gpt = infer_gpt(gpt_sd, opt, report.vq.downsample(), gpt_origin);
   io::check_tensor_set(io::shapes_of(gpt_sd), gpt_expected_tensors(report.gpt), gpt_origin);

@@ -11,6 +11,7 @@
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/io/bundle_weights.h"
+#include "engine/io/converted_state_dict.h"
 #include "engine/io/torch_checkpoint.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_weights.h"
@@ -18,25 +19,7 @@
 namespace kvs::mar {
 namespace {
 namespace fs = std::filesystem;
-using StateDict = std::map<std::string, at::Tensor>;
-
-StateDict strip_wrappers(std::vector<std::pair<std::string, at::Tensor>> items, const std::string& origin) {
-  StateDict out;
-  for (auto& [key, tensor] : items) {
-    std::string name = key;
-    for (const char* prefix : {"module.", "_orig_mod."})  // DDP / torch.compile wrappers
-      if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
-    out[name] = tensor;
-  }
-  if (out.empty()) throw FormatError(origin + ": contains no tensors");
-  return out;
-}
-
-const at::Tensor& need(const StateDict& sd, const std::string& name, const std::string& origin) {
-  auto it = sd.find(name);
-  if (it == sd.end()) throw ModelMismatchError(origin + ": missing tensors: " + name);
-  return it->second;
-}
+using io::StateDict;
 
 int64_t exact_sqrt(int64_t n) {
   const int64_t r = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(n))));
@@ -58,21 +41,21 @@ std::string preset_for_width(int64_t width) {
 MarConfig infer_mar(const StateDict& sd, const MarConvertOptions& opt, const KlVaeConfig& vae, const std::string& origin) {
   const io::ShapeMap shapes = io::shapes_of(sd);
   MarConfig c;
-  const at::Tensor& z_proj = need(sd, "z_proj.weight", origin);
+  const at::Tensor& z_proj = io::need_tensor(sd, "z_proj.weight", origin);
   c.encoder_embed_dim = z_proj.size(0);
   const int64_t token_dim = z_proj.size(1);
-  c.encoder_depth = count_indexed(shapes, "encoder_blocks.", "attn.qkv.weight");
-  c.decoder_depth = count_indexed(shapes, "decoder_blocks.", "attn.qkv.weight");
+  c.encoder_depth = io::count_indexed(shapes, "encoder_blocks.", "attn.qkv.weight");
+  c.decoder_depth = io::count_indexed(shapes, "decoder_blocks.", "attn.qkv.weight");
   if (c.encoder_depth == 0 || c.decoder_depth == 0)
     throw ModelMismatchError(origin + ": no encoder_blocks.N / decoder_blocks.N tensors (not a MAR checkpoint?)");
-  c.decoder_embed_dim = need(sd, "decoder_embed.weight", origin).size(0);
-  c.mlp_ratio = static_cast<double>(need(sd, "encoder_blocks.0.mlp.fc1.weight", origin).size(0)) /
+  c.decoder_embed_dim = io::need_tensor(sd, "decoder_embed.weight", origin).size(0);
+  c.mlp_ratio = static_cast<double>(io::need_tensor(sd, "encoder_blocks.0.mlp.fc1.weight", origin).size(0)) /
                 static_cast<double>(c.encoder_embed_dim);
-  const int64_t seq_len = need(sd, "diffusion_pos_embed_learned", origin).size(1);
-  c.buffer_size = need(sd, "encoder_pos_embed_learned", origin).size(1) - seq_len;
-  c.class_num = need(sd, "class_emb.weight", origin).size(0);
-  c.diffloss_w = need(sd, "diffloss.net.input_proj.weight", origin).size(0);
-  c.diffloss_d = count_indexed(shapes, "diffloss.net.res_blocks.", "in_ln.weight");
+  const int64_t seq_len = io::need_tensor(sd, "diffusion_pos_embed_learned", origin).size(1);
+  c.buffer_size = io::need_tensor(sd, "encoder_pos_embed_learned", origin).size(1) - seq_len;
+  c.class_num = io::need_tensor(sd, "class_emb.weight", origin).size(0);
+  c.diffloss_w = io::need_tensor(sd, "diffloss.net.input_proj.weight", origin).size(0);
+  c.diffloss_d = io::count_indexed(shapes, "diffloss.net.res_blocks.", "in_ln.weight");
   c.vae_embed_dim = vae.embed_dim;
   const int64_t seq_h = exact_sqrt(seq_len);
   if (seq_h <= 0) throw ModelMismatchError(origin + ": " + std::to_string(seq_len) + " tokens do not form a square grid");
@@ -114,7 +97,7 @@ MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarC
   MarConvertReport report;
   report_progress(0.0, "reading KL-VAE " + opt.vae);
   const std::string vae_origin = "tokenizer " + opt.vae;
-  StateDict vae_sd = strip_wrappers(io::read_torch_state_dict(opt.vae, "tokenizer"), vae_origin);
+  StateDict vae_sd = io::unwrapped_state_dict(io::read_torch_state_dict(opt.vae, "tokenizer"), vae_origin);
   for (auto it = vae_sd.begin(); it != vae_sd.end();) {
     if (is_unused_vae_key(it->first)) {
       report.dropped_keys.push_back("vae." + it->first);
@@ -139,7 +122,7 @@ MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarC
                               " instead (the official evaluation uses the EMA weights)");
     log.warn(report.warnings.back());
   }
-  StateDict mar_sd = strip_wrappers(std::move(loaded.tensors), mar_origin);
+  StateDict mar_sd = io::unwrapped_state_dict(std::move(loaded.tensors), mar_origin);
   report.mar = infer_mar(mar_sd, opt, report.vae, mar_origin);
   io::check_tensor_set(io::shapes_of(mar_sd), mar_expected_tensors(report.mar), mar_origin);
   check_compatible(report.mar, report.vae);

@@ -117,18 +117,6 @@ int64_t mar_parameter_count(const MarConfig& config) { return count(mar_expected
 
 int64_t kl_vae_decoder_parameter_count(const KlVaeConfig& config) { return count(kl_vae_expected_tensors(config)); }
 
-int64_t count_indexed(const io::ShapeMap& shapes, const std::string& prefix, const std::string& suffix) {
-  std::set<int64_t> idx;
-  for (const auto& [k, v] : shapes) {
-    if (k.rfind(prefix, 0) != 0) continue;
-    size_t pos = prefix.size(), digits = 0;
-    while (pos + digits < k.size() && std::isdigit(static_cast<unsigned char>(k[pos + digits]))) ++digits;
-    if (digits == 0 || digits > 9 || k.compare(pos + digits, std::string::npos, "." + suffix) != 0) continue;
-    idx.insert(std::stoll(k.substr(pos, digits)));
-  }
-  return static_cast<int64_t>(idx.size());
-}
-
 KlVaeConfig infer_kl_vae_config(const io::ShapeMap& shapes, const std::string& origin) {
   auto shape = [&](const std::string& name) -> const std::vector<int64_t>& {
     auto it = shapes.find(name);
@@ -137,9 +125,9 @@ KlVaeConfig infer_kl_vae_config(const io::ShapeMap& shapes, const std::string& o
   };
   KlVaeConfig c;
   c.embed_dim = shape("post_quant_conv.weight").at(0);
-  const int64_t levels = count_indexed(shapes, "decoder.up.", "block.0.conv1.weight");
+  const int64_t levels = io::count_indexed(shapes, "decoder.up.", "block.0.conv1.weight");
   if (levels == 0) throw ModelMismatchError(origin + ": no decoder.up.N tensors (not a KL-VAE decoder?)");
-  c.num_res_blocks = count_indexed(shapes, "decoder.up.0.block.", "conv1.weight") - 1;
+  c.num_res_blocks = io::count_indexed(shapes, "decoder.up.0.block.", "conv1.weight") - 1;
   c.ch = shape("decoder.up.0.block.0.conv2.weight").at(0);
   c.ch_mult.assign(static_cast<size_t>(levels), 1);
   c.attn_resolutions.clear();

@@ -33,9 +33,6 @@ int64_t kl_vae_decoder_parameter_count(const KlVaeConfig& config);
 // Throws ModelMismatchError naming `origin` when decoder tensors are missing.
 KlVaeConfig infer_kl_vae_config(const io::ShapeMap& shapes, const std::string& origin);
 
-// Number of distinct N in names "<prefix>N.<suffix>".
-int64_t count_indexed(const io::ShapeMap& shapes, const std::string& prefix, const std::string& suffix);
-
 // Prefixes every expected name (e.g. "mar." / "vae." in bundles and conformance files).
 std::vector<io::ExpectedTensor> with_prefix(const std::string& prefix, const std::vector<io::ExpectedTensor>& expected);
 

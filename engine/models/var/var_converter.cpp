@@ -12,6 +12,7 @@
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/io/bundle_weights.h"
+#include "engine/io/converted_state_dict.h"
 #include "engine/io/torch_checkpoint.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_weights.h"
@@ -19,38 +20,8 @@
 namespace kvs::var {
 namespace {
 namespace fs = std::filesystem;
-using StateDict = std::map<std::string, at::Tensor>;
-
-StateDict load_state_dict(const std::string& path, const char* what) {
-  StateDict out;
-  for (auto& [key, tensor] : io::read_torch_state_dict(path, what)) {
-    std::string name = key;
-    for (const char* prefix : {"module.", "_orig_mod."})  // DDP / torch.compile wrappers
-      if (name.rfind(prefix, 0) == 0) name = name.substr(std::strlen(prefix));
-    out[name] = tensor;
-  }
-  if (out.empty()) throw FormatError(std::string(what) + " " + path + ": contains no tensors");
-  return out;
-}
-
-const at::Tensor& need(const StateDict& sd, const std::string& name, const std::string& origin) {
-  auto it = sd.find(name);
-  if (it == sd.end()) throw ModelMismatchError(origin + ": missing tensors: " + name);
-  return it->second;
-}
-
-// Number of distinct N in keys "<prefix>N.<suffix>".
-int64_t count_indexed(const StateDict& sd, const std::string& prefix, const std::string& suffix) {
-  std::set<int64_t> idx;
-  for (const auto& [k, v] : sd) {
-    if (k.rfind(prefix, 0) != 0) continue;
-    size_t pos = prefix.size(), digits = 0;
-    while (pos + digits < k.size() && std::isdigit(static_cast<unsigned char>(k[pos + digits]))) ++digits;
-    if (digits == 0 || digits > 9 || k.compare(pos + digits, std::string::npos, "." + suffix) != 0) continue;
-    idx.insert(std::stoll(k.substr(pos, digits)));
-  }
-  return static_cast<int64_t>(idx.size());
-}
+using io::StateDict;
+using io::count_indexed;
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
@@ -65,22 +36,22 @@ VarConfig infer_var(const StateDict& sd, const VarConvertOptions& opt, const std
   VarConfig c;
   c.depth = count_indexed(sd, "blocks.", "attn.mat_qkv.weight");
   if (c.depth == 0) throw ModelMismatchError(origin + ": no blocks.N.attn.mat_qkv.weight tensors (not a VAR checkpoint?)");
-  const at::Tensor& word = need(sd, "word_embed.weight", origin);
+  const at::Tensor& word = io::need_tensor(sd, "word_embed.weight", origin);
   c.embed_dim = word.size(0);
   c.cvae = word.size(1);
-  c.num_classes = need(sd, "class_emb.weight", origin).size(0) - 1;  // + the null class
-  c.vocab_size = need(sd, "head.weight", origin).size(0);
+  c.num_classes = io::need_tensor(sd, "class_emb.weight", origin).size(0) - 1;  // + the null class
+  c.vocab_size = io::need_tensor(sd, "head.weight", origin).size(0);
   c.shared_aln = sd.count("shared_ada_lin.1.weight") > 0;
   c.attn_l2_norm = sd.count("blocks.0.attn.scale_mul_1H11") > 0;
   c.num_heads = opt.num_heads;
   if (c.num_heads == 0)
-    c.num_heads = c.attn_l2_norm ? need(sd, "blocks.0.attn.scale_mul_1H11", origin).size(1) : c.depth;
+    c.num_heads = c.attn_l2_norm ? io::need_tensor(sd, "blocks.0.attn.scale_mul_1H11", origin).size(1) : c.depth;
   if (c.embed_dim % c.num_heads != 0)
     throw InvalidArgumentError(origin + ": width " + std::to_string(c.embed_dim) + " is not divisible by " +
                                std::to_string(c.num_heads) + " heads; pass --n-head");
-  c.mlp_ratio = static_cast<double>(need(sd, "blocks.0.ffn.fc1.weight", origin).size(0)) / static_cast<double>(c.embed_dim);
-  const int64_t total = need(sd, "pos_1LC", origin).size(1);
-  const int64_t scales = need(sd, "lvl_embed.weight", origin).size(0);
+  c.mlp_ratio = static_cast<double>(io::need_tensor(sd, "blocks.0.ffn.fc1.weight", origin).size(0)) / static_cast<double>(c.embed_dim);
+  const int64_t total = io::need_tensor(sd, "pos_1LC", origin).size(1);
+  const int64_t scales = io::need_tensor(sd, "lvl_embed.weight", origin).size(0);
   if (!opt.patch_nums.empty()) {
     c.patch_nums = opt.patch_nums;
   } else {
@@ -106,7 +77,7 @@ VarConfig infer_var(const StateDict& sd, const VarConvertOptions& opt, const std
 VqvaeConfig infer_vae(const StateDict& sd, const VarConvertOptions& opt, const std::vector<int64_t>& patch_nums,
                       const std::string& origin) {
   VqvaeConfig c;
-  const at::Tensor& emb = need(sd, "quantize.embedding.weight", origin);
+  const at::Tensor& emb = io::need_tensor(sd, "quantize.embedding.weight", origin);
   c.vocab_size = emb.size(0);
   c.z_channels = emb.size(1);
   c.v_patch_nums = patch_nums;
@@ -114,15 +85,15 @@ VqvaeConfig infer_vae(const StateDict& sd, const VarConvertOptions& opt, const s
   if (levels == 0) throw ModelMismatchError(origin + ": no decoder.up tensors (not a VAR VQVAE?)");
   c.num_res_blocks = count_indexed(sd, "decoder.up.0.block.", "conv1.weight") - 1;
   // Official decoders start at ch_mult 1: level 0 has `ch` channels.
-  c.ch = need(sd, "decoder.up.0.block.0.conv2.weight", origin).size(0);
+  c.ch = io::need_tensor(sd, "decoder.up.0.block.0.conv2.weight", origin).size(0);
   c.ch_mult.assign(static_cast<size_t>(levels), 1);
   for (int64_t level = 0; level < levels; ++level)
     c.ch_mult[static_cast<size_t>(level)] =
-        need(sd, "decoder.up." + std::to_string(level) + ".block.0.conv2.weight", origin).size(0) / c.ch;
+        io::need_tensor(sd, "decoder.up." + std::to_string(level) + ".block.0.conv2.weight", origin).size(0) / c.ch;
   c.using_sa = sd.count("decoder.up." + std::to_string(levels - 1) + ".attn.0.qkv.weight") > 0;
   c.using_mid_sa = sd.count("decoder.mid.attn_1.qkv.weight") > 0;
-  c.in_channels = need(sd, "decoder.conv_out.weight", origin).size(0);
-  c.quant_conv_ks = need(sd, "post_quant_conv.weight", origin).size(-1);
+  c.in_channels = io::need_tensor(sd, "decoder.conv_out.weight", origin).size(0);
+  c.quant_conv_ks = io::need_tensor(sd, "post_quant_conv.weight", origin).size(-1);
   c.quant_resi = opt.quant_resi;
   const int64_t partially = count_indexed(sd, "quantize.quant_resi.qresi_ls.", "weight");
   const int64_t non_shared = count_indexed(sd, "quantize.quant_resi.", "weight");
@@ -166,7 +137,7 @@ VarConvertReport convert_var_checkpoint(const VarConvertOptions& opt, const VarC
 
   VarConvertReport report;
   report_progress(0.0, "reading VAR checkpoint " + opt.checkpoint);
-  StateDict var_sd = load_state_dict(opt.checkpoint, "checkpoint");
+  StateDict var_sd = io::load_unwrapped_state_dict(opt.checkpoint, "checkpoint");
   const std::string var_origin = "checkpoint " + opt.checkpoint;
   report.var = infer_var(var_sd, opt, var_origin);
   for (auto it = var_sd.begin(); it != var_sd.end();) {
@@ -180,7 +151,7 @@ VarConvertReport convert_var_checkpoint(const VarConvertOptions& opt, const VarC
   io::check_tensor_set(io::shapes_of(var_sd), var_expected_tensors(report.var), var_origin);
 
   report_progress(0.4, "reading VQVAE " + opt.tokenizer);
-  StateDict vae_sd = load_state_dict(opt.tokenizer, "tokenizer");
+  StateDict vae_sd = io::load_unwrapped_state_dict(opt.tokenizer, "tokenizer");
   const std::string vae_origin = "tokenizer " + opt.tokenizer;
   report.vae = infer_vae(vae_sd, opt, report.var.patch_nums, vae_origin);
   for (auto it = vae_sd.begin(); it != vae_sd.end();) {
