@@ -32,7 +32,8 @@ QColor infernoColor(double v) {
   return QColor(bar.pixel(std::clamp(static_cast<int>(std::lround(v * 255.0)), 0, 255), 0));
 }
 
-QString scaleLabel(int64_t side) { return QStringLiteral("%1²").arg(side); }
+// Not "%1²".arg(): Qt reads the superscript two as a digit of the placeholder.
+QString scaleLabel(int64_t side) { return QString::number(side) + QChar(0x00B2); }
 
 }  // namespace
 
