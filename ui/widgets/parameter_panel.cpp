@@ -147,7 +147,8 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   steps_->setRange(2, 256);
   steps_->setValue(64);
   steps_->setToolTip(tr("MAR decoding steps: each step predicts a share of the tokens (cosine schedule). "
-                        "LazyMAR's start/interval follow the paper for 64 (5, 9) and 32 (4, 5) steps"));
+                        "LazyMAR's default start/interval (5, 9) are the paper's 64-step setting; "
+                        "for 32 steps the paper uses start 4, interval 5"));
   steps_label_ = new QLabel(tr("Steps"), what);
   form->addRow(steps_label_, steps_);
   layout->addWidget(what);

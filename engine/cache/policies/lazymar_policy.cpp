@@ -67,7 +67,6 @@ void LazyMarParams::validate() const {
   if (!(ratio > 0 && ratio <= 1)) bad("ratio " + std::to_string(ratio) + " is impossible (must be 0 < ratio <= 1)");
   if (extra < 0) bad("extra " + std::to_string(extra) + " is impossible (must be >= 0)");
   if (layer < 0) bad("layer " + std::to_string(layer) + " is impossible (a 0-based decoder block index, >= 0)");
-  if (head_threshold < 1) bad("head_threshold " + std::to_string(head_threshold) + " is impossible (must be >= 1)");
 }
 
 LazyMarParams LazyMarParams::from(const PolicyParams& p) {
@@ -80,8 +79,6 @@ LazyMarParams LazyMarParams::from(const PolicyParams& p) {
   out.layer = p.integer("layer");
   out.token_cache = p.text("token_cache") == "on";
   out.condition_cache = p.text("condition_cache") == "on";
-  out.head_cache = p.text("head_cache") == "on";
-  out.head_threshold = p.integer("head_threshold");
   out.validate();
   return out;
 }
@@ -108,8 +105,6 @@ PolicyInfo lazymar_policy_info() {
       {"layer", ParamType::Integer, "3", "0-based decoder block whose value similarity selects the tokens (the last block on shallower decoders)", {}},
       {"token_cache", ParamType::Choice, "on", "reuse the features of tokens whose values barely changed (off: every token is recomputed)", {"on", "off"}},
       {"condition_cache", ParamType::Choice, "on", "reuse the unconditional-minus-conditional difference so lazy steps run only the conditional branch", {"on", "off"}},
-      {"head_cache", ParamType::Choice, "off", "also cache the diffusion head's block outputs and CFG difference across reverse steps (official diffloss_cached)", {"on", "off"}},
-      {"head_threshold", ParamType::Integer, "7", "with head_cache: the head runs fully at reverse steps t = T-1 and t divisible by this", {}},
   };
   PolicyInfo info{kPolicy,
                   "LazyMAR (masked models): token cache by layer-3 value similarity + CFG condition cache, periodic refresh",

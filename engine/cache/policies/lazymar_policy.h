@@ -52,18 +52,10 @@
 //   condition cache is on (official); with condition_cache=off they hold every row
 //   and the unconditional branch goes through the token cache too (Table 2's
 //   "token cache only" ablation).
-// - Diffusion-head cache (official models/diffloss_cached.py, the "default"
-//   cache type, an option here: head_cache=on, threshold 7): at reverse step t
-//   (counted down from T-1) the head runs fully when t = T-1 or t % threshold == 0
-//   and stores each ResBlock's MLP output, the residual updates of blocks 1-4 and
-//   the CFG difference cond_eps - uncond_eps; at the other reverse steps blocks 1-4
-//   reuse their stored residual updates, the remaining blocks reuse their MLP
-//   output (only their adaLN runs), and only the conditional half runs, its
-//   unconditional eps := cond_eps - stored difference. Unlike the official code
-//   (whose MLP reuse also applies when t > 0.9 T), a block reuses its MLP output
-//   only at these cached steps, and the caches live per MAR step (the official
-//   ones persist across steps with a size check); the head cache is active at
-//   every MAR step, refresh or lazy, as in the official sample_tokens.
+// - Not implemented yet: the official diffusion-head cache (models/diffloss_cached.py:
+//   the head's block outputs and CFG difference reused across reverse steps).
+//   The head runs in full at every reverse step of every MAR step, so its
+//   FLOPs are a fixed share that the token and condition caches do not touch.
 #include <ATen/core/Tensor.h>
 
 #include <memory>
@@ -84,8 +76,6 @@ struct LazyMarParams {
   int64_t layer = 3;       // similarity block (0-based)
   bool token_cache = true;
   bool condition_cache = true;
-  bool head_cache = false;
-  int64_t head_threshold = 7;
 
   static LazyMarParams from(const PolicyParams& params);  // validates; throws InvalidArgumentError
   void validate() const;
