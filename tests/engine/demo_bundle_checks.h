@@ -32,14 +32,14 @@ inline void expect_demo_quality_gates(const io::ModelBundle& bundle) {
   EXPECT_EQ(bundle.class_names(), names);
 }
 
-// One image per class (12), in runs of 4, one thread, seeded, no warm-up: the
+// One image per class (12), in one run of 12, one thread, seeded, no warm-up: the
 // judged bench the demo tests compare policies with ("full" comes first).
 inline BenchOptions one_image_per_class_bench(const std::string& dir, const std::vector<std::string>& policies) {
   BenchOptions options;
   options.model_path = dir;
   options.policies = policies;
   options.images = static_cast<int64_t>(world::scene_classes().size());
-  options.batch = 4;
+  options.batch = 12;
   options.seed = 5;
   options.threads = 1;
   options.warmup = false;

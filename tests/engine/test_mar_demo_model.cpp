@@ -32,7 +32,7 @@ TEST(MarDemoModel, IsTrainedOnTheWorldAndPassesItsGates) {
 // One image per class at the bundle's defaults (32 steps, its CFG): LazyMAR with
 // its defaults (start 5, interval 9, the official retention table stretched over
 // the steps) keeps the class about as often as the full recomputation and stays
-// close to its pixels, at a fraction of its FLOPs (measured: 60.6 %, 39.1 dB,
+// close to its pixels, at a fraction of its FLOPs (measured: 60.6 %, 39 dB,
 // 12 of 12 recognised either way).
 TEST(MarDemoModel, LazyMarKeepsTheClassAtAFractionOfTheFlops) {
   const BenchOptions options = test::one_image_per_class_bench(mar_demo_dir(), {"lazymar"});
