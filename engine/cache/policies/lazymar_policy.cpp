@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/cache/policies/lazymar_head_cache.h"
 #include "engine/core/errors.h"
 #include "engine/models/mar/diffusion_head.h"
 #include "engine/models/mar/gaussian_diffusion.h"
@@ -67,6 +68,9 @@ void LazyMarParams::validate() const {
   if (!(ratio > 0 && ratio <= 1)) bad("ratio " + std::to_string(ratio) + " is impossible (must be 0 < ratio <= 1)");
   if (extra < 0) bad("extra " + std::to_string(extra) + " is impossible (must be >= 0)");
   if (layer < 0) bad("layer " + std::to_string(layer) + " is impossible (a 0-based decoder block index, >= 0)");
+  if (head_threshold < 1)
+    bad("head_threshold " + std::to_string(head_threshold) +
+        " is impossible (must be >= 1; 1 runs the full head at every reverse step)");
 }
 
 LazyMarParams LazyMarParams::from(const PolicyParams& p) {
@@ -79,6 +83,8 @@ LazyMarParams LazyMarParams::from(const PolicyParams& p) {
   out.layer = p.integer("layer");
   out.token_cache = p.text("token_cache") == "on";
   out.condition_cache = p.text("condition_cache") == "on";
+  out.head_cache = p.text("head_cache") == "on";
+  out.head_threshold = p.integer("head_threshold");
   out.validate();
   return out;
 }
@@ -105,10 +111,16 @@ PolicyInfo lazymar_policy_info() {
       {"layer", ParamType::Integer, "3", "0-based decoder block whose value similarity selects the tokens (the last block on shallower decoders)", {}},
       {"token_cache", ParamType::Choice, "on", "reuse the features of tokens whose values barely changed (off: every token is recomputed)", {"on", "off"}},
       {"condition_cache", ParamType::Choice, "on", "reuse the unconditional-minus-conditional difference so lazy steps run only the conditional branch", {"on", "off"}},
+      {"head_cache", ParamType::Choice, "off",
+       "diffusion-head cache of the official code: reuse the head's block outputs and CFG difference between full head steps", {"on", "off"}},
+      {"head_threshold", ParamType::Integer, "7",
+       "with head_cache=on, the head runs in full at its first reverse step and every step t with t % head_threshold == 0 (official 7)", {}},
   };
   PolicyInfo info{kPolicy,
-                  "LazyMAR (masked models): token cache by layer-3 value similarity + CFG condition cache, periodic refresh",
-                  "Yan et al. 2025 (LazyMAR) §3.2.1 token cache, §3.2.2 condition cache, §4.1 settings", params,
+                  "LazyMAR (masked models): token cache by layer-3 value similarity + CFG condition cache, periodic refresh; "
+                  "optional diffusion-head cache",
+                  "Yan et al. 2025 (LazyMAR) §3.2.1 token cache, §3.2.2 condition cache, §4.1 settings; head cache: official "
+                  "models/diffloss_cached.py", params,
                   [](const PolicyParams&, const PolicyContext&) -> std::unique_ptr<CachePolicy> {
                     throw InvalidArgumentError(
                         "policy lazymar is a feature cache for masked (MAR) models; raster and next-scale models take "
@@ -326,10 +338,14 @@ void LazyMarCache::observe(int64_t layer, const at::Tensor& q, const at::Tensor&
   observer_->on_qkv(MarStack::Decoder, layer, mar::MarBlockQkv{q.narrow(0, 0, 1), k.narrow(0, 0, 1), v.narrow(0, 0, 1)});
 }
 
-mar::GaussianDiffusion::ModelFn LazyMarCache::head_model(const mar::DiffusionHead& head, const mar::MarStepInput& input,
-                                                         const at::Tensor& z_rows, double cfg) {
-  (void)head, (void)input, (void)z_rows, (void)cfg;
-  return {};
+mar::GaussianDiffusion::ModelFn LazyMarCache::head_model(const mar::DiffusionHead& head,
+                                                         const mar::GaussianDiffusion& diffusion,
+                                                         const mar::MarStepInput& input, const at::Tensor& z_rows,
+                                                         double cfg) {
+  (void)input;
+  if (!params_.head_cache) return {};
+  return LazyMarHeadCache::model_fn(std::make_shared<LazyMarHeadCache>(
+      head, config_, diffusion.num_timesteps(), params_.head_threshold, z_rows, cfg, flops_));
 }
 
 }  // namespace kvs

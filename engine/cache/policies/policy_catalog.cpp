@@ -25,7 +25,7 @@ Range range_for(const PolicyParamSpec& p) {
       {"recent_lines", {0, 64}}, {"alpha", {0, 1}},          {"lambda", {0, 1}},
       {"window", {0, 65536}},   {"kernel", {1, 63}},        {"start", {0, 4096}},
       {"interval", {1, 4096}},  {"ratio", {0.01, 1}},       {"extra", {0, 4096}},
-      {"layer", {0, 64}},
+      {"layer", {0, 64}},       {"head_threshold", {1, 1000}},
   };
   if (auto it = known.find(p.name); it != known.end()) return it->second;
   switch (p.type) {

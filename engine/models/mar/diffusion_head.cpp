@@ -77,12 +77,21 @@ at::Tensor DiffusionHead::input(const at::Tensor& x) const {
   return at::linear(x.to(device_, at::kFloat), input_w_, input_b_);
 }
 
-at::Tensor DiffusionHead::res_block(int64_t i, const at::Tensor& x, const at::Tensor& y) const {
+DiffusionHead::Modulation DiffusionHead::modulation(int64_t i, const at::Tensor& y) const {
   const ResBlock& b = blocks_.at(static_cast<size_t>(i));
   auto mod = at::linear(at::silu(y), b.ada_w, b.ada_b).chunk(3, -1);  // shift, scale, gate
-  at::Tensor h = modulate(at::layer_norm(x, {x.size(-1)}, b.ln_w, b.ln_b, kLayerNormEps), mod[0], mod[1]);
-  h = at::linear(at::silu(at::linear(h, b.mlp0_w, b.mlp0_b)), b.mlp2_w, b.mlp2_b);
-  return x + mod[2] * h;
+  return {mod[0], mod[1], mod[2]};
+}
+
+at::Tensor DiffusionHead::mlp_branch(int64_t i, const at::Tensor& x, const Modulation& m) const {
+  const ResBlock& b = blocks_.at(static_cast<size_t>(i));
+  at::Tensor h = modulate(at::layer_norm(x, {x.size(-1)}, b.ln_w, b.ln_b, kLayerNormEps), m.shift, m.scale);
+  return at::linear(at::silu(at::linear(h, b.mlp0_w, b.mlp0_b)), b.mlp2_w, b.mlp2_b);
+}
+
+at::Tensor DiffusionHead::res_block(int64_t i, const at::Tensor& x, const at::Tensor& y) const {
+  const Modulation m = modulation(i, y);
+  return x + m.gate * mlp_branch(i, x, m);
 }
 
 at::Tensor DiffusionHead::final_layer(const at::Tensor& x, const at::Tensor& y) const {

@@ -4,9 +4,9 @@
 // match the official code numerically. Output columns [0, C) are the predicted
 // noise eps, [C, 2C) the learned-range variance interpolation values.
 //
-// The pieces (condition, input, res_block, final_layer) are public so that a
-// diffusion-head cache (LazyMAR's, as an option) can reuse block outputs across
-// reverse steps.
+// The pieces (condition, input, res_block and its two halves, final_layer) are
+// public so that LazyMAR's diffusion-head cache (engine/cache/policies/
+// lazymar_head_cache.h) can reuse block outputs across reverse steps.
 #include <ATen/core/Tensor.h>
 
 #include <map>
@@ -41,6 +41,13 @@ class DiffusionHead {
   at::Tensor input(const at::Tensor& x) const;                          // input_proj
   // ResBlock i: x + gate * mlp(LN(x) * (1 + scale) + shift), (shift, scale, gate) = adaLN(y).
   at::Tensor res_block(int64_t i, const at::Tensor& x, const at::Tensor& y) const;
+  // res_block's halves (res_block(i, x, y) == x + modulation(i, y).gate * mlp_branch(i, x, modulation(i, y)),
+  // the same operations): adaLN_modulation(y) and the MLP branch.
+  struct Modulation {
+    at::Tensor shift, scale, gate;
+  };
+  Modulation modulation(int64_t i, const at::Tensor& y) const;
+  at::Tensor mlp_branch(int64_t i, const at::Tensor& x, const Modulation& m) const;
   at::Tensor final_layer(const at::Tensor& x, const at::Tensor& y) const;
 
  private:

@@ -128,7 +128,7 @@ MaskedResult generate_masked(const MarModel& model, const at::Tensor& labels_in,
     const int64_t width = z.size(2);
     at::Tensor z_rows = at::masked_select(z, input.to_predict.unsqueeze(-1)).reshape({-1, width});
     GaussianDiffusion::ModelFn head_fn;
-    if (hooks.feature_cache) head_fn = hooks.feature_cache->head_model(*model.head, input, z_rows, cfg_iter);
+    if (hooks.feature_cache) head_fn = hooks.feature_cache->head_model(*model.head, *model.diffusion, input, z_rows, cfg_iter);
     // The exact head runs on every row of z_rows (forward_with_cfg doubles the conditional half) per reverse step.
     if (hooks.flops && !head_fn)
       hooks.flops->add(static_cast<double>(model.diffusion->num_timesteps()) * MarFlops::head_forward(config, z_rows.size(0)));

@@ -66,11 +66,13 @@ class MarFeatureCache {
   // z [rows, seq_len, D] = forward_mae_decoder(forward_mae_encoder(...)), or a
   // cached approximation of it. Runs the transformer's pieces itself.
   virtual at::Tensor condition(const MarTransformer& transformer, const MarStepInput& input) = 0;
-  // The model function of this step's reverse diffusion (z_rows: the selected
-  // condition rows, cfg: this step's guidance, 1 = none). Empty: the exact head.
-  virtual GaussianDiffusion::ModelFn head_model(const DiffusionHead& head, const MarStepInput& input,
-                                                const at::Tensor& z_rows, double cfg) {
-    (void)head, (void)input, (void)z_rows, (void)cfg;
+  // The model function of this step's reverse diffusion over `diffusion`'s
+  // respaced steps (z_rows: the selected condition rows, cfg: this step's
+  // guidance, 1 = none); it is called once per reverse step, t = T-1 down to 0.
+  // It counts its own FLOPs. Empty: the exact head (counted by generate_masked).
+  virtual GaussianDiffusion::ModelFn head_model(const DiffusionHead& head, const GaussianDiffusion& diffusion,
+                                                const MarStepInput& input, const at::Tensor& z_rows, double cfg) {
+    (void)head, (void)diffusion, (void)input, (void)z_rows, (void)cfg;
     return {};
   }
 };
