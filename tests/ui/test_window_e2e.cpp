@@ -155,19 +155,23 @@ class TestWindowE2E : public QObject {
   void marCompareAgainstFullRecomputation() {
     const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/mar_compare.png");
     const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_MAR_DEMO), QStringLiteral("--steps"),
-                                   QStringLiteral("16"), QStringLiteral("--compare"), QStringLiteral("full,lazymar:start=2,interval=5")},
+                                   QStringLiteral("16"), QStringLiteral("--compare"),
+                                   QStringLiteral("full,lazymar:start=2,interval=5,lazymar:start=2,interval=5,head_cache=on")},
                                   shot);
     QVERIFY2(!j.isEmpty(), "no summary");
     QVERIFY(j["ok"].toBool());
     QVERIFY(!QImage(shot).isNull());
     const QJsonArray rows = j["compare"].toObject()["rows"].toArray();
-    QCOMPARE(rows.size(), 2);
-    const QJsonObject full = rows[0].toObject(), lazy = rows[1].toObject();
+    QCOMPARE(rows.size(), 3);
+    const QJsonObject full = rows[0].toObject(), lazy = rows[1].toObject(), head = rows[2].toObject();
     QVERIFY(full["reference"].toBool());
     QVERIFY(full["identical"].toBool());
     QVERIFY(lazy["flops"].toDouble() > 0 && lazy["flops"].toDouble() < full["flops"].toDouble());
     QVERIFY(lazy["token_agreement"].isNull());  // not meaningful for MAR's continuous tokens
     QVERIFY(lazy["ssim"].toDouble() <= 1.0);
+    // The diffusion-head cache saves on top of the token and condition caches.
+    QVERIFY(head["flops"].toDouble() > 0 && head["flops"].toDouble() < lazy["flops"].toDouble());
+    QVERIFY(!head["identical"].toBool());
     QVERIFY(j["canvas"].toObject()["nonblank"].toBool());
   }
 
