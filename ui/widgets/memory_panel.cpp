@@ -260,7 +260,8 @@ void MemoryChart::paintFlopsPerStep(QPainter& p, const QRectF& plot, const std::
   }
   for (const auto& s : memory) {
     const double h = plot.height() * s.flops / y_max;
-    // Full steps (everything recomputed, both CFG branches) in grey, lazy steps in teal.
+    // Refresh steps (every token, both CFG branches; with head_cache=on the diffusion
+    // head still reuses its caches) in grey, lazy steps in teal.
     const bool lazy = s.recomputed_tokens >= 0 && (s.recomputed_tokens < run_->started().grid_height * run_->started().grid_width || !s.unconditional_computed);
     p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h), lazy ? kRetained : kFull);
   }
@@ -268,8 +269,8 @@ void MemoryChart::paintFlopsPerStep(QPainter& p, const QRectF& plot, const std::
   p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter, tr("step  (GFLOP per image)"));
   p.fillRect(QRectF(plot.left(), 4, 12, fm.height() - 4), kFull);
   p.setPen(kText);
-  p.drawText(QPointF(plot.left() + 16, 2 + fm.ascent()), tr("full step"));
-  const double lx = plot.left() + 30 + fm.horizontalAdvance(tr("full step"));
+  p.drawText(QPointF(plot.left() + 16, 2 + fm.ascent()), tr("refresh step"));
+  const double lx = plot.left() + 30 + fm.horizontalAdvance(tr("refresh step"));
   p.fillRect(QRectF(lx, 4, 12, fm.height() - 4), kRetained);
   p.drawText(QPointF(lx + 16, 2 + fm.ascent()), tr("lazy step (caches reused)"));
 }
