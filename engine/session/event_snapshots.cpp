@@ -3,6 +3,8 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include "engine/metrics/device_memory.h"
+
 namespace kvs {
 
 RgbImage to_rgb_image(const at::Tensor& nhwc_u8_single) {
@@ -45,6 +47,61 @@ std::vector<int64_t> retained_per_layer(const KvStore& store) {
   std::vector<int64_t> out;
   for (int64_t l = 0; l < store.n_layer(); ++l) out.push_back(store.lengths_tensor(l)[0].sum().item<int64_t>());
   return out;
+}
+
+void fill_kv_unit(UnitDoneEvent& unit, const KvStore& store, const GenerationRequest& request, int64_t total_positions,
+                  const std::string& policy, int cuda_index) {
+  const KvMemoryStats mem = store.memory();
+  unit.kv_bytes_logical = mem.bytes_logical;
+  unit.kv_bytes_allocated = mem.bytes_allocated;
+  unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
+  unit.kv_bytes_peak = mem.bytes_peak;
+  unit.policy = policy;
+  if (cuda_index >= 0) unit.device_memory = device_memory_stats(cuda_index);
+  unit.retained_per_layer = retained_per_layer(store);
+  if (request.emit_retained_masks) unit.retained = retained_masks(store, total_positions);
+}
+
+bool preview_due(const GenerationRequest& request, int64_t unit_index, int64_t units_total, double preview_ms,
+                 double elapsed_ms) {
+  if (request.preview_every_units <= 0 || (unit_index + 1) % request.preview_every_units != 0) return false;
+  const bool last_unit = unit_index + 1 == units_total;
+  return request.preview_max_share <= 0 || last_unit || preview_ms <= request.preview_max_share * elapsed_ms;
+}
+
+CacheAttentionMap::CacheAttentionMap(const GenerationRequest& request, int64_t total_positions)
+    : layer_(request.attention_layer), head_(request.attention_head), positions_(total_positions) {}
+
+void CacheAttentionMap::add(int64_t layer, int64_t query_position, const at::Tensor& mass_in,
+                            const at::Tensor& positions_in) {
+  if (layer_ >= 0 && layer != layer_) return;
+  if (layer == 0 || layer_ >= 0) {
+    sum_ = at::zeros({positions_}, at::TensorOptions().dtype(at::kFloat));
+    count_ = 0;
+    query_ = query_position;
+  }
+  at::Tensor mass = mass_in, pos = positions_in;
+  if (head_ >= 0) {
+    mass = mass.narrow(0, head_, 1);
+    pos = pos.narrow(0, head_, 1);
+  }
+  const at::Tensor valid = pos >= 0;
+  sum_.index_add_(0, at::where(valid, pos, at::zeros_like(pos)).reshape({-1}),
+                  at::where(valid, mass, at::zeros_like(mass)).reshape({-1}));
+  count_ += mass.size(0);
+}
+
+std::optional<AttentionMap> CacheAttentionMap::take() {
+  if (count_ == 0) return std::nullopt;
+  AttentionMap map;
+  map.layer = layer_;
+  map.head = head_;
+  map.query_position = query_;
+  map.positions = positions_;
+  const at::Tensor mean = (sum_ / static_cast<double>(count_)).contiguous();
+  map.weights.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + positions_);
+  count_ = 0;
+  return map;
 }
 
 }  // namespace kvs

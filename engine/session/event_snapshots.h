@@ -4,11 +4,14 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "engine/cache/kv_store.h"
 #include "engine/image/rgb_image.h"
 #include "engine/session/generation_events.h"
+#include "engine/session/generation_request.h"
 
 namespace kvs {
 
@@ -23,5 +26,37 @@ RetainedMasks retained_masks(const KvStore& store, int64_t total_positions);
 
 // Image 0's retained entries per layer, summed over KV heads.
 std::vector<int64_t> retained_per_layer(const KvStore& store);
+
+// A KV-cache unit's memory and cache snapshot: the store's byte counts, the
+// retained entries per layer and (when the request asks) the retained masks over
+// [0, total_positions); the active policy and the device's memory (cuda_index >= 0).
+void fill_kv_unit(UnitDoneEvent& unit, const KvStore& store, const GenerationRequest& request, int64_t total_positions,
+                  const std::string& policy, int cuda_index);
+
+// Whether a unit's preview is decoded: every request.preview_every_units units,
+// skipped while preview decoding has taken more than preview_max_share of the
+// run so far (the last unit always gets one when due).
+bool preview_due(const GenerationRequest& request, int64_t unit_index, int64_t units_total, double preview_ms,
+                 double elapsed_ms);
+
+// The attention map of a unit's queries over the KV cache's positions (image 0),
+// averaged over the layers and heads the request asks for (-1: mean). The
+// families feed it per layer from their attention hooks.
+class CacheAttentionMap {
+ public:
+  CacheAttentionMap(const GenerationRequest& request, int64_t total_positions);
+  // A layer's attention: `mass` [heads, L] (each row: the head's attention mass
+  // per cache entry, already averaged over the unit's queries / grouped heads),
+  // `positions` [heads, L] the entries' sequence positions (-1: empty). Layer 0
+  // (or the asked layer) starts a new unit whose queries begin at `query_position`.
+  void add(int64_t layer, int64_t query_position, const at::Tensor& mass, const at::Tensor& positions);
+  // The unit's mean map, or nothing when no layer was added since the last take.
+  std::optional<AttentionMap> take();
+
+ private:
+  int64_t layer_ = -1, head_ = -1, positions_ = 0;
+  at::Tensor sum_;
+  int64_t count_ = 0, query_ = 0;
+};
 
 }  // namespace kvs

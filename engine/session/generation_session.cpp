@@ -143,28 +143,13 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
     if (request.attention_head < -1 || request.attention_head >= config.kv_heads())
       throw InvalidArgumentError("attention head " + std::to_string(request.attention_head) + " does not exist (model has " +
                                  std::to_string(config.kv_heads()) + " KV heads; -1 = mean)");
-    at::Tensor attention_sum;
-    int64_t attention_count = 0, attention_query = 0;
+    CacheAttentionMap attention(request, total_positions);
     if (request.emit_attention_map) {
       hooks.wants_attention = [grid](int64_t i) { return (i + 2) % grid == 0; };
       hooks.on_attention = [&](int64_t layer, int64_t i, const KvAttention& a, const KvStore& store) {
-        if (request.attention_layer >= 0 && layer != request.attention_layer) return;
-        if (layer == 0 || request.attention_layer >= 0) {
-          attention_sum = at::zeros({total_positions}, at::TensorOptions().dtype(at::kFloat));
-          attention_count = 0;
-          attention_query = config.cls_token_num + i;
-        }
         const int64_t group = config.n_head / config.kv_heads();
         at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / static_cast<double>(group);  // [kv, L]: mean over grouped heads
-        at::Tensor pos = store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1));       // [kv, L]
-        if (request.attention_head >= 0) {
-          mass = mass.narrow(0, request.attention_head, 1);
-          pos = pos.narrow(0, request.attention_head, 1);
-        }
-        at::Tensor valid = pos >= 0;
-        attention_sum.index_add_(0, at::where(valid, pos, at::zeros_like(pos)).reshape({-1}),
-                                 at::where(valid, mass, at::zeros_like(mass)).reshape({-1}));
-        attention_count += mass.size(0);
+        attention.add(layer, config.cls_token_num + i, mass, store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1)));
       };
     }
     hooks.cache_capacity_tokens = policy->initial_entries();
@@ -178,30 +163,9 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       unit.unit_index = done / grid - 1;
       unit.units_total = grid;
       unit.elapsed_ms = ms;
-      const KvMemoryStats mem = cache.memory();
-      unit.kv_bytes_logical = mem.bytes_logical;
-      unit.kv_bytes_allocated = mem.bytes_allocated;
-      unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
-      unit.kv_bytes_peak = mem.bytes_peak;
-      unit.policy = policy_spec;
-      if (cuda_index >= 0) unit.device_memory = device_memory_stats(cuda_index);
-      unit.retained_per_layer = retained_per_layer(cache);
-      if (request.emit_retained_masks) unit.retained = retained_masks(cache, total_positions);
-      if (request.emit_attention_map && attention_count > 0) {
-        AttentionMap map;
-        map.layer = request.attention_layer;
-        map.head = request.attention_head;
-        map.query_position = attention_query;
-        map.positions = total_positions;
-        at::Tensor mean = (attention_sum / static_cast<double>(attention_count)).contiguous();
-        map.weights.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + total_positions);
-        unit.attention = std::move(map);
-        attention_count = 0;
-      }
-      const bool last_unit = unit.unit_index + 1 == grid;
-      const bool within_share = request.preview_max_share <= 0 || last_unit ||
-                                preview_ms <= request.preview_max_share * ms;
-      if (request.preview_every_units > 0 && (unit.unit_index + 1) % request.preview_every_units == 0 && within_share) {
+      fill_kv_unit(unit, cache, request, total_positions, policy_spec, cuda_index);
+      if (request.emit_attention_map) unit.attention = attention.take();
+      if (preview_due(request, unit.unit_index, grid, preview_ms, ms)) {
         // The decoder has global attention: decode the whole grid with code 0 for
         // rows not generated yet.
         const double decode_start = elapsed_ms();

@@ -169,9 +169,7 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
     } else {
       unit.recomputed.assign(static_cast<size_t>(seq_len), 1);
     }
-    const bool last_unit = step.step + 1 == step.steps_total;
-    const bool within_share = request.preview_max_share <= 0 || last_unit || preview_ms <= request.preview_max_share * ms;
-    if (request.preview_every_units > 0 && (step.step + 1) % request.preview_every_units == 0 && within_share) {
+    if (preview_due(request, step.step, step.steps_total, preview_ms, ms)) {
       const double decode_start = elapsed_ms();
       unit.preview = decode_tokens(model, *step.tokens);
       preview_ms += elapsed_ms() - decode_start;

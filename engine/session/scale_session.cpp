@@ -139,28 +139,13 @@ GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
 
   // Attention of each scale's queries (image 0), averaged over the queries and the
   // layers/heads asked for, per sequence position.
-  at::Tensor attention_sum;
-  int64_t attention_count = 0, attention_query = 0;
+  CacheAttentionMap attention(request, total);
   if (request.emit_attention_map) {
     hooks.wants_attention = [](int64_t) { return true; };
     hooks.on_attention = [&](int64_t layer, int64_t si, const KvAttention& a, const KvStore& store) {
-      if (request.attention_layer >= 0 && layer != request.attention_layer) return;
-      if (layer == 0 || request.attention_layer >= 0) {
-        attention_sum = at::zeros({total}, at::TensorOptions().dtype(at::kFloat));
-        attention_count = 0;
-        attention_query = config.scale_begin(si);
-      }
       const double queries = static_cast<double>(config.scale_tokens(si));
-      at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / queries;               // [heads, L]
-      at::Tensor pos = store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1));   // [heads, L]
-      if (request.attention_head >= 0) {
-        mass = mass.narrow(0, request.attention_head, 1);
-        pos = pos.narrow(0, request.attention_head, 1);
-      }
-      at::Tensor valid = pos >= 0;
-      attention_sum.index_add_(0, at::where(valid, pos, at::zeros_like(pos)).reshape({-1}),
-                               at::where(valid, mass, at::zeros_like(mass)).reshape({-1}));
-      attention_count += mass.size(0);
+      at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / queries;  // [heads, L]
+      attention.add(layer, config.scale_begin(si), mass, store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1)));
     };
   }
 
@@ -173,29 +158,9 @@ GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
     unit.unit_index = step.scale;
     unit.units_total = scales;
     unit.elapsed_ms = ms;
-    const KvMemoryStats mem = cache.memory();
-    unit.kv_bytes_logical = mem.bytes_logical;
-    unit.kv_bytes_allocated = mem.bytes_allocated;
-    unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
-    unit.kv_bytes_peak = mem.bytes_peak;
-    unit.policy = policy_spec;
-    if (ctx.cuda_index >= 0) unit.device_memory = device_memory_stats(ctx.cuda_index);
-    unit.retained_per_layer = retained_per_layer(cache);
-    if (request.emit_retained_masks) unit.retained = retained_masks(cache, total);
-    if (request.emit_attention_map && attention_count > 0) {
-      AttentionMap map;
-      map.layer = request.attention_layer;
-      map.head = request.attention_head;
-      map.query_position = attention_query;
-      map.positions = total;
-      at::Tensor mean = (attention_sum / static_cast<double>(attention_count)).contiguous();
-      map.weights.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + total);
-      unit.attention = std::move(map);
-      attention_count = 0;
-    }
-    const bool last_unit = step.scale + 1 == scales;
-    const bool within_share = request.preview_max_share <= 0 || last_unit || preview_ms <= request.preview_max_share * ms;
-    if (request.preview_every_units > 0 && (step.scale + 1) % request.preview_every_units == 0 && within_share) {
+    fill_kv_unit(unit, cache, request, total, policy_spec, ctx.cuda_index);
+    if (request.emit_attention_map) unit.attention = attention.take();
+    if (preview_due(request, step.scale, scales, preview_ms, ms)) {
       // f_hat already spans the whole image: decode it as it stands.
       const double decode_start = elapsed_ms();
       unit.preview = decode_fhat(model, *step.f_hat);
