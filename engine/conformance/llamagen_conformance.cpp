@@ -91,8 +91,7 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
     const std::string role = spec.value("role", "");
     if (role != "output" && role != "debug") continue;
     const std::string call = spec.value("call", "");
-    ConformanceCheck check;
-    try {
+    report.checks.push_back(checked_output(name, role, [&](ConformanceCheck& check) {
       std::smatch m;
       if (name == "logits") {
         check = compare_with_reference(name, spec, teacher(), io_file->tensor(name));
@@ -143,23 +142,11 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
         at::Tensor got = name == "images" ? *decoded : llamagen::images_to_uint8_nhwc(*decoded);
         check = compare_with_reference(name, spec, got, io_file->tensor(name));
         check.note = "decoded from reference " + decoded_from;
-      } else if (role == "debug") {
-        check.tensor = name;
-        check.role = role;
-        check.skipped = true;
-        check.note = "debug tensor not computed";
       } else {
-        check.tensor = name;
-        check.role = role;
-        check.note = "no runner knows how to produce this output";
+        return false;
       }
-    } catch (const Error& e) {
-      check.tensor = name;
-      check.role = role;
-      check.passed = false;
-      check.note = e.what();
-    }
-    report.checks.push_back(check);
+      return true;
+    }));
   }
   return report;
 }

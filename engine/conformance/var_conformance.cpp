@@ -160,8 +160,7 @@ ConformanceReport run_var_conformance(const ojson& manifest, const std::filesyst
     const ojson& spec = it.value();
     const std::string role = spec.value("role", "");
     if (role != "output" && role != "debug") continue;
-    ConformanceCheck check;
-    try {
+    report.checks.push_back(checked_output(name, role, [&](ConformanceCheck& check) {
       if (name == "x_BLCv_wo_first_l") {
         if (!teacher_input) teacher_input = model.vqvae->ids_to_var_input(ids_named("gt_idx_s"));
         check = compare_with_reference(name, spec, *teacher_input, io_file->tensor(name));
@@ -191,23 +190,11 @@ ConformanceReport run_var_conformance(const ojson& manifest, const std::filesyst
       } else if (name == "dec_raw") {
         check = compare_with_reference(name, spec, decode_reference(), io_file->tensor(name));
         check.note = "decoded from reference f_hat";
-      } else if (role == "debug") {
-        check.tensor = name;
-        check.role = role;
-        check.skipped = true;
-        check.note = "debug tensor not computed";
       } else {
-        check.tensor = name;
-        check.role = role;
-        check.note = "no runner knows how to produce this output";
+        return false;
       }
-    } catch (const Error& e) {
-      check.tensor = name;
-      check.role = role;
-      check.passed = false;
-      check.note = e.what();
-    }
-    report.checks.push_back(check);
+      return true;
+    }));
   }
   return report;
 }
