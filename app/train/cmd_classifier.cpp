@@ -44,9 +44,7 @@ int cmd_classifier(const std::vector<std::string>& args, const std::string& comm
   setup.eval_per_class = data.eval_per_class;
   setup.augment = !p.flag("--no-augment");
   const training::TrainSummary s = training::train_classifier(options, setup);
-  std::printf("%s\n", summary_line("classifier", s).c_str());
-  if (!s.final_eval.empty()) std::printf("held-out accuracy: %.4f\n", s.final_eval[0]);
-  return s.finished ? 0 : 130;
+  return finish_training("classifier", s, "held-out accuracy", 4);
 }
 
 }  // namespace kvs::train_app

@@ -47,15 +47,11 @@ int cmd_gpt(const std::vector<std::string>& args, const std::string& command_lin
   c.n_head = p.get_int("--heads", 8);
   c.class_dropout_prob = p.get_double("--class-dropout", 0.1);
   c.num_classes = training::world_class_count();
-  const WorldDataOptions data = parse_world_data_options(p);
-  setup.train_per_class = data.train_per_class;
-  setup.eval_per_class = data.eval_per_class;
+  read_world_data_options(p, setup);
   // vocab_size and block_size follow the tokenizer: read from its checkpoint by the trainer.
   training::fit_gpt_to_tokenizer(setup);
   const training::TrainSummary s = training::train_gpt(options, setup);
-  std::printf("%s\n", summary_line("gpt", s).c_str());
-  if (!s.final_eval.empty()) std::printf("held-out token loss: %.4f\n", s.final_eval[0]);
-  return s.finished ? 0 : 130;
+  return finish_training("gpt", s, "held-out token loss", 4);
 }
 
 }  // namespace kvs::train_app

@@ -9,15 +9,13 @@
 namespace kvs::train_app {
 namespace {
 
-// The MAR demo tokenizer recipe (app/train/mar_demo_recipe.sh).
-constexpr RecipeDefaults kRecipe{.steps = 5000,
-                                 .batch = 8,
-                                 .lr = 1e-3,
-                                 .warmup = 100,
-                                 .weight_decay = 0.0,
-                                 .log_every = 50,
-                                 .eval_every = 500,
-                                 .checkpoint_every = 250};
+// The tokenizers' recipe without weight decay (app/train/mar_demo_recipe.sh).
+constexpr RecipeDefaults kl_vae_recipe() {
+  RecipeDefaults r = kTokenizerRecipe;
+  r.weight_decay = 0.0;
+  return r;
+}
+constexpr RecipeDefaults kRecipe = kl_vae_recipe();
 
 }  // namespace
 
@@ -52,14 +50,10 @@ int cmd_kl_vae(const std::vector<std::string>& args, const std::string& command_
   setup.model.kl_weight = p.get_double("--kl-weight", 1e-4);
   setup.image_size = static_cast<int>(demo.resolution);
   arch.resolution = setup.image_size;
-  const WorldDataOptions data = parse_world_data_options(p);
-  setup.train_per_class = data.train_per_class;
-  setup.eval_per_class = data.eval_per_class;
+  read_world_data_options(p, setup);
   setup.flip = !p.flag("--no-flip");
   const training::TrainSummary s = training::train_kl_vae(options, setup);
-  std::printf("%s\n", summary_line("kl-vae", s).c_str());
-  if (!s.final_eval.empty()) std::printf("held-out reconstruction PSNR: %.2f dB\n", s.final_eval[0]);
-  return s.finished ? 0 : 130;
+  return finish_training("kl-vae", s, "held-out reconstruction PSNR", 2, " dB");
 }
 
 }  // namespace kvs::train_app

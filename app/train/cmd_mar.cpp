@@ -12,7 +12,7 @@ namespace {
 
 // Upstream's optimiser (main_mar.py: AdamW (0.9, 0.95), weight decay 0.02, grad clip 3)
 // with the demo's step count, batch and learning rate (app/train/mar_demo_recipe.sh).
-constexpr RecipeDefaults kRecipe{.steps = 9000,
+constexpr RecipeDefaults kRecipe{.steps = 4000,
                                  .batch = 16,
                                  .lr = 5e-4,
                                  .warmup = 200,
@@ -75,15 +75,11 @@ int cmd_mar(const std::vector<std::string>& args, const std::string& command_lin
   setup.diffusion_batch_mul = p.get_int("--diffusion-batch-mul", 4);
   setup.ema_rate = p.get_double("--ema", 0.999);
   setup.flip = !p.flag("--no-flip");
-  const WorldDataOptions data = parse_world_data_options(p);
-  setup.train_per_class = data.train_per_class;
-  setup.eval_per_class = data.eval_per_class;
+  read_world_data_options(p, setup);
   // vae_embed_dim, img_size and vae_stride follow the VAE checkpoint.
   training::fit_mar_to_vae(setup);
   const training::TrainSummary s = training::train_mar(options, setup);
-  std::printf("%s\n", summary_line("mar", s).c_str());
-  if (!s.final_eval.empty()) std::printf("held-out diffusion loss: %.4f\n", s.final_eval[0]);
-  return s.finished ? 0 : 130;
+  return finish_training("mar", s, "held-out diffusion loss", 4);
 }
 
 }  // namespace kvs::train_app

@@ -55,15 +55,11 @@ int cmd_var(const std::vector<std::string>& args, const std::string& command_lin
   c.num_classes = training::world_class_count();
   setup.cond_drop_rate = p.get_double("--cond-drop", 0.1);
   setup.init_adaln_gamma = p.get_double("--alng", 1e-3);
-  const WorldDataOptions data = parse_world_data_options(p);
-  setup.train_per_class = data.train_per_class;
-  setup.eval_per_class = data.eval_per_class;
+  read_world_data_options(p, setup);
   // vocab_size, Cvae and patch_nums follow the VQVAE checkpoint.
   training::fit_var_to_tokenizer(setup);
   const training::TrainSummary s = training::train_var(options, setup);
-  std::printf("%s\n", summary_line("var", s).c_str());
-  if (!s.final_eval.empty()) std::printf("held-out token loss: %.4f\n", s.final_eval[0]);
-  return s.finished ? 0 : 130;
+  return finish_training("var", s, "held-out token loss", 4);
 }
 
 }  // namespace kvs::train_app

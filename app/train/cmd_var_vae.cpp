@@ -9,15 +9,7 @@
 namespace kvs::train_app {
 namespace {
 
-// The VAR demo tokenizer recipe (app/train/var_demo_recipe.sh).
-constexpr RecipeDefaults kRecipe{.steps = 5000,
-                                 .batch = 8,
-                                 .lr = 1e-3,
-                                 .warmup = 100,
-                                 .weight_decay = 0.05,
-                                 .log_every = 50,
-                                 .eval_every = 500,
-                                 .checkpoint_every = 250};
+constexpr RecipeDefaults kRecipe = kTokenizerRecipe;
 
 }  // namespace
 
@@ -63,16 +55,12 @@ int cmd_var_vae(const std::vector<std::string>& args, const std::string& command
   arch.share_quant_resi = p.get_int("--share-quant-resi", demo.share_quant_resi);
   setup.model.beta = p.get_double("--beta", 0.25);
   setup.image_size = static_cast<int>(arch.image_size());
-  const WorldDataOptions data = parse_world_data_options(p);
-  setup.train_per_class = data.train_per_class;
-  setup.eval_per_class = data.eval_per_class;
+  read_world_data_options(p, setup);
   setup.restart_every = p.get_int("--restart-every", 100);
   setup.restart_until_fraction = p.get_double("--restart-until", 0.5);
   setup.flip = !p.flag("--no-flip");
   const training::TrainSummary s = training::train_var_vae(options, setup);
-  std::printf("%s\n", summary_line("var-vae", s).c_str());
-  if (!s.final_eval.empty()) std::printf("held-out reconstruction PSNR: %.2f dB\n", s.final_eval[0]);
-  return s.finished ? 0 : 130;
+  return finish_training("var-vae", s, "held-out reconstruction PSNR", 2, " dB");
 }
 
 }  // namespace kvs::train_app

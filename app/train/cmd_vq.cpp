@@ -8,15 +8,7 @@
 namespace kvs::train_app {
 namespace {
 
-// The demo tokenizer recipe (README "Training the demo models").
-constexpr RecipeDefaults kRecipe{.steps = 5000,
-                                 .batch = 8,
-                                 .lr = 1e-3,
-                                 .warmup = 100,
-                                 .weight_decay = 0.05,
-                                 .log_every = 50,
-                                 .eval_every = 500,
-                                 .checkpoint_every = 250};
+constexpr RecipeDefaults kRecipe = kTokenizerRecipe;
 
 }  // namespace
 
@@ -54,14 +46,10 @@ int cmd_vq(const std::vector<std::string>& args, const std::string& command_line
   setup.model.commit_loss_beta = p.get_double("--commit-beta", 0.25);
   setup.model.entropy_loss_ratio = p.get_double("--entropy-ratio", 0.0);
   setup.image_size = static_cast<int>(p.get_int("--image-size", 64));
-  const WorldDataOptions data = parse_world_data_options(p);
-  setup.train_per_class = data.train_per_class;
-  setup.eval_per_class = data.eval_per_class;
+  read_world_data_options(p, setup);
   setup.flip = !p.flag("--no-flip");
   const training::TrainSummary s = training::train_vq(options, setup);
-  std::printf("%s\n", summary_line("vq", s).c_str());
-  if (!s.final_eval.empty()) std::printf("held-out reconstruction PSNR: %.2f dB\n", s.final_eval[0]);
-  return s.finished ? 0 : 130;
+  return finish_training("vq", s, "held-out reconstruction PSNR", 2, " dB");
 }
 
 }  // namespace kvs::train_app

@@ -24,6 +24,17 @@ struct RecipeDefaults {
   double grad_clip = 1.0;
 };
 
+// The tokenizers' recipe (vq, var-vae; kl-vae without weight decay): the demo
+// recipes' 5,000 steps of batch 8 (README "Training the demo models").
+inline constexpr RecipeDefaults kTokenizerRecipe{.steps = 5000,
+                                                 .batch = 8,
+                                                 .lr = 1e-3,
+                                                 .warmup = 100,
+                                                 .weight_decay = 0.05,
+                                                 .log_every = 50,
+                                                 .eval_every = 500,
+                                                 .checkpoint_every = 250};
+
 // The world images a command trains on and evaluates with
 // (--train-per-class, --eval-per-class), shared by every trainer.
 struct WorldDataOptions {
@@ -34,6 +45,13 @@ inline constexpr const char* kWorldDataOptions[] = {"--train-per-class", "--eval
 WorldDataOptions parse_world_data_options(const cli::ArgParser& p, const WorldDataOptions& defaults = {});
 // `what_eval_is_for`: e.g. "the PSNR curve" or "the held-out loss".
 std::string world_data_help(const std::string& what_eval_is_for, const WorldDataOptions& defaults = {});
+// Copies --train-per-class / --eval-per-class into a trainer's setup.
+template <class Setup>
+void read_world_data_options(const cli::ArgParser& p, Setup& setup) {
+  const WorldDataOptions data = parse_world_data_options(p);
+  setup.train_per_class = data.train_per_class;
+  setup.eval_per_class = data.eval_per_class;
+}
 
 // A run folder the command reads (the tokenizer / VAE it builds on): OPTION DIR,
 // default WORK/<kind>.
@@ -53,5 +71,9 @@ training::TrainOptions parse_train_options(const cli::ArgParser& p, const Recipe
 
 std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text);
 std::string summary_line(const std::string& kind, const training::TrainSummary& s);
+// Prints the summary line and the final held-out value ("<eval_label>: <value><unit>"
+// with `decimals` digits) and returns the command's exit code (130: stopped early).
+int finish_training(const std::string& kind, const training::TrainSummary& s, const std::string& eval_label,
+                    int decimals, const std::string& unit = "");
 
 }  // namespace kvs::train_app
