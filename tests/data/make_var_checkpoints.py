@@ -7,38 +7,12 @@ inference never uses get placeholders, so the files carry every official key.
 
 usage: python make_var_checkpoints.py <conformance var weights.safetensors> <out dir>
 """
-import collections
-import json
 import os
-import struct
 import sys
 
 import torch
 
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I64": torch.int64,
-          "I32": torch.int32, "U8": torch.uint8}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = collections.OrderedDict()
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        b, end = e["data_offsets"]
-        t = torch.frombuffer(bytearray(data[b:end]), dtype=DTYPES[e["dtype"]]) if end > b else torch.empty(0)
-        out[name] = t.reshape(e["shape"]).clone()
-    return out
-
-
-def state_dict(items):
-    """An OrderedDict with the `_metadata` attribute nn.Module.state_dict() attaches."""
-    sd = collections.OrderedDict(items)
-    sd._metadata = collections.OrderedDict({"": {"version": 1}})
-    return sd
+from official_checkpoint_io import read_safetensors, state_dict
 
 
 def main():
