@@ -51,6 +51,32 @@ void print_provenance_and_quality(const io::ModelBundle& bundle) {
   }
 }
 
+// Stored parameters per part — a tensor counts for the first prefix its name
+// starts with, the last part takes the rest — and the stored dtypes ("F16,F32").
+struct StoredWeights {
+  std::vector<int64_t> params;
+  std::string dtypes;
+};
+StoredWeights stored_weights(const io::ModelBundle& bundle, const std::vector<std::string>& prefixes) {
+  StoredWeights out;
+  out.params.assign(prefixes.size() + 1, 0);
+  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  for (const auto& e : reader->index().tensors) {
+    size_t part = 0;
+    while (part < prefixes.size() && e.name.rfind(prefixes[part], 0) != 0) ++part;
+    out.params[part] += static_cast<int64_t>(e.numel());
+    const std::string dtype = io::dtype_name(e.dtype);
+    if (out.dtypes.find(dtype) == std::string::npos) out.dtypes += (out.dtypes.empty() ? "" : ",") + dtype;
+  }
+  return out;
+}
+
+void print_kv_cache_per_token(int64_t kv_per_token_f32, int64_t tokens) {
+  std::printf("KV cache:     %lld bytes/token in float32 (%lld in fp16/bf16); full image: %.2f MiB per sequence,\n"
+              "              x2 with CFG (conditional + unconditional rows)\n",
+              (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2, kv_per_token_f32 * tokens / 1048576.0);
+}
+
 std::string join_ints(const std::vector<int64_t>& v) {
   std::string s;
   for (int64_t x : v) {
@@ -65,18 +91,9 @@ int info_var(const io::ModelBundle& bundle, bool as_json) {
   const auto model = var::VarModel::load(bundle, at::Device(at::kCPU));
   const auto& c = model.transformer->config();
   const auto& v = model.vqvae->config();
-  auto reader = io::SafetensorsReader::open(bundle.weights_path());
-  int64_t var_params = 0, vae_params = 0;
-  std::string dtypes;
-  for (const auto& e : reader->index().tensors) {
-    const int64_t n = static_cast<int64_t>(e.numel());
-    if (e.name.rfind("var.", 0) == 0) var_params += n;
-    else vae_params += n;
-    if (dtypes.find(io::dtype_name(e.dtype)) == std::string::npos) {
-      if (!dtypes.empty()) dtypes += ',';
-      dtypes += io::dtype_name(e.dtype);
-    }
-  }
+  const StoredWeights stored = stored_weights(bundle, {"var."});
+  const int64_t var_params = stored.params[0], vae_params = stored.params[1];
+  const std::string& dtypes = stored.dtypes;
   const int64_t kv_per_token_f32 = 2 * c.depth * c.num_heads * c.head_dim() * 4;
   const int64_t tokens = c.total_tokens();
   if (as_json) {
@@ -110,9 +127,7 @@ int info_var(const io::ModelBundle& bundle, bool as_json) {
   std::printf("image:        %lldx%lld px\n", (long long)v.image_size(), (long long)v.image_size());
   std::printf("parameters:   VAR %.2fM, VQVAE decoder %.2fM (weights %s)\n", var_params / 1e6, vae_params / 1e6,
               dtypes.c_str());
-  std::printf("KV cache:     %lld bytes/token in float32 (%lld in fp16/bf16); full image: %.2f MiB per sequence,\n"
-              "              x2 with CFG (conditional + unconditional rows)\n",
-              (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2, kv_per_token_f32 * tokens / 1048576.0);
+  print_kv_cache_per_token(kv_per_token_f32, tokens);
   print_provenance_and_quality(bundle);
   return 0;
 }
@@ -122,19 +137,9 @@ int info_mar(const io::ModelBundle& bundle, bool as_json) {
   const auto model = mar::MarModel::load(bundle, at::Device(at::kCPU));
   const auto& c = model.config();
   const auto& v = model.vae->config();
-  auto reader = io::SafetensorsReader::open(bundle.weights_path());
-  int64_t mar_params = 0, head_params = 0, vae_params = 0;
-  std::string dtypes;
-  for (const auto& e : reader->index().tensors) {
-    const int64_t n = static_cast<int64_t>(e.numel());
-    if (e.name.rfind("mar.diffloss.", 0) == 0) head_params += n;
-    else if (e.name.rfind("mar.", 0) == 0) mar_params += n;
-    else vae_params += n;
-    if (dtypes.find(io::dtype_name(e.dtype)) == std::string::npos) {
-      if (!dtypes.empty()) dtypes += ',';
-      dtypes += io::dtype_name(e.dtype);
-    }
-  }
+  const StoredWeights stored = stored_weights(bundle, {"mar.diffloss.", "mar."});
+  const int64_t head_params = stored.params[0], mar_params = stored.params[1], vae_params = stored.params[2];
+  const std::string& dtypes = stored.dtypes;
   const nlohmann::json defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
   if (as_json) {
     nlohmann::json j = {{"name", model.name},
@@ -195,15 +200,9 @@ int cmd_info(const std::vector<std::string>& args) {
   const auto model = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU));
   const auto& g = model.gpt->config();
   const auto& v = model.vq->config();
-  auto reader = io::SafetensorsReader::open(bundle.weights_path());
-  int64_t stored_params = 0, vq_params = 0;
-  std::string dtypes;
-  for (const auto& e : reader->index().tensors) {
-    const int64_t n = static_cast<int64_t>(e.numel());
-    if (e.name.rfind("gpt.", 0) == 0) stored_params += n;
-    else vq_params += n;
-    if (dtypes.find(io::dtype_name(e.dtype)) == std::string::npos) dtypes += std::string(dtypes.empty() ? "" : ",") + io::dtype_name(e.dtype);
-  }
+  const StoredWeights stored = stored_weights(bundle, {"gpt."});
+  const int64_t stored_params = stored.params[0], vq_params = stored.params[1];
+  const std::string& dtypes = stored.dtypes;
   const int64_t kv_per_token_f32 = 2 * g.n_layer * g.kv_heads() * g.head_dim() * 4;
   const int64_t image_px = g.grid_size() * v.downsample();
   if (p.flag("--json")) {
@@ -234,10 +233,7 @@ int cmd_info(const std::vector<std::string>& args) {
               (long long)v.z_channels, (long long)v.ch, v.decoder_ch_mult.size(), (long long)v.downsample());
   std::printf("image:        %lldx%lld px\n", (long long)image_px, (long long)image_px);
   std::printf("parameters:   GPT %.2fM, decoder %.2fM (weights %s)\n", stored_params / 1e6, vq_params / 1e6, dtypes.c_str());
-  std::printf("KV cache:     %lld bytes/token in float32 (%lld in fp16/bf16); full image: %.2f MiB per sequence,\n"
-              "              x2 with CFG (conditional + unconditional rows)\n",
-              (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2,
-              kv_per_token_f32 * (g.block_size + g.cls_token_num) / 1048576.0);
+  print_kv_cache_per_token(kv_per_token_f32, g.block_size + g.cls_token_num);
   print_provenance_and_quality(bundle);
   return 0;
 }
