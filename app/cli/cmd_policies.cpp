@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstdio>
 
 #include "app/cli/arg_parser.h"
@@ -12,13 +13,20 @@ int cmd_policies(const std::vector<std::string>& args) {
     std::puts("usage: kvstudio-cli policies\n  lists the KV-cache policies with their parameters and defaults");
     return 0;
   }
+  // One column width for every policy's names and defaults, so the descriptions line up.
+  int name_width = 0, default_width = 0;
+  for (const auto& info : policy_registry())
+    for (const auto& param : info.params) {
+      name_width = std::max(name_width, static_cast<int>(param.name.size()));
+      default_width = std::max(default_width, static_cast<int>(param.default_value.size()));
+    }
   for (const auto& info : policy_registry()) {
     std::printf("%s — %s\n    (%s)\n", info.name.c_str(), info.summary.c_str(), info.reference.c_str());
     for (const auto& param : info.params) {
       std::string choices;
       for (const auto& c : param.choices) choices += (choices.empty() ? " {" : "|") + c;
       if (!choices.empty()) choices += "}";
-      std::printf("    %-13s default %-6s %s%s\n", param.name.c_str(), param.default_value.c_str(),
+      std::printf("    %-*s default %-*s %s%s\n", name_width, param.name.c_str(), default_width, param.default_value.c_str(),
                   param.description.c_str(), choices.c_str());
     }
   }
