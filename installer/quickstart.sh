@@ -28,6 +28,11 @@ step() { printf '\n==> %s\n' "$*" >&2; }
 # reuses the objects an earlier build compiled (LibTorch headers make every
 # engine file slow to compile on 2 cores).
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$repo}"
+# The ASan and fuzz presets compile with -g, and ccache then also keys on the
+# build folder (debug info records it) unless told not to: without this a second
+# clone recompiles the whole ASan build (about 40 minutes) while the release
+# build hits. The recorded folder only matters to a debugger.
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 
 case "$mode" in
   run|test) ;;
