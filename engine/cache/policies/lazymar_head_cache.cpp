@@ -22,6 +22,13 @@ at::Tensor first_rows(const at::Tensor& stored, int64_t rows, const char* what) 
   return stored.size(0) == rows ? stored : stored.narrow(0, 0, rows);
 }
 
+// forward_with_cfg's output: eps = uncond + cfg * (cond - uncond) in both halves,
+// beside the variance columns `rest` of both halves.
+at::Tensor guided_output(const at::Tensor& cond_eps, const at::Tensor& uncond_eps, const at::Tensor& rest, double cfg) {
+  const at::Tensor half_eps = uncond_eps + (cond_eps - uncond_eps) * cfg;
+  return at::cat({at::cat({half_eps, half_eps}, 0), rest}, 1);
+}
+
 }  // namespace
 
 LazyMarHeadCache::LazyMarHeadCache(const mar::DiffusionHead& head, const mar::MarConfig& config, int64_t reverse_steps,
@@ -84,8 +91,7 @@ at::Tensor LazyMarHeadCache::full(const at::Tensor& x, const at::Tensor& origina
   at::Tensor eps = out.narrow(1, 0, channels), rest = out.narrow(1, channels, out.size(1) - channels);
   at::Tensor cond_eps = eps.narrow(0, 0, half), uncond_eps = eps.narrow(0, half, rows - half);
   cfg_difference_ = cond_eps - uncond_eps;
-  at::Tensor half_eps = uncond_eps + (cond_eps - uncond_eps) * cfg_;
-  return at::cat({at::cat({half_eps, half_eps}, 0), rest}, 1);
+  return guided_output(cond_eps, uncond_eps, rest, cfg_);
 }
 
 at::Tensor LazyMarHeadCache::cached(const at::Tensor& x, const at::Tensor& original_t, bool warm_up) {
@@ -120,9 +126,8 @@ at::Tensor LazyMarHeadCache::cached(const at::Tensor& x, const at::Tensor& origi
   if (!guided_) return out;
   const int64_t channels = head_.in_channels();
   at::Tensor cond_eps = out.narrow(1, 0, channels), rest = out.narrow(1, channels, out.size(1) - channels);
-  at::Tensor uncond_eps = cond_eps - first_rows(cfg_difference_, rows, "CFG difference");
-  at::Tensor half_eps = uncond_eps + (cond_eps - uncond_eps) * cfg_;
-  return at::cat({at::cat({half_eps, half_eps}, 0), at::cat({rest, rest}, 0)}, 1);
+  const at::Tensor uncond_eps = cond_eps - first_rows(cfg_difference_, rows, "CFG difference");
+  return guided_output(cond_eps, uncond_eps, at::cat({rest, rest}, 0), cfg_);  // the conditional variance twice
 }
 
 mar::GaussianDiffusion::ModelFn LazyMarHeadCache::model_fn(std::shared_ptr<LazyMarHeadCache> cache) {
