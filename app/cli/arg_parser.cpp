@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "engine/core/errors.h"
+#include "engine/core/number_parsing.h"
 
 namespace kvs::cli {
 
@@ -52,33 +53,16 @@ std::string ArgParser::require(const std::string& name) const {
   return it->second;
 }
 
-int64_t parse_int(const std::string& option, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || errno != 0 || end == nullptr || *end != '\0')
-    throw InvalidArgumentError("option " + option + " expects an integer, got '" + text + "'");
-  return v;
-}
+int64_t parse_int(const std::string& option, const std::string& text) { return parse_int_option(option, text); }
 
-double parse_double(const std::string& option, const std::string& text) {
-  errno = 0;
-  char* end = nullptr;
-  const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || errno != 0 || end == nullptr || *end != '\0' || !std::isfinite(v))
-    throw InvalidArgumentError("option " + option + " expects a number, got '" + text + "'");
-  return v;
-}
+double parse_double(const std::string& option, const std::string& text) { return parse_double_option(option, text); }
 
 int64_t ArgParser::get_int(const std::string& name, int64_t fallback) const {
   return has(name) ? parse_int(name, get(name, "")) : fallback;
 }
 
 uint64_t ArgParser::get_u64(const std::string& name, uint64_t fallback) const {
-  if (!has(name)) return fallback;
-  const int64_t v = parse_int(name, get(name, ""));
-  if (v < 0) throw InvalidArgumentError("option " + name + " must not be negative");
-  return static_cast<uint64_t>(v);
+  return has(name) ? parse_u64_option(name, get(name, "")) : fallback;
 }
 
 double ArgParser::get_double(const std::string& name, double fallback) const {

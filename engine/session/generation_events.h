@@ -21,6 +21,7 @@ struct StartedEvent {
   int64_t tokens_total = 0;                 // per image
   std::string unit_name = "line";
   int64_t units_total = 0;
+  std::string family;  // FamilyDescription::name of the model ("llamagen", "var", "mar")
 };
 
 struct TokenProgressEvent {

@@ -1,0 +1,36 @@
+#include "engine/models/var/var_family.h"
+
+namespace kvs::var {
+
+const FamilyDescription& var_description() {
+  static const FamilyDescription d = [] {
+    FamilyDescription f;
+    f.name = "var";
+    f.display_name = "next-scale (VAR)";
+    f.summary = "class-conditional, next-scale prediction";
+    f.unit = GenerationUnit::Scale;
+    f.conditioning = Conditioning::ClassLabel;
+    f.grid = "pyramid of square token maps, coarse to fine";
+    f.measures_kv_bytes = true;
+    f.overlays.attention_map = true;
+    f.overlays.retained_masks = true;
+    f.overlays.scale_matrix = true;
+    f.policy_family = "scale";
+    f.compare_presets = {"",       "full",          "heatkv:budget=0.1", "heatkv:budget=0.25",
+                         "amskv", "streaming:rho=0.25", "heatkv:budget=0.1,variant=binary"};
+    f.random_presets = {"var-demo", "var-d16", "var-d20", "var-d24", "var-d30", "var-d36"};
+    f.convert_usage =
+        "--checkpoint var_d16.pth --tokenizer vae_ch160v4096z32.pth --out DIR\n"
+        "  [--image-size 256|512|1024 or --patch-nums 1,2,3,... (default: the official schedule that fits)]\n"
+        "  [--n-head N (default: from the checkpoint)] [--dtype keep|f32|f16|bf16] [--name NAME]";
+    f.create_random_usage =
+        "--preset var-demo|var-d16|var-d20|var-d24|var-d30|var-d36\n"
+        "  [--image-size 256|512 (default: the official one, 512 for d36)] [--classes N] [--seed N] [--dtype ...]\n"
+        "  A randomly initialised VAR bundle (next-scale) with the official VQVAE (vae_ch160v4096z32).";
+    f.calibrated_policies = {"heatkv"};
+    return f;
+  }();
+  return d;
+}
+
+}  // namespace kvs::var

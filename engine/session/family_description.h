@@ -1,0 +1,63 @@
+#pragma once
+// What a model family is, as the CLI, the benchmark and the window need to know
+// it: plain values, torch-free and Qt-free, filled in by each family
+// (engine/models/<family>/<family>_family.cpp) and listed by the family registry
+// (engine/models/family_registry.h). Code outside a family folder asks here
+// instead of comparing family names.
+#include <string>
+#include <vector>
+
+namespace kvs {
+
+// What one streamed unit of generation is: a token line of a raster model, one
+// scale of a next-scale model, one decoding step of a masked model.
+enum class GenerationUnit { Line, Scale, Step };
+
+// What a request conditions on.
+enum class Conditioning { ClassLabel, Text };
+
+// "line", "scale", "step" (StartedEvent::unit_name).
+std::string unit_noun(GenerationUnit unit);
+
+// The per-unit overlays a family's UnitDoneEvents carry (besides memory and
+// timing, which every family reports).
+struct FamilyOverlays {
+  bool attention_map = false;     // UnitDoneEvent::attention (per-position attention of the unit's last query)
+  bool retained_masks = false;    // UnitDoneEvent::retained (which positions each (layer, head) still caches)
+  bool scale_matrix = false;      // attention mass between scales and cached share per head x scale
+  bool recomputed_tokens = false; // UnitDoneEvent::recomputed and predicted_positions (feature caches)
+  bool flops = false;             // UnitDoneEvent::flops (FLOPs executed per unit)
+};
+
+struct FamilyDescription {
+  std::string name;          // model.json "family", `--family`: "llamagen"
+  std::string display_name;  // for people: "raster (LlamaGen)"
+  std::string summary;       // one line for `info`: "class-conditional, raster next-token"
+  GenerationUnit unit = GenerationUnit::Line;
+  Conditioning conditioning = Conditioning::ClassLabel;
+  std::string grid;          // how the image tokens are laid out, one phrase
+  bool measures_kv_bytes = true;  // generation grows a KV cache the KvStore accounts in bytes
+  bool measures_flops = false;    // generation counts its FLOPs (per unit and per image)
+  FamilyOverlays overlays;
+  // The policy family the family's policies declare (PolicyDescription::families):
+  // "raster", "scale" or "masked".
+  std::string policy_family;
+  // Example policy specs for a side-by-side comparison ("" = the pane is off).
+  std::vector<std::string> compare_presets;
+  // GenerationRequest fields beyond the common ones that apply to this family
+  // ("steps", "cfg_schedule"); the CLI refuses them for other families.
+  std::vector<std::string> request_options;
+  // `create-random --preset` names this family writes.
+  std::vector<std::string> random_presets;
+  // `convert` and `create-random` usage lines (options after --family / --preset).
+  std::string convert_usage;
+  std::string create_random_usage;
+  // The calibrations `kvstudio-cli calibrate --policy` can store in a bundle.
+  std::vector<std::string> calibrated_policies;
+
+  std::string unit_name() const { return unit_noun(unit); }
+  bool has_request_option(const std::string& option) const;
+  bool has_random_preset(const std::string& preset) const;
+};
+
+}  // namespace kvs
