@@ -1,5 +1,5 @@
 #pragma once
-// Quality in miniature (issue 4): the way the papers compare policies on FID,
+// Quality in miniature: the way the papers compare policies on FID,
 // `bench` compares them on the demo models with the bundle's own evaluation
 // classifier (engine/metrics/scene_classifier.h):
 //   class_accuracy  fraction of a policy's images whose arg-max class is the class

@@ -1,6 +1,6 @@
 #pragma once
 // Comparing one computed tensor with a conformance case's reference, by the
-// rules of ../shared/conformance/README.md: pass if max |got - ref| <= atol (per
+// rules of the conformance cases (docs/conformance.md): pass if max |got - ref| <= atol (per
 // index-0 slice with "atol_per_index0"); integer tensors with atol 0 must match
 // exactly. Shared by the per-family runners (llamagen_, var_ and mar_conformance.cpp).
 #include <ATen/core/Tensor.h>
