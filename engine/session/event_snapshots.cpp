@@ -3,6 +3,7 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include "engine/core/errors.h"
 #include "engine/metrics/device_memory.h"
 
 namespace kvs {
@@ -102,6 +103,37 @@ std::optional<AttentionMap> CacheAttentionMap::take() {
   map.weights.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + positions_);
   count_ = 0;
   return map;
+}
+
+void apply_policy_change(const RunContext& context, int64_t unit_index, std::string& policy_spec,
+                         const std::function<void(const std::string&)>& install) {
+  if (!context.take_policy_change) return;
+  const std::optional<std::string> change = context.take_policy_change();
+  if (!change) return;
+  try {
+    install(*change);
+    policy_spec = *change;
+    context.emit(PolicyChangedEvent{unit_index, policy_spec, true, ""});
+  } catch (const Error& e) {
+    context.emit(PolicyChangedEvent{unit_index, policy_spec, false, e.what()});
+  }
+}
+
+std::vector<std::vector<int32_t>> token_rows(const at::Tensor& tokens) {
+  const at::Tensor t = tokens.to(at::kCPU, at::kInt).contiguous();
+  std::vector<std::vector<int32_t>> rows;
+  const int64_t n = t.size(1);
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    const int32_t* p = t[i].data_ptr<int32_t>();
+    rows.emplace_back(p, p + n);
+  }
+  return rows;
+}
+
+void fill_kv_result(GenerationResult& result, const KvMemoryStats& memory) {
+  result.kv_bytes_peak = memory.bytes_peak;
+  result.kv_bytes_logical_final = memory.bytes_logical;
+  result.kv_bytes_full = memory.bytes_full_equivalent;
 }
 
 }  // namespace kvs

@@ -38,6 +38,9 @@ struct FamilyDescription {
   std::string grid;          // how the image tokens are laid out, one phrase
   bool measures_kv_bytes = true;  // generation grows a KV cache the KvStore accounts in bytes
   bool measures_flops = false;    // generation counts its FLOPs (per unit and per image)
+  // GenerationResult::tokens are token ids that two runs can compare (false:
+  // continuous tokens; the result lists each image's generation order instead).
+  bool discrete_tokens = true;
   FamilyOverlays overlays;
   // The policy family the family's policies declare (PolicyDescription::families):
   // "raster", "scale" or "masked".

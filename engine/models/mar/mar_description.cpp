@@ -14,6 +14,7 @@ const FamilyDescription& mar_description() {
     // MAR keeps no KV cache across steps: its cost is the FLOPs a step executes.
     f.measures_kv_bytes = false;
     f.measures_flops = true;
+    f.discrete_tokens = false;
     f.overlays.recomputed_tokens = true;
     f.overlays.flops = true;
     f.policy_family = "masked";

@@ -1,4 +1,4 @@
-#include "engine/conformance/var_conformance.h"
+#include "engine/models/var/var_conformance.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>

@@ -1,4 +1,4 @@
-#include "engine/conformance/mar_conformance.h"
+#include "engine/models/mar/mar_conformance.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>

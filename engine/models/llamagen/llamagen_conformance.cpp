@@ -8,8 +8,7 @@
 
 #include "engine/conformance/conformance_compare.h"
 #include "engine/conformance/conformance_report.h"
-#include "engine/conformance/mar_conformance.h"
-#include "engine/conformance/var_conformance.h"
+#include "engine/models/llamagen/llamagen_conformance.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/mapped_file.h"
@@ -153,34 +152,9 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
 
 }  // namespace
 
-ConformanceReport run_conformance_case(const std::string& case_json_path, const std::string& device_name) {
-  ojson manifest;
-  try {
-    manifest = ojson::parse(io::read_text_file(case_json_path));
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError("file " + case_json_path + ": not valid JSON (" + e.what() + ")");
-  }
-  const DeviceChoice choice = choose_device(parse_device_kind(device_name), 0);
-  const at::Device device = choice.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-  if (choice.kind == DeviceKind::Cuda) {
-    // The references are float32 results; cuDNN convolutions default to TF32 on
-    // Ampere and later (10-bit mantissa), which moves decoded pixels by ~1e-3.
-    at::globalContext().setAllowTF32CuDNN(false);
-    at::globalContext().setAllowTF32CuBLAS(false);
-  }
-  const fs::path dir = fs::path(case_json_path).parent_path();
-  try {
-    if (manifest.contains("constructors") && manifest["constructors"].contains("gpt"))
-      return run_llamagen(manifest, dir, device);
-    if (manifest.contains("constructors") && manifest["constructors"].contains("var_args"))
-      return run_var_conformance(manifest, dir, device);
-    if (manifest.contains("constructors") && manifest["constructors"].contains("mar"))
-      return run_mar_conformance(manifest, dir, device);
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError("file " + case_json_path + ": missing or malformed field (" + e.what() + ")");
-  }
-  throw InvalidArgumentError("file " + case_json_path + ": case family '" + manifest.value("model", "?") +
-                             "' is not supported yet (supported: LlamaGen, VAR, MAR)");
+ConformanceReport run_llamagen_conformance(const nlohmann::ordered_json& manifest, const std::filesystem::path& dir,
+                                           c10::Device device) {
+  return run_llamagen(manifest, dir, device);
 }
 
 }  // namespace kvs
