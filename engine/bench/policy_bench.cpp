@@ -258,6 +258,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     temp.emplace();
     random->write(temp->path.string(), options.seed, "f16");
     model_path = temp->path.string();
+    bundle = io::ModelBundle::open(model_path);
   }
   base.model_path = model_path;
 
@@ -275,7 +276,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   if (options.warmup) {
     BenchProgress p{"full (warm-up)", 0, static_cast<int64_t>(specs.size()), 0, 1};
     RunSink sink(session, p, progress, cancelled);
-    session.run(run_request(0, "full"), &sink);
+    session.run(bundle, run_request(0, "full"), &sink);
   }
 
   // Per policy: its record, tokens and images (first round), and each round's time.
@@ -308,7 +309,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
         p.round = round;
         p.rounds = options.rounds;
         RunSink sink(session, p, progress, cancelled);
-        GenerationResult result = session.run(run_request(r, policy), &sink);
+        GenerationResult result = session.run(bundle, run_request(r, policy), &sink);
         round_ms += sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
         if (first_round) {
           rec.kv_bytes_logical = std::max(rec.kv_bytes_logical, result.kv_bytes_logical_final);
@@ -340,7 +341,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   // Quality in miniature, for bundles that ship an evaluation classifier.
   std::unique_ptr<DemoQualityJudge> judge;
   if (!all[0].images.empty())
-    judge = DemoQualityJudge::for_bundle(model_path, classes, all[0].images[0].width);
+    judge = DemoQualityJudge::for_bundle(bundle, classes, all[0].images[0].width);
 
   std::vector<BenchRecord> records;
   const std::vector<std::vector<int32_t>>& ref_tokens = all[0].tokens;

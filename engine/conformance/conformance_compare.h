@@ -24,4 +24,11 @@ ConformanceCheck compare_with_reference(const std::string& name, const nlohmann:
 ConformanceCheck checked_output(const std::string& name, const std::string& role,
                                 const std::function<bool(ConformanceCheck&)>& produce);
 
+// Every output and debug tensor of a case's io list, checked in order with
+// checked_output(): `produce(name, spec, check)` fills a check and returns true,
+// or returns false for a tensor it does not know.
+void check_outputs(const nlohmann::ordered_json& tensors, ConformanceReport& report,
+                   const std::function<bool(const std::string& name, const nlohmann::ordered_json& spec,
+                                            ConformanceCheck& check)>& produce);
+
 }  // namespace kvs

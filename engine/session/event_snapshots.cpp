@@ -105,6 +105,39 @@ std::optional<AttentionMap> CacheAttentionMap::take() {
   return map;
 }
 
+TokenProgressEvent RunClock::progress(int64_t done, int64_t total) const {
+  const double ms = elapsed_ms();
+  return TokenProgressEvent{done, total, ms, ms > 0 ? done * 1000.0 / ms : 0};
+}
+
+UnitDoneEvent RunClock::unit(int64_t index, int64_t total) const {
+  UnitDoneEvent unit;
+  unit.unit_index = index;
+  unit.units_total = total;
+  unit.elapsed_ms = elapsed_ms();
+  return unit;
+}
+
+void RunClock::preview_if_due(UnitDoneEvent& unit, const GenerationRequest& request,
+                              const std::function<std::vector<RgbImage>()>& decode) {
+  if (!preview_due(request, unit.unit_index, unit.units_total, preview_ms_, unit.elapsed_ms)) return;
+  const double decode_start = elapsed_ms();
+  unit.preview = decode();
+  preview_ms_ += elapsed_ms() - decode_start;
+}
+
+GenerationResult RunClock::result(const std::string& model_name, const RunContext& context, int64_t grid,
+                                  int64_t tokens_per_image) const {
+  GenerationResult result;
+  result.model_name = model_name;
+  result.device = context.device_description;
+  result.grid_height = grid;
+  result.grid_width = grid;
+  const double ms = elapsed_ms();
+  result.tokens_per_second = ms > 0 ? tokens_per_image * 1000.0 / ms : 0;
+  return result;
+}
+
 void apply_policy_change(const RunContext& context, int64_t unit_index, std::string& policy_spec,
                          const std::function<void(const std::string&)>& install) {
   if (!context.take_policy_change) return;

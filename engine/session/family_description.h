@@ -55,6 +55,9 @@ struct FamilyDescription {
   // `convert` and `create-random` usage lines (options after --family / --preset).
   std::string convert_usage;
   std::string create_random_usage;
+  // The constructor a conformance case of this family names in its manifest
+  // ("constructors": {"gpt": ...}): how `verify` tells the case's family.
+  std::string conformance_constructor;
   // The calibrations `kvstudio-cli calibrate --policy` can store in a bundle.
   std::vector<std::string> calibrated_policies;
 

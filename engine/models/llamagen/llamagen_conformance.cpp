@@ -84,69 +84,63 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
   std::optional<at::Tensor> decoded;
   std::string decoded_from;
 
-  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
-    const std::string& name = it.key();
-    const ojson& spec = it.value();
-    const std::string role = spec.value("role", "");
-    if (role != "output" && role != "debug") continue;
+  check_outputs(tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
     const std::string call = spec.value("call", "");
-    report.checks.push_back(checked_output(name, role, [&](ConformanceCheck& check) {
-      std::smatch m;
-      if (name == "logits") {
-        check = compare_with_reference(name, spec, teacher(), io_file->tensor(name));
-      } else if (name == "loss") {
-        at::Tensor logits = teacher();
-        at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
-                                                 input("tokens_in").to(device, at::kLong).reshape({-1}));
-        check = compare_with_reference(name, spec, loss.reshape({1}), io_file->tensor(name));
-      } else if (std::regex_match(name, m, std::regex(R"(tokens_cfg([0-9.]+))"))) {
-        GenerateCall g = parse_generate_call(call, last_call);
-        if (call.find("cfg_scale") == std::string::npos) g.cfg_scale = std::stod(m[1]);
-        last_call = g;
-        llamagen::RasterParams params;
-        params.cfg_scale = g.cfg_scale;
-        params.cfg_interval = g.cfg_interval;
-        params.sampling = SamplingParams{g.temperature, g.top_k, g.top_p, g.sample};
-        params.seed = g.seed;
-        llamagen::RasterHooks hooks;
-        hooks.record_logits_steps = 16;
-        auto result = llamagen::generate_raster(*model.gpt, input("labels"), params, hooks);
-        check = compare_with_reference(name, spec, result.tokens, io_file->tensor(name).to(at::kLong));
-        generations[name] = GenRun{g, std::move(result)};
-      } else if (std::regex_match(name, m, std::regex(R"(gen_cfg_logits_steps(\d+)to(\d+))"))) {
-        const GenRun* run = nullptr;
-        for (const auto& [n, r] : generations)
-          if (r.call.cfg_scale > 1.0 && (run == nullptr)) run = &r;
-        if (run == nullptr) {
-          check.skipped = true;
-          check.note = "no CFG generation ran before it";
-        } else {
-          const int64_t first = std::stoll(m[1]), last = std::stoll(m[2]);
-          std::vector<at::Tensor> steps(run->result.step_logits.begin() + first,
-                                        run->result.step_logits.begin() + last + 1);
-          check = compare_with_reference(name, spec, at::stack(steps), io_file->tensor(name));
-        }
-      } else if (name == "images" || name == "images_uint8_nhwc") {
-        if (!decoded) {
-          std::smatch d;
-          std::string source = "tokens_cfg4";
-          if (std::regex_search(call, d, std::regex(R"(decode_code\((\w+))"))) source = d[1];
-          else if (!tensors.contains(source)) throw FormatError("cannot tell which tokens the images decode");
-          // Decode the reference tokens so the decoder is checked on its own.
-          at::Tensor codes = io_file->tensor(source);
-          const int64_t grid = gpt_config.grid_size();
-          decoded = model.vq->decode_codes(codes, grid, grid);
-          decoded_from = source;
-        }
-        at::Tensor got = name == "images" ? *decoded : llamagen::images_to_uint8_nhwc(*decoded);
-        check = compare_with_reference(name, spec, got, io_file->tensor(name));
-        check.note = "decoded from reference " + decoded_from;
+    std::smatch m;
+    if (name == "logits") {
+      check = compare_with_reference(name, spec, teacher(), io_file->tensor(name));
+    } else if (name == "loss") {
+      at::Tensor logits = teacher();
+      at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
+                                               input("tokens_in").to(device, at::kLong).reshape({-1}));
+      check = compare_with_reference(name, spec, loss.reshape({1}), io_file->tensor(name));
+    } else if (std::regex_match(name, m, std::regex(R"(tokens_cfg([0-9.]+))"))) {
+      GenerateCall g = parse_generate_call(call, last_call);
+      if (call.find("cfg_scale") == std::string::npos) g.cfg_scale = std::stod(m[1]);
+      last_call = g;
+      llamagen::RasterParams params;
+      params.cfg_scale = g.cfg_scale;
+      params.cfg_interval = g.cfg_interval;
+      params.sampling = SamplingParams{g.temperature, g.top_k, g.top_p, g.sample};
+      params.seed = g.seed;
+      llamagen::RasterHooks hooks;
+      hooks.record_logits_steps = 16;
+      auto result = llamagen::generate_raster(*model.gpt, input("labels"), params, hooks);
+      check = compare_with_reference(name, spec, result.tokens, io_file->tensor(name).to(at::kLong));
+      generations[name] = GenRun{g, std::move(result)};
+    } else if (std::regex_match(name, m, std::regex(R"(gen_cfg_logits_steps(\d+)to(\d+))"))) {
+      const GenRun* run = nullptr;
+      for (const auto& [n, r] : generations)
+        if (r.call.cfg_scale > 1.0 && (run == nullptr)) run = &r;
+      if (run == nullptr) {
+        check.skipped = true;
+        check.note = "no CFG generation ran before it";
       } else {
-        return false;
+        const int64_t first = std::stoll(m[1]), last = std::stoll(m[2]);
+        std::vector<at::Tensor> steps(run->result.step_logits.begin() + first,
+                                      run->result.step_logits.begin() + last + 1);
+        check = compare_with_reference(name, spec, at::stack(steps), io_file->tensor(name));
       }
-      return true;
-    }));
-  }
+    } else if (name == "images" || name == "images_uint8_nhwc") {
+      if (!decoded) {
+        std::smatch d;
+        std::string source = "tokens_cfg4";
+        if (std::regex_search(call, d, std::regex(R"(decode_code\((\w+))"))) source = d[1];
+        else if (!tensors.contains(source)) throw FormatError("cannot tell which tokens the images decode");
+        // Decode the reference tokens so the decoder is checked on its own.
+        at::Tensor codes = io_file->tensor(source);
+        const int64_t grid = gpt_config.grid_size();
+        decoded = model.vq->decode_codes(codes, grid, grid);
+        decoded_from = source;
+      }
+      at::Tensor got = name == "images" ? *decoded : llamagen::images_to_uint8_nhwc(*decoded);
+      check = compare_with_reference(name, spec, got, io_file->tensor(name));
+      check.note = "decoded from reference " + decoded_from;
+    } else {
+      return false;
+    }
+    return true;
+  });
   return report;
 }
 

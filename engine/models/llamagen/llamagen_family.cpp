@@ -15,22 +15,11 @@
 #include "engine/models/llamagen/raster_generation.h"
 #include "engine/models/llamagen/raster_session.h"
 #include "engine/session/bundle_info.h"
+#include "engine/session/loaded_model.h"
 #include "engine/session/model_summary.h"
 
 namespace kvs::llamagen {
 namespace {
-
-class LoadedLlamaGen : public LoadedModel {
- public:
-  explicit LoadedLlamaGen(LlamaGenModel model) : model_(std::move(model)) {}
-  std::string name() const override { return model_.name; }
-  GenerationResult run(const GenerationRequest& request, const RunContext& context) override {
-    return run_raster_generation(model_, request, context);
-  }
-
- private:
-  LlamaGenModel model_;
-};
 
 int64_t kv_bytes_per_token(const GptConfig& g) { return 2 * g.n_layer * g.kv_heads() * g.head_dim() * 4; }
 
@@ -39,7 +28,8 @@ class LlamaGenFamily : public ModelFamily {
   const FamilyDescription& description() const override { return llamagen_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    return std::make_unique<LoadedLlamaGen>(LlamaGenModel::load(bundle, torch_device(device)));
+    return std::make_unique<LoadedModelOf<LlamaGenModel>>(LlamaGenModel::load(bundle, torch_device(device)),
+                                                          run_raster_generation);
   }
 
   void summarize(const io::ModelBundle& bundle, ModelSummary& s) const override {
@@ -166,10 +156,6 @@ class LlamaGenFamily : public ModelFamily {
   void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const override {
     const GptConfig gpt = gpt_config_from_json(bundle.manifest.at("architecture").at("gpt"));
     make_policy(spec, raster_policy_context(gpt, check.batch, check.cfg_scale > 1.0, check.seed));
-  }
-
-  bool owns_conformance_case(const nlohmann::ordered_json& manifest) const override {
-    return manifest.contains("constructors") && manifest["constructors"].contains("gpt");
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,

@@ -37,7 +37,7 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
   params.sampling = request.sampling;
   params.seed = request.seed;
 
-  const RunClock clock;
+  RunClock clock;
   const PolicyContext context = raster_policy_context(config, batch, request.cfg_scale > 1.0, request.seed);
   std::unique_ptr<CachePolicy> policy = make_policy(request.policy, context);
   std::string policy_spec = request.policy;
@@ -58,26 +58,19 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
   }
   hooks.cache_capacity_tokens = policy->initial_entries();
   hooks.cancelled = ctx.cancelled;
-  double preview_ms = 0;  // time spent decoding previews so far
   hooks.on_token = [&](int64_t done, const at::Tensor& tokens, const KvStore& cache) {
-    const double ms = clock.elapsed_ms();
-    ctx.emit(TokenProgressEvent{done, config.block_size, ms, ms > 0 ? done * 1000.0 / ms : 0});
+    ctx.emit(clock.progress(done, config.block_size));
     if (done % grid != 0) return;
-    UnitDoneEvent unit;
-    unit.unit_index = done / grid - 1;
-    unit.units_total = grid;
-    unit.elapsed_ms = ms;
+    UnitDoneEvent unit = clock.unit(done / grid - 1, grid);
     fill_kv_unit(unit, cache, request, total_positions, policy_spec, ctx.cuda_index);
     if (request.emit_attention_map) unit.attention = attention.take();
-    if (preview_due(request, unit.unit_index, grid, preview_ms, ms)) {
+    clock.preview_if_due(unit, request, [&] {
       // The decoder has global attention: decode the whole grid with code 0 for
       // rows not generated yet.
-      const double decode_start = clock.elapsed_ms();
       at::Tensor codes = at::zeros({batch, config.block_size}, at::TensorOptions().dtype(at::kLong));
       codes.narrow(1, 0, done).copy_(tokens);
-      unit.preview = decode_images(model, codes);
-      preview_ms += clock.elapsed_ms() - decode_start;
-    }
+      return decode_images(model, codes);
+    });
     ctx.emit(unit);
     // A change requested so far (also from a listener of this very event)
     // takes effect for the next line: the new policy adopts the cache as is.
@@ -86,13 +79,7 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
   };
   const RasterResult raster = generate_raster(*model.gpt, at::tensor(request.class_ids), params, hooks);
 
-  GenerationResult result;
-  result.model_name = model.name;
-  result.device = ctx.device_description;
-  result.grid_height = grid;
-  result.grid_width = grid;
-  const double gen_ms = clock.elapsed_ms();
-  result.tokens_per_second = gen_ms > 0 ? config.block_size * 1000.0 / gen_ms : 0;
+  GenerationResult result = clock.result(model.name, ctx, grid, config.block_size);
   result.images = decode_images(model, raster.tokens);
   result.tokens = token_rows(raster.tokens);
   fill_kv_result(result, raster.memory);

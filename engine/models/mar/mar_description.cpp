@@ -21,6 +21,7 @@ const FamilyDescription& mar_description() {
     f.compare_presets = {"", "full", "lazymar", "lazymar:interval=4", "lazymar:retention=constant,ratio=0.25",
                          "lazymar:condition_cache=off"};
     f.request_options = {"steps", "cfg_schedule"};
+    f.conformance_constructor = "mar";
     f.random_presets = {"mar-demo", "mar-B", "mar-L", "mar-H"};
     f.convert_usage =
         "--checkpoint mar_base/checkpoint-last.pth --tokenizer kl16.ckpt --out DIR\n"

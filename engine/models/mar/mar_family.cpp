@@ -15,29 +15,19 @@
 #include "engine/models/mar/mar_weights.h"
 #include "engine/models/mar/masked_session.h"
 #include "engine/session/bundle_info.h"
+#include "engine/session/loaded_model.h"
 #include "engine/session/model_summary.h"
 
 namespace kvs::mar {
 namespace {
-
-class LoadedMar : public LoadedModel {
- public:
-  explicit LoadedMar(MarModel model) : model_(std::move(model)) {}
-  std::string name() const override { return model_.name; }
-  GenerationResult run(const GenerationRequest& request, const RunContext& context) override {
-    return run_masked_generation(model_, request, context);
-  }
-
- private:
-  MarModel model_;
-};
 
 class MarFamily : public ModelFamily {
  public:
   const FamilyDescription& description() const override { return mar_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    return std::make_unique<LoadedMar>(MarModel::load(bundle, torch_device(device)));
+    return std::make_unique<LoadedModelOf<MarModel>>(MarModel::load(bundle, torch_device(device)),
+                                                     run_masked_generation);
   }
 
   void summarize(const io::ModelBundle& bundle, ModelSummary& s) const override {
@@ -160,10 +150,6 @@ class MarFamily : public ModelFamily {
   void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck&) const override {
     // "full" or one of LazyMAR's feature-cache specs with valid parameters.
     make_masked_feature_cache(spec, mar_config_from_json(bundle.manifest.at("architecture").at("mar")));
-  }
-
-  bool owns_conformance_case(const nlohmann::ordered_json& manifest) const override {
-    return manifest.contains("constructors") && manifest["constructors"].contains("mar");
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,

@@ -116,8 +116,7 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
   ctx.emit(StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter, "mar"});
 
-  const RunClock clock;
-  double preview_ms = 0;
+  RunClock clock;
   int64_t unknown_before = seq_len;
   MaskedHooks hooks;
   hooks.cancelled = ctx.cancelled;
@@ -130,12 +129,8 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
     if (feature_cache) feature_cache->set_decoder_observer(attention->observer());
   }
   hooks.on_step = [&](const MaskedStep& step) {
-    const double ms = clock.elapsed_ms();
-    ctx.emit(TokenProgressEvent{step.tokens_done, seq_len, ms, ms > 0 ? step.tokens_done * 1000.0 / ms : 0});
-    UnitDoneEvent unit;
-    unit.unit_index = step.step;
-    unit.units_total = step.steps_total;
-    unit.elapsed_ms = ms;
+    ctx.emit(clock.progress(step.tokens_done, seq_len));
+    UnitDoneEvent unit = clock.unit(step.step, step.steps_total);
     unit.policy = request.policy;
     if (ctx.cuda_index >= 0) unit.device_memory = device_memory_stats(ctx.cuda_index);
     // The positions of image 0 predicted now: its order entries [unknown after, unknown before).
@@ -157,23 +152,13 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
     } else {
       unit.recomputed.assign(static_cast<size_t>(seq_len), 1);
     }
-    if (preview_due(request, step.step, step.steps_total, preview_ms, ms)) {
-      const double decode_start = clock.elapsed_ms();
-      unit.preview = decode_tokens(model, *step.tokens);
-      preview_ms += clock.elapsed_ms() - decode_start;
-    }
+    clock.preview_if_due(unit, request, [&] { return decode_tokens(model, *step.tokens); });
     ctx.emit(unit);
   };
   SeededMarRandom rng(request.seed);
   const MaskedResult generated = generate_masked(model, at::tensor(request.class_ids), params, rng, hooks);
 
-  GenerationResult result;
-  result.model_name = model.name;
-  result.device = ctx.device_description;
-  result.grid_height = grid;
-  result.grid_width = grid;
-  const double gen_ms = clock.elapsed_ms();
-  result.tokens_per_second = gen_ms > 0 ? seq_len * 1000.0 / gen_ms : 0;
+  GenerationResult result = clock.result(model.name, ctx, grid, seq_len);
   result.images = decode_tokens(model, generated.tokens);
   // MAR's tokens are continuous latents: report each image's generation order instead.
   result.tokens = token_rows(generated.orders);

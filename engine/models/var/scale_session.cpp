@@ -110,7 +110,7 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
   };
   std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context_for(request.policy));
   // A calibration made on the way (HeatKV, first use) is not counted in the run's time.
-  const RunClock clock;
+  RunClock clock;
   std::string policy_spec = request.policy;
   ScaleHooks hooks;
   hooks.policy = [&] { return policy.get(); };
@@ -129,23 +129,13 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
     };
   }
 
-  double preview_ms = 0;
   hooks.on_scale = [&](const ScaleStep& step) {
-    const double ms = clock.elapsed_ms();
-    ctx.emit(TokenProgressEvent{step.tokens_done, total, ms, ms > 0 ? step.tokens_done * 1000.0 / ms : 0});
-    const KvStore& cache = *step.cache;
-    UnitDoneEvent unit;
-    unit.unit_index = step.scale;
-    unit.units_total = scales;
-    unit.elapsed_ms = ms;
-    fill_kv_unit(unit, cache, request, total, policy_spec, ctx.cuda_index);
+    ctx.emit(clock.progress(step.tokens_done, total));
+    UnitDoneEvent unit = clock.unit(step.scale, scales);
+    fill_kv_unit(unit, *step.cache, request, total, policy_spec, ctx.cuda_index);
     if (request.emit_attention_map) unit.attention = attention.take();
-    if (preview_due(request, step.scale, scales, preview_ms, ms)) {
-      // f_hat already spans the whole image: decode it as it stands.
-      const double decode_start = clock.elapsed_ms();
-      unit.preview = decode_fhat(model, *step.f_hat);
-      preview_ms += clock.elapsed_ms() - decode_start;
-    }
+    // f_hat already spans the whole image: decode it as it stands.
+    clock.preview_if_due(unit, request, [&] { return decode_fhat(model, *step.f_hat); });
     ctx.emit(unit);
     // A change requested so far takes effect for the next scale.
     apply_policy_change(ctx, step.scale, policy_spec,
@@ -154,13 +144,7 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
   const ScaleResult generated =
       generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params, hooks);
 
-  GenerationResult result;
-  result.model_name = model.name;
-  result.device = ctx.device_description;
-  result.grid_height = grid;
-  result.grid_width = grid;
-  const double gen_ms = clock.elapsed_ms();
-  result.tokens_per_second = gen_ms > 0 ? total * 1000.0 / gen_ms : 0;
+  GenerationResult result = clock.result(model.name, ctx, grid, total);
   result.images = decode_fhat(model, generated.f_hat);
   result.tokens = token_rows(generated.tokens());
   fill_kv_result(result, generated.memory);

@@ -19,24 +19,11 @@
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
 #include "engine/session/bundle_info.h"
+#include "engine/session/loaded_model.h"
 #include "engine/session/model_summary.h"
 
 namespace kvs::var {
 namespace {
-
-class LoadedVar : public LoadedModel {
- public:
-  explicit LoadedVar(VarModel model) : model_(std::move(model)) {}
-  std::string name() const override { return model_.name; }
-  GenerationResult run(const GenerationRequest& request, const RunContext& context) override {
-    return run_scale_generation(model_, scale_profile_, request, context);
-  }
-
- private:
-  VarModel model_;
-  // HeatKV's calibration, read or measured when a policy first needs it.
-  std::shared_ptr<const ScaleAttentionProfile> scale_profile_;
-};
 
 // Every layer has as many KV heads as query heads; no condition entries (the
 // class embedding is the first scale's input, not a cached token).
@@ -67,7 +54,14 @@ class VarFamily : public ModelFamily {
   const FamilyDescription& description() const override { return var_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    return std::make_unique<LoadedVar>(VarModel::load(bundle, torch_device(device)));
+    // HeatKV's calibration stays with the loaded model: read or measured when a
+    // policy first needs it.
+    auto profile = std::make_shared<std::shared_ptr<const ScaleAttentionProfile>>();
+    return std::make_unique<LoadedModelOf<VarModel>>(
+        VarModel::load(bundle, torch_device(device)),
+        [profile](const VarModel& model, const GenerationRequest& request, const RunContext& context) {
+          return run_scale_generation(model, *profile, request, context);
+        });
   }
 
   void summarize(const io::ModelBundle& bundle, ModelSummary& s) const override {
@@ -199,10 +193,6 @@ class VarFamily : public ModelFamily {
     PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
     context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
     make_scale_policy(spec, context);
-  }
-
-  bool owns_conformance_case(const nlohmann::ordered_json& manifest) const override {
-    return manifest.contains("constructors") && manifest["constructors"].contains("var_args");
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,
