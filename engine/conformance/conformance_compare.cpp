@@ -61,6 +61,20 @@ ConformanceCheck checked_output(const std::string& name, const std::string& role
   return check;
 }
 
+OpenedConformanceCase::OpenedConformanceCase(const nlohmann::ordered_json& manifest, const std::filesystem::path& dir,
+                                             const std::string& family)
+    : weights(io::SafetensorsReader::open((dir / manifest.at("weights").at("file").get<std::string>()).string())),
+      io_file(io::SafetensorsReader::open((dir / manifest.at("io").at("file").get<std::string>()).string())),
+      tensors(manifest.at("io").at("tensors")) {
+  report.case_name = manifest.value("case", "");
+  report.family = family;
+}
+
+at::Tensor OpenedConformanceCase::input(const std::string& name) const {
+  if (!io_file->contains(name)) throw FormatError("case " + report.case_name + ": io file lacks tensor '" + name + "'");
+  return io_file->tensor(name);
+}
+
 void check_outputs(const nlohmann::ordered_json& tensors, ConformanceReport& report,
                    const std::function<bool(const std::string& name, const nlohmann::ordered_json& spec,
                                             ConformanceCheck& check)>& produce) {

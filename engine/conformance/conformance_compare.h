@@ -6,10 +6,13 @@
 #include <ATen/core/Tensor.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <functional>
+#include <memory>
 #include <string>
 
 #include "engine/conformance/conformance_report.h"
+#include "engine/io/safetensors_reader.h"
 
 namespace kvs {
 
@@ -23,6 +26,19 @@ ConformanceCheck compare_with_reference(const std::string& name, const nlohmann:
 // carries the message.
 ConformanceCheck checked_output(const std::string& name, const std::string& role,
                                 const std::function<bool(ConformanceCheck&)>& produce);
+
+// A conformance case's files, opened: the weights and io safetensors its manifest
+// names, its io tensor list, and the report the family's driver fills (case name
+// and family set).
+struct OpenedConformanceCase {
+  OpenedConformanceCase(const nlohmann::ordered_json& manifest, const std::filesystem::path& dir,
+                        const std::string& family);
+  ConformanceReport report;
+  std::shared_ptr<io::SafetensorsReader> weights, io_file;
+  const nlohmann::ordered_json& tensors;
+  // An input tensor of the io file; FormatError naming the case when it lacks it.
+  at::Tensor input(const std::string& name) const;
+};
 
 // Every output and debug tensor of a case's io list, checked in order with
 // checked_output(): `produce(name, spec, check)` fills a check and returns true,

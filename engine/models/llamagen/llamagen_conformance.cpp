@@ -51,23 +51,16 @@ GenerateCall parse_generate_call(const std::string& call, GenerateCall base) {
 }
 
 ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::Device device) {
-  ConformanceReport report;
-  report.case_name = manifest.value("case", "");
-  report.family = "llamagen";
+  OpenedConformanceCase opened(manifest, dir, "llamagen");
+  ConformanceReport& report = opened.report;
   const auto& ctor = manifest.at("constructors");
   llamagen::GptConfig gpt_config = llamagen::gpt_config_from_json(nlohmann::json::parse(ctor.at("gpt").at("ModelArgs").dump()));
   nlohmann::json vq_json = nlohmann::json::parse(ctor.at("vq").at("ModelArgs").dump());
   vq_json["ch"] = ctor.at("vq").value("encoder_decoder_ch", 128);
   llamagen::VqConfig vq_config = llamagen::vq_config_from_json(vq_json);
 
-  auto weights = io::SafetensorsReader::open((dir / manifest.at("weights").at("file").get<std::string>()).string());
-  auto io_file = io::SafetensorsReader::open((dir / manifest.at("io").at("file").get<std::string>()).string());
-  const llamagen::LlamaGenModel model = llamagen::LlamaGenModel::from_weights(gpt_config, vq_config, *weights, device);
-  const auto& tensors = manifest.at("io").at("tensors");
-  auto input = [&](const std::string& name) {
-    if (!io_file->contains(name)) throw FormatError("case " + report.case_name + ": io file lacks input '" + name + "'");
-    return io_file->tensor(name);
-  };
+  const llamagen::LlamaGenModel model = llamagen::LlamaGenModel::from_weights(gpt_config, vq_config, *opened.weights, device);
+  auto input = [&](const std::string& name) { return opened.input(name); };
 
   // Lazily computed pieces shared by several checks.
   std::optional<at::Tensor> teacher_logits;
@@ -84,16 +77,16 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
   std::optional<at::Tensor> decoded;
   std::string decoded_from;
 
-  check_outputs(tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
+  check_outputs(opened.tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
     const std::string call = spec.value("call", "");
     std::smatch m;
     if (name == "logits") {
-      check = compare_with_reference(name, spec, teacher(), io_file->tensor(name));
+      check = compare_with_reference(name, spec, teacher(), opened.io_file->tensor(name));
     } else if (name == "loss") {
       at::Tensor logits = teacher();
       at::Tensor loss = at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}),
                                                input("tokens_in").to(device, at::kLong).reshape({-1}));
-      check = compare_with_reference(name, spec, loss.reshape({1}), io_file->tensor(name));
+      check = compare_with_reference(name, spec, loss.reshape({1}), opened.io_file->tensor(name));
     } else if (std::regex_match(name, m, std::regex(R"(tokens_cfg([0-9.]+))"))) {
       GenerateCall g = parse_generate_call(call, last_call);
       if (call.find("cfg_scale") == std::string::npos) g.cfg_scale = std::stod(m[1]);
@@ -106,7 +99,7 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
       llamagen::RasterHooks hooks;
       hooks.record_logits_steps = 16;
       auto result = llamagen::generate_raster(*model.gpt, input("labels"), params, hooks);
-      check = compare_with_reference(name, spec, result.tokens, io_file->tensor(name).to(at::kLong));
+      check = compare_with_reference(name, spec, result.tokens, opened.io_file->tensor(name).to(at::kLong));
       generations[name] = GenRun{g, std::move(result)};
     } else if (std::regex_match(name, m, std::regex(R"(gen_cfg_logits_steps(\d+)to(\d+))"))) {
       const GenRun* run = nullptr;
@@ -119,22 +112,22 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
         const int64_t first = std::stoll(m[1]), last = std::stoll(m[2]);
         std::vector<at::Tensor> steps(run->result.step_logits.begin() + first,
                                       run->result.step_logits.begin() + last + 1);
-        check = compare_with_reference(name, spec, at::stack(steps), io_file->tensor(name));
+        check = compare_with_reference(name, spec, at::stack(steps), opened.io_file->tensor(name));
       }
     } else if (name == "images" || name == "images_uint8_nhwc") {
       if (!decoded) {
         std::smatch d;
         std::string source = "tokens_cfg4";
         if (std::regex_search(call, d, std::regex(R"(decode_code\((\w+))"))) source = d[1];
-        else if (!tensors.contains(source)) throw FormatError("cannot tell which tokens the images decode");
+        else if (!opened.tensors.contains(source)) throw FormatError("cannot tell which tokens the images decode");
         // Decode the reference tokens so the decoder is checked on its own.
-        at::Tensor codes = io_file->tensor(source);
+        at::Tensor codes = opened.io_file->tensor(source);
         const int64_t grid = gpt_config.grid_size();
         decoded = model.vq->decode_codes(codes, grid, grid);
         decoded_from = source;
       }
       at::Tensor got = name == "images" ? *decoded : llamagen::images_to_uint8_nhwc(*decoded);
-      check = compare_with_reference(name, spec, got, io_file->tensor(name));
+      check = compare_with_reference(name, spec, got, opened.io_file->tensor(name));
       check.note = "decoded from reference " + decoded_from;
     } else {
       return false;

@@ -139,24 +139,17 @@ mar::KlVaeConfig vae_config_of(const ojson& ctor, const io::SafetensorsReader& w
 }  // namespace
 
 ConformanceReport run_mar_conformance(const ojson& manifest, const std::filesystem::path& dir, c10::Device device) {
-  ConformanceReport report;
-  report.case_name = manifest.value("case", "");
-  report.family = "mar";
+  OpenedConformanceCase opened(manifest, dir, "mar");
+  ConformanceReport& report = opened.report;
   const auto& ctor = manifest.at("constructors");
-  auto weights = io::SafetensorsReader::open((dir / manifest.at("weights").at("file").get<std::string>()).string());
-  auto io_file = io::SafetensorsReader::open((dir / manifest.at("io").at("file").get<std::string>()).string());
   const mar::MarConfig mar_config = mar_config_of(ctor);
-  const mar::KlVaeConfig vae_config = vae_config_of(ctor, *weights);
-  const mar::MarModel model = mar::MarModel::from_weights(mar_config, vae_config, *weights, device);
-  const auto& tensors = manifest.at("io").at("tensors");
-  auto input = [&](const std::string& name) {
-    if (!io_file->contains(name)) throw FormatError("case " + report.case_name + ": io file lacks tensor '" + name + "'");
-    return io_file->tensor(name).to(device);
-  };
+  const mar::KlVaeConfig vae_config = vae_config_of(ctor, *opened.weights);
+  const mar::MarModel model = mar::MarModel::from_weights(mar_config, vae_config, *opened.weights, device);
+  auto input = [&](const std::string& name) { return opened.input(name).to(device); };
   auto call_of = [&](const std::string& tensor, const std::string& call_name) {
-    const std::string meaning = tensors.contains(tensor) ? tensors[tensor].value("meaning", "") : "";
+    const std::string meaning = opened.tensors.contains(tensor) ? opened.tensors[tensor].value("meaning", "") : "";
     std::string text = call_text(meaning, call_name);
-    if (text.empty()) text = recorded_call(tensors, call_name);
+    if (text.empty()) text = recorded_call(opened.tensors, call_name);
     return text;
   };
 
@@ -176,11 +169,11 @@ ConformanceReport run_mar_conformance(const ojson& manifest, const std::filesyst
     // Replay: the orders, then per iteration the initial draw and one draw per reverse step.
     std::vector<at::Tensor> draws;
     for (int64_t i = 0; i < params.num_iter; ++i) {
-      draws.push_back(io_file->tensor("noise_it" + std::to_string(i) + "_init"));
-      for (const at::Tensor& step : io_file->tensor("noise_it" + std::to_string(i) + "_steps").unbind(0))
+      draws.push_back(opened.io_file->tensor("noise_it" + std::to_string(i) + "_init"));
+      for (const at::Tensor& step : opened.io_file->tensor("noise_it" + std::to_string(i) + "_steps").unbind(0))
         draws.push_back(step);
     }
-    mar::ReplayMarRandom rng(io_file->tensor("orders"), std::move(draws));
+    mar::ReplayMarRandom rng(opened.io_file->tensor("orders"), std::move(draws));
     generation = mar::generate_masked(model, input("labels"), params, rng);
     if (rng.draws_used() != rng.draws_total())
       throw FormatError("the run used " + std::to_string(rng.draws_used()) + " of " +
@@ -220,33 +213,33 @@ ConformanceReport run_mar_conformance(const ojson& manifest, const std::filesyst
     return *encoded;
   };
 
-  check_outputs(tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
+  check_outputs(opened.tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
     if (name == "enc_out") {
-      check = compare_with_reference(name, spec, encode(), io_file->tensor(name));
+      check = compare_with_reference(name, spec, encode(), opened.io_file->tensor(name));
     } else if (name == "z") {
       // The decoder on its own: fed the reference encoder output.
       at::Tensor z = model.transformer->forward_decoder(input("enc_out"), input("mask"));
-      check = compare_with_reference(name, spec, z, io_file->tensor(name));
+      check = compare_with_reference(name, spec, z, opened.io_file->tensor(name));
     } else if (name == "head_out") {
       check = compare_with_reference(name, spec, model.head->forward(input("head_x"), input("head_t"), input("head_c")),
-                                     io_file->tensor(name));
+                                     opened.io_file->tensor(name));
     } else if (name == "head_out_cfg") {
       const double cfg = number_argument(call_of(name, "forward_with_cfg"), "cfg_scale", 1.0);
       at::Tensor out = model.head->forward_with_cfg(input("head_x"), input("head_t"), input("head_c"), cfg);
-      check = compare_with_reference(name, spec, out, io_file->tensor(name));
+      check = compare_with_reference(name, spec, out, opened.io_file->tensor(name));
     } else if (name == "tokens") {
       const auto& result = generate();
-      check = compare_with_reference(name, spec, model.unpatchify(result.tokens), io_file->tensor(name));
+      check = compare_with_reference(name, spec, model.unpatchify(result.tokens), opened.io_file->tensor(name));
       check.note = generation_note;
     } else if (name == "images") {
       // The whole pipeline: our own sampled tokens through vae.decode(tokens / 0.2325).
       at::Tensor images = model.decode_tokens(generate().tokens);
-      check = compare_with_reference(name, spec, images, io_file->tensor(name));
+      check = compare_with_reference(name, spec, images, opened.io_file->tensor(name));
       check.note = "decoded from our tokens";
     } else if (name == "pstep_sample") {
-      check = compare_with_reference(name, spec, run_psteps().first, io_file->tensor(name));
+      check = compare_with_reference(name, spec, run_psteps().first, opened.io_file->tensor(name));
     } else if (name == "pstep_pred_xstart") {
-      check = compare_with_reference(name, spec, run_psteps().second, io_file->tensor(name));
+      check = compare_with_reference(name, spec, run_psteps().second, opened.io_file->tensor(name));
     } else {
       return false;
     }

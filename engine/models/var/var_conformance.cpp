@@ -105,21 +105,14 @@ var::VqvaeConfig vqvae_config_of(const ojson& ctor) {
 }  // namespace
 
 ConformanceReport run_var_conformance(const ojson& manifest, const std::filesystem::path& dir, c10::Device device) {
-  ConformanceReport report;
-  report.case_name = manifest.value("case", "");
-  report.family = "var";
+  OpenedConformanceCase opened(manifest, dir, "var");
+  ConformanceReport& report = opened.report;
   const auto& ctor = manifest.at("constructors");
   const var::VarConfig var_config = var_config_of(ctor);
   const var::VqvaeConfig vae_config = vqvae_config_of(ctor);
 
-  auto weights = io::SafetensorsReader::open((dir / manifest.at("weights").at("file").get<std::string>()).string());
-  auto io_file = io::SafetensorsReader::open((dir / manifest.at("io").at("file").get<std::string>()).string());
-  const var::VarModel model = var::VarModel::from_weights(var_config, vae_config, *weights, device);
-  const auto& tensors = manifest.at("io").at("tensors");
-  auto input = [&](const std::string& name) {
-    if (!io_file->contains(name)) throw FormatError("case " + report.case_name + ": io file lacks tensor '" + name + "'");
-    return io_file->tensor(name);
-  };
+  const var::VarModel model = var::VarModel::from_weights(var_config, vae_config, *opened.weights, device);
+  auto input = [&](const std::string& name) { return opened.input(name); };
   const int64_t scales = var_config.scales();
   auto ids_named = [&](const std::string& prefix) {
     std::vector<at::Tensor> ids;
@@ -133,7 +126,7 @@ ConformanceReport run_var_conformance(const ojson& manifest, const std::filesyst
   std::string generation_note;
   auto generate = [&]() -> const var::ScaleResult& {
     if (!generation) {
-      const InferCall call = parse_infer_call(tensors);
+      const InferCall call = parse_infer_call(opened.tensors);
       if (!call.found) throw FormatError("the case records no autoregressive_infer_cfg(...) call");
       if (call.more_smooth) throw InvalidArgumentError("more_smooth=True (Gumbel smoothing) is not supported");
       var::ScaleParams params;
@@ -155,35 +148,35 @@ ConformanceReport run_var_conformance(const ojson& manifest, const std::filesyst
     return *reference_decoded;
   };
 
-  check_outputs(tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
+  check_outputs(opened.tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
     if (name == "x_BLCv_wo_first_l") {
       if (!teacher_input) teacher_input = model.vqvae->ids_to_var_input(ids_named("gt_idx_s"));
-      check = compare_with_reference(name, spec, *teacher_input, io_file->tensor(name));
+      check = compare_with_reference(name, spec, *teacher_input, opened.io_file->tensor(name));
     } else if (name == "logits") {
       // The transformer on its own: fed the reference teacher-forcing input.
       if (!teacher_logits) teacher_logits = model.transformer->forward_teacher(input("label_B"), input("x_BLCv_wo_first_l"));
-      check = compare_with_reference(name, spec, *teacher_logits, io_file->tensor(name));
+      check = compare_with_reference(name, spec, *teacher_logits, opened.io_file->tensor(name));
     } else if (auto si = index_suffix(name, "idx_s")) {
       const auto& result = generate();
       if (*si >= static_cast<int64_t>(result.ids.size())) throw FormatError("scale index out of range");
-      check = compare_with_reference(name, spec, result.ids[static_cast<size_t>(*si)], io_file->tensor(name).to(at::kLong));
+      check = compare_with_reference(name, spec, result.ids[static_cast<size_t>(*si)], opened.io_file->tensor(name).to(at::kLong));
       check.note = generation_note;
     } else if (auto si_logits = index_suffix(name, "infer_cfg_logits_s")) {
       const auto& result = generate();
       if (*si_logits >= static_cast<int64_t>(result.scale_logits.size())) throw FormatError("scale index out of range");
-      check = compare_with_reference(name, spec, result.scale_logits[static_cast<size_t>(*si_logits)], io_file->tensor(name));
+      check = compare_with_reference(name, spec, result.scale_logits[static_cast<size_t>(*si_logits)], opened.io_file->tensor(name));
     } else if (name == "f_hat") {
-      check = compare_with_reference(name, spec, generate().f_hat, io_file->tensor(name));
+      check = compare_with_reference(name, spec, generate().f_hat, opened.io_file->tensor(name));
     } else if (name == "image") {
       // The pipeline's own output: our f_hat through fhat_to_img, to [0, 1].
       at::Tensor image = (model.vqvae->fhat_to_img(generate().f_hat) + 1.0) * 0.5;
-      check = compare_with_reference(name, spec, image, io_file->tensor(name));
+      check = compare_with_reference(name, spec, image, opened.io_file->tensor(name));
       check.note = "decoded from our f_hat";
     } else if (name == "fhat_to_img") {
-      check = compare_with_reference(name, spec, decode_reference().clamp(-1, 1), io_file->tensor(name));
+      check = compare_with_reference(name, spec, decode_reference().clamp(-1, 1), opened.io_file->tensor(name));
       check.note = "decoded from reference f_hat";
     } else if (name == "dec_raw") {
-      check = compare_with_reference(name, spec, decode_reference(), io_file->tensor(name));
+      check = compare_with_reference(name, spec, decode_reference(), opened.io_file->tensor(name));
       check.note = "decoded from reference f_hat";
     } else {
       return false;
