@@ -11,6 +11,7 @@
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/llamagen/llamagen_family.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/raster_generation.h"
 #include "engine/models/mar/mar_model.h"
@@ -116,7 +117,8 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
 
     const int64_t grid = config.grid_size();
     const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-    emit(sink, StartedEvent{model.name, device.description, batch, grid, grid, config.block_size, "line", grid});
+    emit(sink, StartedEvent{model.name, device.description, batch, grid, grid, config.block_size, "line", grid,
+                            llamagen::llamagen_description().name});
 
     llamagen::RasterParams params;
     params.cfg_scale = request.cfg_scale;
@@ -163,7 +165,7 @@ GenerationResult GenerationSession::run(const GenerationRequest& request, EventS
       unit.unit_index = done / grid - 1;
       unit.units_total = grid;
       unit.elapsed_ms = ms;
-      fill_kv_unit(unit, cache, request, total_positions, policy_spec, cuda_index);
+      fill_kv_unit(unit, cache, request, total_positions, policy_spec, cuda_index, policy.get());
       if (request.emit_attention_map) unit.attention = attention.take();
       if (preview_due(request, unit.unit_index, grid, preview_ms, ms)) {
         // The decoder has global attention: decode the whole grid with code 0 for

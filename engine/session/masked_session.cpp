@@ -10,6 +10,7 @@
 #include "engine/cache/policies/lazymar_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
+#include "engine/models/mar/mar_family.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/masked_generation.h"
@@ -123,7 +124,8 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
 
   const int64_t grid = config.seq_h(), seq_len = config.seq_len();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  emit(ctx.sink, StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter});
+  emit(ctx.sink, StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter,
+                                 mar::mar_description().name});
 
   const auto start = std::chrono::steady_clock::now();
   auto elapsed_ms = [&] {
@@ -149,7 +151,7 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
     unit.units_total = step.steps_total;
     unit.elapsed_ms = ms;
     unit.policy = request.policy;
-    if (ctx.cuda_index >= 0) unit.device_memory = device_memory_stats(ctx.cuda_index);
+    fill_unit_memory(unit, ctx.cuda_index);
     // The positions of image 0 predicted now: its order entries [unknown after, unknown before).
     const int64_t unknown_after = seq_len - step.tokens_done;
     at::Tensor positions =

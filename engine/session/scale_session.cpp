@@ -12,6 +12,7 @@
 #include "engine/core/logging.h"
 #include "engine/core/errors.h"
 #include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_family.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/event_snapshots.h"
@@ -113,7 +114,8 @@ GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
 
   const int64_t grid = config.final_grid(), scales = config.scales(), total = config.total_tokens();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  emit(ctx.sink, StartedEvent{model.name, ctx.device_description, batch, grid, grid, total, "scale", scales});
+  emit(ctx.sink, StartedEvent{model.name, ctx.device_description, batch, grid, grid, total, "scale", scales,
+                                 var::var_description().name});
 
   var::ScaleParams params;
   params.cfg = request.cfg_scale;
@@ -158,7 +160,7 @@ GenerationResult run_scale_generation(const ScaleSessionContext& ctx) {
     unit.unit_index = step.scale;
     unit.units_total = scales;
     unit.elapsed_ms = ms;
-    fill_kv_unit(unit, cache, request, total, policy_spec, ctx.cuda_index);
+    fill_kv_unit(unit, cache, request, total, policy_spec, ctx.cuda_index, policy.get());
     if (request.emit_attention_map) unit.attention = attention.take();
     if (preview_due(request, step.scale, scales, preview_ms, ms)) {
       // f_hat already spans the whole image: decode it as it stands.
