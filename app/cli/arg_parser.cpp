@@ -25,7 +25,7 @@ ArgParser::ArgParser(const std::vector<std::string>& args, const std::set<std::s
       if (flags.count(a)) {
         if (inline_value) throw InvalidArgumentError("option " + a + " takes no value");
         flags_.insert(a);
-      } else if (value_options.count(a)) {
+      } else if (value_options.count(a) || value_options.count(kAnyValueOption)) {
         if (!inline_value) {
           if (i + 1 >= args.size()) throw InvalidArgumentError("option " + a + " needs a value");
           value = args[++i];

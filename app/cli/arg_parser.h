@@ -10,6 +10,10 @@
 
 namespace kvs::cli {
 
+// In `value_options`: every option that is not a flag takes a value (commands
+// that hand their options on to a model family, which says what it does not use).
+inline const std::string kAnyValueOption = "*";
+
 class ArgParser {
  public:
   // `value_options`: "--name" options that take a value; `flags`: boolean switches.
@@ -24,6 +28,7 @@ class ArgParser {
   uint64_t get_u64(const std::string& name, uint64_t fallback) const;
   double get_double(const std::string& name, double fallback) const;
   const std::vector<std::string>& positional() const { return positional_; }
+  const std::map<std::string, std::string>& values() const { return values_; }
 
  private:
   std::map<std::string, std::string> values_;

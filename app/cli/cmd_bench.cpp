@@ -12,6 +12,7 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
+#include "engine/models/family_registry.h"
 #include "app/cli/default_paths.h"
 #include "engine/bench/bench_chart.h"
 #include "engine/bench/policy_bench.h"
@@ -88,11 +89,12 @@ std::string fixed(double v, int digits) {
 void print_table(const std::vector<BenchRecord>& records) {
   // Demo bundles (with an evaluation classifier) add class accuracy and demo-FID.
   const bool judged = !records.empty() && !std::isnan(records[0].class_accuracy);
-  // Masked (MAR) models: no KV cache; FLOPs and time instead.
-  const bool masked = !records.empty() && records[0].family == "mar";
-  // Next-scale (VAR) models: a whole scale passes through every layer's cache, so
-  // the peak within scales matters as much as what is kept at the end.
-  const bool scales = !records.empty() && records[0].family == "var";
+  const FamilyDescription* family = records.empty() ? nullptr : find_family_description(records[0].family);
+  // Families without a KV cache (MAR): FLOPs and time instead.
+  const bool masked = family && family->measures_flops && !family->measures_kv_bytes;
+  // Scale units (VAR): a whole scale passes through every layer's cache, so the
+  // peak within a unit matters as much as what is kept at the end.
+  const bool scales = family && family->unit == GenerationUnit::Scale;
   std::vector<std::string> header{"policy", "KV MiB", "% full", "alloc MiB", "alloc/log", "tok/s",
                                   "speedup", "agree %", "PSNR dB", "SSIM"};
   if (scales) header.insert(header.begin() + 3, {"peak MiB", "peak % full"});

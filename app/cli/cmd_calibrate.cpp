@@ -1,7 +1,6 @@
-// kvstudio-cli calibrate: HeatKV's offline calibration of a VAR bundle.
+// kvstudio-cli calibrate: a policy's offline calibration of a bundle (HeatKV on VAR).
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <sstream>
 #include <string>
@@ -9,12 +8,10 @@
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
 #include "app/cli/default_paths.h"
-#include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
-#include "engine/models/var/var_calibration.h"
-#include "engine/models/var/var_model.h"
+#include "engine/models/family_registry.h"
 
 namespace kvs::cli {
 namespace {
@@ -49,56 +46,36 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     return 0;
   }
   const std::string policy = p.require("--policy");
-  if (policy != "heatkv")
-    throw InvalidArgumentError("policy '" + policy + "' needs no calibration (only heatkv is calibrated offline)");
+  // The family whose models the policy is calibrated on.
+  const ModelFamily* calibrating = nullptr;
+  for (const ModelFamily* f : model_families()) {
+    const auto& names = f->description().calibrated_policies;
+    if (std::find(names.begin(), names.end(), policy) != names.end()) calibrating = f;
+  }
+  if (!calibrating) {
+    std::string calibrated;
+    for (const ModelFamily* f : model_families())
+      for (const std::string& name : f->description().calibrated_policies)
+        calibrated += (calibrated.empty() ? "" : ", ") + name;
+    throw InvalidArgumentError("policy '" + policy + "' needs no calibration (calibrated offline: " + calibrated + ")");
+  }
   const io::ModelBundle bundle = io::ModelBundle::open(p.get("--model", default_model_path()));
-  if (bundle.family() != "var")
-    throw InvalidArgumentError("calibrate --policy heatkv needs a next-scale (VAR) model; " + bundle.dir + " is a '" +
-                               bundle.family() + "' model");
+  if (bundle.family() != calibrating->name())
+    throw InvalidArgumentError("calibrate --policy " + policy + " needs a " + calibrating->description().display_name +
+                               " model; " + bundle.dir + " is a '" + bundle.family() + "' model");
+  if (p.has("--classes") && p.has("--images")) throw InvalidArgumentError("--classes and --images cannot be combined");
+  CalibrationRequest request;
+  request.policy = policy;
+  if (p.has("--classes")) request.classes = parse_classes(p.get("--classes", ""));
+  request.images = p.get_int("--images", 4);
+  request.cfg = p.get_double("--cfg", 1.5);
+  if (!(request.cfg >= 0)) throw InvalidArgumentError("option --cfg must be >= 0");
+  request.seed = p.get_u64("--seed", 0);
+  request.out = p.get("--out", "");
   const DeviceChoice device = choose_device(parse_device_kind(p.get("--device", "auto")),
                                             static_cast<int>(p.get_int("--threads", 0)));
-  const var::VarModel model =
-      var::VarModel::load(bundle, device.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU));
-  const int64_t num_classes = model.transformer->config().num_classes;
-  if (p.has("--classes") && p.has("--images")) throw InvalidArgumentError("--classes and --images cannot be combined");
-  const int64_t images = p.get_int("--images", 4);
-  if (images < 1) throw InvalidArgumentError("option --images must be >= 1");
-  const std::vector<int64_t> classes = p.has("--classes") ? parse_classes(p.get("--classes", ""))
-                                                          : var::spread_classes(num_classes, images);
-  for (int64_t c : classes)
-    if (c < 0 || c >= num_classes)
-      throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: model " + model.name + " has " +
-                                 std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) + ")");
-  var::ScaleParams params;
-  params.cfg = p.get_double("--cfg", 1.5);
-  if (!(params.cfg >= 0)) throw InvalidArgumentError("option --cfg must be >= 0");
-  params.seed = p.get_u64("--seed", 0);
-  const std::string out = p.get("--out", bundle.dir + "/" + kScaleAttentionProfileFile);
-
-  const auto start = std::chrono::steady_clock::now();
-  const ScaleAttentionProfile profile = var::calibrate_scale_attention(model, classes, params);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  profile.save(out);
-  if (!p.flag("--quiet")) {
-    std::printf("calibrated %s on %zu image(s) in %.1f s (%s): wrote %s\n", model.name.c_str(), classes.size(), seconds,
-                device.description.c_str(), out.c_str());
-    // What HeatKV will read from it: per source scale, how much later scales lean
-    // on it (mean S-CAS over heads, and its spread).
-    std::printf("source scale  tokens  mean S-CAS  min head  max head\n");
-    for (int64_t i = 0; i + 1 < profile.scales(); ++i) {
-      double sum = 0, lo = 1e300, hi = -1e300;
-      for (int64_t l = 0; l < profile.layers; ++l)
-        for (int64_t h = 0; h < profile.heads; ++h) {
-          const double v = profile.scas(l, h, i);
-          sum += v;
-          lo = std::min(lo, v);
-          hi = std::max(hi, v);
-        }
-      std::printf("%12lld  %6lld  %10.4f  %8.4f  %8.4f\n", static_cast<long long>(i),
-                  static_cast<long long>(profile.unit_tokens[static_cast<size_t>(i)]),
-                  sum / static_cast<double>(profile.layers * profile.heads), lo, hi);
-    }
-  }
+  const std::string report = calibrating->calibrate(bundle, device, request);
+  if (!p.flag("--quiet")) std::printf("%s\n", report.c_str());
   return 0;
 }
 

@@ -14,7 +14,9 @@
 #include "engine/image/png_file.h"
 #include "engine/io/model_bundle.h"
 #include "engine/session/generation_metadata.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/family_registry.h"
+#include "engine/models/generation_session.h"
+#include "engine/models/model_catalog.h"
 
 namespace kvs::cli {
 namespace {
@@ -74,7 +76,9 @@ int cmd_generate(const std::vector<std::string>& args) {
   GenerationRequest request;
   request.model_path = p.get("--model", default_model_path());
   const io::ModelBundle bundle = io::ModelBundle::open(request.model_path);
-  const nlohmann::json defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
+  const ModelSummary model = summarize_model_bundle(bundle);
+  const ModelSamplingDefaults& defaults = model.sampling_defaults;
+  const FamilyDescription& family = find_model_family(model.family).description();
 
   const std::vector<int64_t> classes = parse_class_list(p.require("--class"));
   const int64_t batch = p.get_int("--batch", 1);
@@ -83,15 +87,17 @@ int cmd_generate(const std::vector<std::string>& args) {
     for (int64_t i = 0; i < batch; ++i) request.class_ids.push_back(c);
   if (p.get("--seed", "") == "random") request.seed = std::random_device{}();
   else request.seed = p.get_u64("--seed", 0);
-  request.cfg_scale = p.get_double("--cfg", defaults.value("cfg_scale", 4.0));
+  request.cfg_scale = p.get_double("--cfg", defaults.cfg_scale.value_or(4.0));
   request.cfg_interval = p.get_int("--cfg-interval", -1);
-  request.steps = p.get_int("--steps", defaults.value("steps", 0));
-  request.cfg_schedule = p.get("--cfg-schedule", defaults.value("cfg_schedule", std::string()));
-  if ((p.has("--steps") || p.has("--cfg-schedule")) && bundle.family() != "mar")
-    throw InvalidArgumentError("options --steps and --cfg-schedule apply to MAR models only");
-  request.sampling.temperature = p.get_double("--temperature", defaults.value("temperature", 1.0));
-  request.sampling.top_k = p.get_int("--top-k", defaults.value("top_k", 0));
-  request.sampling.top_p = p.get_double("--top-p", defaults.value("top_p", 1.0));
+  request.steps = p.get_int("--steps", defaults.steps.value_or(0));
+  request.cfg_schedule = p.get("--cfg-schedule", defaults.cfg_schedule.value_or(std::string()));
+  for (const auto& [option, field] : {std::pair<const char*, const char*>{"--steps", "steps"}, {"--cfg-schedule", "cfg_schedule"},
+                                      {"--cfg-interval", "cfg_interval"}})
+    if (p.has(option) && !family.has_request_option(field))
+      throw InvalidArgumentError(std::string("option ") + option + " does not apply to " + family.display_name + " models");
+  request.sampling.temperature = p.get_double("--temperature", defaults.temperature.value_or(1.0));
+  request.sampling.top_k = p.get_int("--top-k", defaults.top_k.value_or(0));
+  request.sampling.top_p = p.get_double("--top-p", defaults.top_p.value_or(1.0));
   request.sampling.sample = !p.flag("--greedy");
   request.device = p.get("--device", "auto");
   request.threads = static_cast<int>(p.get_int("--threads", 0));
@@ -112,7 +118,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   auto previous = std::signal(SIGINT, on_sigint);
   GenerationResult result;
   try {
-    result = session.run(request, &progress);
+    result = session.run(bundle, request, &progress);
   } catch (...) {
     std::signal(SIGINT, previous);
     g_session = nullptr;
@@ -121,7 +127,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   std::signal(SIGINT, previous);
   g_session = nullptr;
 
-  const auto class_names = bundle.class_names();
+  const auto& class_names = model.class_names;
   const size_t n = result.images.size();
   for (size_t i = 0; i < n; ++i) {
     std::string path = out;

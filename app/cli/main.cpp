@@ -18,7 +18,7 @@ usage: kvstudio-cli <command> [options]
 commands:
   generate        generate images (default model: the bundled demo model)
   info <model>    architecture, parameter count and KV bytes per token of a bundle
-  verify <case>   check the engine against a conformance case (../shared/conformance/*.json)
+  verify <case>   check the engine against a conformance case (<case>.json; see docs/conformance.md)
   convert         turn official checkpoints into a KV Studio bundle
   create-random   write a randomly initialised bundle (demo or any official size)
   inspect <png>   print the generation parameters stored in a PNG made by KV Studio

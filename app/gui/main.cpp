@@ -58,7 +58,7 @@ void applyDarkTheme(QApplication& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // Dear ImGui's OpenGL 3 backend needs a core profile (BUILD-NOTES.md).
+  // Dear ImGui's OpenGL 3 backend needs a core profile (docs/design.md#build-facts).
   QSurfaceFormat format;
   format.setVersion(3, 3);
   format.setProfile(QSurfaceFormat::CoreProfile);

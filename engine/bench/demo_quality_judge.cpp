@@ -30,7 +30,12 @@ DemoQualityJudge::~DemoQualityJudge() = default;
 std::unique_ptr<DemoQualityJudge> DemoQualityJudge::for_bundle(const std::string& bundle_dir,
                                                                const std::vector<int64_t>& labels, int image_size,
                                                                int64_t min_reference) {
-  const io::ModelBundle bundle = io::ModelBundle::open(bundle_dir);
+  return for_bundle(io::ModelBundle::open(bundle_dir), labels, image_size, min_reference);
+}
+
+std::unique_ptr<DemoQualityJudge> DemoQualityJudge::for_bundle(const io::ModelBundle& bundle,
+                                                               const std::vector<int64_t>& labels, int image_size,
+                                                               int64_t min_reference) {
   const auto path = evaluation_classifier_path(bundle);
   if (!path) return nullptr;
   auto impl = std::make_unique<Impl>();

@@ -1,5 +1,5 @@
 #pragma once
-// Quality in miniature (issue 4): the way the papers compare policies on FID,
+// Quality in miniature: the way the papers compare policies on FID,
 // `bench` compares them on the demo models with the bundle's own evaluation
 // classifier (engine/metrics/scene_classifier.h):
 //   class_accuracy  fraction of a policy's images whose arg-max class is the class
@@ -32,6 +32,10 @@
 
 namespace kvs {
 
+namespace io {
+struct ModelBundle;
+}
+
 class DemoQualityJudge {
  public:
   struct Score {
@@ -43,6 +47,9 @@ class DemoQualityJudge {
   // images will be generated for (fixes the held-out set). Throws kvs::Error
   // subclasses for a broken classifier file or one that does not fit the model.
   static std::unique_ptr<DemoQualityJudge> for_bundle(const std::string& bundle_dir, const std::vector<int64_t>& labels,
+                                                      int image_size, int64_t min_reference = 200);
+  // The same for a bundle already open.
+  static std::unique_ptr<DemoQualityJudge> for_bundle(const io::ModelBundle& bundle, const std::vector<int64_t>& labels,
                                                       int image_size, int64_t min_reference = 200);
   ~DemoQualityJudge();
   DemoQualityJudge(const DemoQualityJudge&) = delete;

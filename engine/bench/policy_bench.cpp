@@ -12,22 +12,14 @@
 #include <unistd.h>
 
 #include "engine/bench/demo_quality_judge.h"
-#include "engine/cache/policies/lazymar_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/metrics/image_metrics.h"
 #include "engine/metrics/process_memory.h"
-#include "engine/models/llamagen/llamagen_config.h"
-#include "engine/models/llamagen/llamagen_random_init.h"
-#include "engine/models/llamagen/raster_generation.h"
-#include "engine/models/mar/mar_config.h"
-#include "engine/models/mar/mar_random_init.h"
-#include "engine/models/var/scale_generation.h"
-#include "engine/models/var/var_config.h"
-#include "engine/models/var/var_random_init.h"
-#include "engine/session/generation_session.h"
-#include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/models/family_registry.h"
+#include "engine/models/generation_session.h"
+#include "engine/models/model_catalog.h"
 
 namespace kvs {
 namespace {
@@ -39,108 +31,15 @@ bool is_policy_name(const std::string& name) {
   return false;
 }
 
-// "llamagen-demo" or "llamagen-<SIZE>[@<pixels>]" (SIZE as in gpt_preset without "GPT-"),
-// "var-demo" or "var-<dNN>[@<pixels>]" (var_preset; pixels 256 or 512).
-struct RandomArch {
-  std::string family = "llamagen";
-  llamagen::GptConfig gpt;
-  llamagen::VqConfig vq;
-  var::VarConfig var;
-  var::VqvaeConfig vae;
-  mar::MarConfig mar;
-  mar::KlVaeConfig kl;
-  nlohmann::json mar_defaults;
-  std::string name;
-};
-
-// "mar-demo" (mar_random_init.h) or an official size "mar-B" | "mar-L" | "mar-H".
-RandomArch parse_random_mar_arch(const std::string& text) {
-  RandomArch arch;
-  arch.family = "mar";
-  arch.name = text + "-random";
-  if (text == "mar-demo") {
-    arch.mar = mar::demo_mar_config();
-    arch.kl = mar::demo_kl_vae_config();
-    arch.mar_defaults = mar::mar_sampling_defaults("mar-B");
-    return arch;
+// The family of a `--random` architecture: the one whose name prefixes it.
+const ModelFamily& family_of_architecture(const std::string& text) {
+  std::string examples;
+  for (const ModelFamily* f : model_families()) {
+    if (text.rfind(f->name() + "-", 0) == 0) return *f;
+    examples += (examples.empty() ? "" : ", ") + f->name() + "-demo";
   }
-  const auto names = mar::mar_preset_names();
-  if (std::find(names.begin(), names.end(), text) == names.end()) {
-    std::string known = "mar-demo";
-    for (const auto& n : names) known += ", " + n;
-    throw InvalidArgumentError("--random: unknown architecture '" + text + "' (MAR sizes: " + known + ")");
-  }
-  arch.mar = mar::mar_preset(text);
-  arch.kl = mar::kl16_config();
-  arch.mar_defaults = mar::mar_sampling_defaults(text);
-  return arch;
-}
-
-RandomArch parse_random_var_arch(const std::string& text) {
-  RandomArch arch;
-  arch.family = "var";
-  arch.name = text + "-random";
-  if (text == "var-demo") {
-    arch.var = var::demo_var_config();
-    arch.vae = var::demo_vqvae_config();
-    return arch;
-  }
-  std::string size = text.substr(4);
-  int64_t image_size = 0;
-  const auto at = size.find('@');
-  if (at != std::string::npos) {
-    const std::string px = size.substr(at + 1);
-    size = size.substr(0, at);
-    if (px.empty() || px.size() > 5 || px.find_first_not_of("0123456789") != std::string::npos)
-      throw InvalidArgumentError("--random: bad image size '" + px + "' in '" + text + "'");
-    image_size = std::stoll(px);
-  }
-  try {
-    arch.var = var::var_preset(size, image_size);
-  } catch (const InvalidArgumentError& e) {
-    throw InvalidArgumentError("--random: " + std::string(e.what()) + " in '" + text +
-                               "' (expected var-demo or var-<d16|d20|d24|d30|d36>[@256|512])");
-  }
-  arch.vae = var::vqvae_preset(arch.var.patch_nums);
-  return arch;
-}
-
-RandomArch parse_random_arch(const std::string& text) {
-  if (text.rfind("var-", 0) == 0) return parse_random_var_arch(text);
-  if (text.rfind("mar-", 0) == 0) return parse_random_mar_arch(text);
-  std::string sizes;
-  for (const auto& n : llamagen::gpt_preset_names()) sizes += (sizes.empty() ? "" : "|") + n.substr(4);
-  const std::string expected = "expected llamagen-demo or llamagen-<" + sizes +
-                               ">@<image size, e.g. 256 or 384>, or var-demo / var-<d16..d36>, or mar-demo / mar-<B|L|H>";
-  RandomArch arch;
-  arch.name = text + "-random";
-  if (text == "llamagen-demo") {
-    arch.gpt = llamagen::demo_gpt_config();
-    arch.vq = llamagen::demo_vq_config();
-    return arch;
-  }
-  const std::string prefix = "llamagen-";
-  if (text.rfind(prefix, 0) != 0) throw InvalidArgumentError("--random: unknown architecture '" + text + "' (" + expected + ")");
-  std::string size = text.substr(prefix.size());
-  int64_t image_size = 256;
-  const auto at = size.find('@');
-  if (at != std::string::npos) {
-    const std::string px = size.substr(at + 1);
-    size = size.substr(0, at);
-    if (px.empty() || px.size() > 5 || px.find_first_not_of("0123456789") != std::string::npos)
-      throw InvalidArgumentError("--random: bad image size '" + px + "' in '" + text + "' (" + expected + ")");
-    image_size = std::stoll(px);
-  }
-  const auto names = llamagen::gpt_preset_names();
-  if (std::find(names.begin(), names.end(), "GPT-" + size) == names.end())
-    throw InvalidArgumentError("--random: unknown architecture '" + text + "' (" + expected + ")");
-  arch.vq = llamagen::vq_preset("VQ-16");
-  const int64_t down = arch.vq.downsample();
-  if (image_size <= 0 || image_size % down != 0 || image_size > 2048)
-    throw InvalidArgumentError("--random: image size " + std::to_string(image_size) + " in '" + text +
-                               "' must be a positive multiple of " + std::to_string(down) + " up to 2048");
-  arch.gpt = llamagen::gpt_preset("GPT-" + size, image_size, down, 1000, arch.vq.codebook_size);
-  return arch;
+  throw InvalidArgumentError("--random: unknown architecture '" + text + "' (expected <family>-<size>, e.g. " + examples +
+                             "; families: " + supported_family_names() + ")");
 }
 
 // A temporary bundle folder, removed when the benchmark ends (also on errors).
@@ -291,45 +190,44 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   }
 
   // The architecture, known before any weights are written or loaded.
-  std::optional<RandomArch> random;
-  std::string family = "llamagen";
-  llamagen::GptConfig gpt;
-  var::VarConfig var_config;
-  mar::MarConfig mar_config;
-  nlohmann::json defaults = nlohmann::json::object();
+  std::optional<RandomArchitecture> random;
+  const ModelFamily* family_ptr = nullptr;
+  io::ModelBundle bundle;
   if (!options.random_arch.empty()) {
-    random = parse_random_arch(options.random_arch);
-    family = random->family;
-    gpt = random->gpt;
-    var_config = random->var;
-    mar_config = random->mar;
-    if (family == "mar") defaults = random->mar_defaults;
+    family_ptr = &family_of_architecture(options.random_arch);
+    random = family_ptr->random_architecture(options.random_arch);
+    bundle.manifest = random->manifest;
   } else {
-    const io::ModelBundle bundle = io::ModelBundle::open(options.model_path);
-    family = bundle.family();
-    if (family == "var") var_config = var::var_config_from_json(bundle.manifest.at("architecture").at("var"));
-    else if (family == "llamagen") gpt = llamagen::gpt_config_from_json(bundle.manifest.at("architecture").at("gpt"));
-    else if (family == "mar") mar_config = mar::mar_config_from_json(bundle.manifest.at("architecture").at("mar"));
-    else throw InvalidArgumentError("model family '" + family + "' is not supported by bench yet (supported: llamagen, var, mar)");
-    defaults = bundle.manifest.value("sampling_defaults", nlohmann::json::object());
+    bundle = io::ModelBundle::open(options.model_path);
+    family_ptr = &find_model_family(bundle.family());
   }
-  const bool next_scale = family == "var";
-  const bool masked = family == "mar";
-  const int64_t num_classes = masked ? mar_config.class_num : next_scale ? var_config.num_classes : gpt.num_classes;
+  const ModelFamily& family = *family_ptr;
+  const FamilyDescription& described = family.description();
+  ModelSummary summary;
+  family.summarize(bundle, summary);
+  const ModelSamplingDefaults defaults = read_sampling_defaults(bundle.manifest);
+  const int64_t num_classes = summary.num_classes;
+  const bool takes_steps = described.has_request_option("steps");
   if (options.steps < 0 || options.steps > 4096) throw InvalidArgumentError("bench: steps must be between 1 and 4096");
-  if (options.steps != 0 && !masked)
-    throw InvalidArgumentError("bench: --steps applies to masked (MAR) models only; this model is of family '" + family + "'");
+  if (options.steps != 0 && !takes_steps) {
+    std::string with_steps;
+    for (const ModelFamily* f : model_families())
+      if (f->description().has_request_option("steps"))
+        with_steps += (with_steps.empty() ? "" : ", ") + f->description().display_name;
+    throw InvalidArgumentError("bench: --steps applies to " + with_steps + " models only; this model is of family '" +
+                               family.name() + "'");
+  }
 
   GenerationRequest base;
-  base.cfg_scale = options.cfg.value_or(defaults.value("cfg_scale", 4.0));
-  base.sampling.temperature = options.temperature.value_or(defaults.value("temperature", 1.0));
-  base.sampling.top_k = options.top_k.value_or(defaults.value("top_k", int64_t{0}));
-  base.sampling.top_p = options.top_p.value_or(defaults.value("top_p", 1.0));
+  base.cfg_scale = options.cfg.value_or(defaults.cfg_scale.value_or(4.0));
+  base.sampling.temperature = options.temperature.value_or(defaults.temperature.value_or(1.0));
+  base.sampling.top_k = options.top_k.value_or(defaults.top_k.value_or(0));
+  base.sampling.top_p = options.top_p.value_or(defaults.top_p.value_or(1.0));
   base.device = options.device;
   base.threads = options.threads;
-  if (masked) {
-    base.steps = options.steps > 0 ? options.steps : defaults.value("steps", int64_t{64});
-    base.cfg_schedule = defaults.value("cfg_schedule", std::string("linear"));
+  if (takes_steps) {
+    base.steps = options.steps > 0 ? options.steps : defaults.steps.value_or(64);
+    base.cfg_schedule = defaults.cfg_schedule.value_or("linear");
   }
 
   // Classes per image, checked against the model.
@@ -343,26 +241,10 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
       throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: the model has " +
                                  std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) + ")");
 
-  // Every policy is built once on the real geometry, so impossible budgets are
-  // refused before the first (possibly long) run.
-  // Masked models: every spec must name a feature cache (or full) with valid parameters.
-  if (masked)
-    for (const auto& spec : specs) make_masked_feature_cache(spec.text(), mar_config);
-  for (int64_t b : {options.batch, (options.images - 1) % options.batch + 1}) {
-    if (masked) break;
-    // VAR: CFG rows unless cfg is 0, and only policies written for scale units.
-    PolicyContext context = next_scale ? var::scale_policy_context(var_config, b, base.cfg_scale != 0.0, options.seed)
-                                       : llamagen::raster_policy_context(gpt, b, base.cfg_scale > 1.0, options.seed);
-    // HeatKV's calibration comes later (the bundle's, or the session's own): a
-    // stand-in of the right geometry checks its parameters now.
-    if (next_scale) context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
-    for (const auto& spec : specs) {
-      const auto policy = make_policy(spec.text(), context);
-      if (next_scale && policy->name() != "full" && !policy->supports_units())
-        throw InvalidArgumentError("policy '" + policy->name() + "' works on raster (next-token) models only, not on " +
-                                   "this VAR model");
-    }
-  }
+  // Every policy is built once on the real geometry (both batch sizes the runs
+  // use), so impossible budgets are refused before the first (possibly long) run.
+  for (int64_t b : {options.batch, (options.images - 1) % options.batch + 1})
+    for (const auto& spec : specs) family.check_policy(bundle, spec.text(), PolicyCheck{b, base.cfg_scale, options.seed});
   {
     GenerationRequest check = base;
     check.model_path = ".";
@@ -374,14 +256,9 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   std::string model_path = options.model_path;
   if (random) {
     temp.emplace();
-    if (masked)
-      mar::write_random_mar_bundle(temp->path.string(), random->name, random->mar, random->kl, options.seed, "f16",
-                                   &random->mar_defaults);
-    else if (next_scale)
-      var::write_random_var_bundle(temp->path.string(), random->name, random->var, random->vae, options.seed, "f16");
-    else
-      llamagen::write_random_llamagen_bundle(temp->path.string(), random->name, random->gpt, random->vq, options.seed, "f16");
+    random->write(temp->path.string(), options.seed, "f16");
     model_path = temp->path.string();
+    bundle = io::ModelBundle::open(model_path);
   }
   base.model_path = model_path;
 
@@ -399,7 +276,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   if (options.warmup) {
     BenchProgress p{"full (warm-up)", 0, static_cast<int64_t>(specs.size()), 0, 1};
     RunSink sink(session, p, progress, cancelled);
-    session.run(run_request(0, "full"), &sink);
+    session.run(bundle, run_request(0, "full"), &sink);
   }
 
   // Per policy: its record, tokens and images (first round), and each round's time.
@@ -408,7 +285,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     std::vector<std::vector<int32_t>> tokens;
     std::vector<RgbImage> images;
     double best_ms = 0;
-    double flops_sum = 0;  // masked: per-image FLOPs x images, first round
+    double flops_sum = 0;  // families that count FLOPs: per-image FLOPs x images, first round
   };
   std::vector<PolicyRuns> all(specs.size());
   for (int64_t round = 0; round < options.rounds; ++round) {
@@ -432,7 +309,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
         p.round = round;
         p.rounds = options.rounds;
         RunSink sink(session, p, progress, cancelled);
-        GenerationResult result = session.run(run_request(r, policy), &sink);
+        GenerationResult result = session.run(bundle, run_request(r, policy), &sink);
         round_ms += sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
         if (first_round) {
           rec.kv_bytes_logical = std::max(rec.kv_bytes_logical, result.kv_bytes_logical_final);
@@ -464,7 +341,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   // Quality in miniature, for bundles that ship an evaluation classifier.
   std::unique_ptr<DemoQualityJudge> judge;
   if (!all[0].images.empty())
-    judge = DemoQualityJudge::for_bundle(model_path, classes, all[0].images[0].width);
+    judge = DemoQualityJudge::for_bundle(bundle, classes, all[0].images[0].width);
 
   std::vector<BenchRecord> records;
   const std::vector<std::vector<int32_t>>& ref_tokens = all[0].tokens;
@@ -480,8 +357,8 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     std::vector<double> agreement, psnrs, ssims;
     for (size_t i = 0; i < images.size(); ++i) {
       const double p = psnr(images[i], ref_images[i]);
-      if (masked) {
-        // MAR's tokens are continuous: compare pixels (its "tokens" are the generation orders).
+      if (!described.discrete_tokens) {
+        // Continuous tokens (MAR): compare pixels (the "tokens" are the generation orders).
         if (!std::isfinite(p)) ++rec.identical_images;
       } else {
         agreement.push_back(token_agreement(tokens[i], ref_tokens[i]));
@@ -490,12 +367,13 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
       if (std::isfinite(p)) psnrs.push_back(p);
       ssims.push_back(ssim(images[i], ref_images[i]));
     }
-    rec.token_agreement = mean(agreement);  // NaN for masked models (no agreement entries)
-    rec.family = family;
-    rec.steps = masked ? base.steps : 0;
+    rec.token_agreement = mean(agreement);  // NaN for continuous tokens (no agreement entries)
+    rec.family = family.name();
+    rec.steps = takes_steps ? base.steps : 0;
     const double nan = std::numeric_limits<double>::quiet_NaN();
-    rec.flops = masked && !images.empty() ? all[pi].flops_sum / static_cast<double>(images.size()) : nan;
-    rec.flops_vs_full = masked && all[0].flops_sum > 0 ? all[pi].flops_sum / all[0].flops_sum : nan;
+    const bool counted = described.measures_flops;
+    rec.flops = counted && !images.empty() ? all[pi].flops_sum / static_cast<double>(images.size()) : nan;
+    rec.flops_vs_full = counted && all[0].flops_sum > 0 ? all[pi].flops_sum / all[0].flops_sum : nan;
     rec.psnr = mean(psnrs);
     rec.ssim = mean(ssims);
     rec.class_accuracy = rec.demo_fid = std::numeric_limits<double>::quiet_NaN();

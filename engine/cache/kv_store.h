@@ -27,8 +27,9 @@
 //     generated token; position = sequence index (cls_token_num + raster index).
 //   - next-scale (VAR): append() takes a whole scale (1, 4, 9, ... tokens) at once;
 //     positions are the flattened multi-scale sequence indices.
-//   - masked (MAR): the entries are the known tokens of the current step; a step
-//     appends the newly predicted tokens with their grid positions.
+//   - masked (MAR): not stored here. MAR attends bidirectionally over all known
+//     tokens and recomputes them every step; LazyMAR's caches are per-layer
+//     feature caches of the masked family (engine/models/mar/).
 // CFG runs as one doubled batch [cond rows; uncond rows]. retain_pairs() applies one
 // keep decision to row r and its partner r + rows/2, so both halves of a CFG pair
 // always hold the same positions.
@@ -78,8 +79,12 @@ class KvStore {
 
   // Attention of queries [rows, n_head, T, head_dim] at `query_positions` (T) over
   // the retained entries; `causal` hides entries whose position is later than the
-  // query's. Uses dense BLAS when all segments have equal length, the ragged
-  // kernel otherwise; probs / key_mass on request.
+  // query's. With float32 buffers on the CPU it always runs the ragged kernel
+  // (kernels/cpu), which reads only each segment's valid entries, also when all
+  // segments have equal length (decode attention is memory-bound, so it beats a
+  // dense matmul there). Elsewhere (CUDA, or buffers not in float32) it runs a
+  // dense matmul over [0, longest segment), masking slots past a segment's
+  // length and, if causal, later positions. probs / key_mass on request.
   KvAttention attend(int64_t layer, const at::Tensor& queries, const std::vector<int64_t>& query_positions, bool causal,
                      bool want_probs = false, bool want_key_mass = false) const;
 

@@ -61,4 +61,16 @@ ConformanceCheck checked_output(const std::string& name, const std::string& role
   return check;
 }
 
+void check_outputs(const nlohmann::ordered_json& tensors, ConformanceReport& report,
+                   const std::function<bool(const std::string& name, const nlohmann::ordered_json& spec,
+                                            ConformanceCheck& check)>& produce) {
+  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
+    const std::string& name = it.key();
+    const nlohmann::ordered_json& spec = it.value();
+    const std::string role = spec.value("role", "");
+    if (role != "output" && role != "debug") continue;
+    report.checks.push_back(checked_output(name, role, [&](ConformanceCheck& check) { return produce(name, spec, check); }));
+  }
+}
+
 }  // namespace kvs

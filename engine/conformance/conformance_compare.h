@@ -1,6 +1,6 @@
 #pragma once
 // Comparing one computed tensor with a conformance case's reference, by the
-// rules of ../shared/conformance/README.md: pass if max |got - ref| <= atol (per
+// rules of the conformance cases (docs/conformance.md): pass if max |got - ref| <= atol (per
 // index-0 slice with "atol_per_index0"); integer tensors with atol 0 must match
 // exactly. Shared by the per-family runners (llamagen_, var_ and mar_conformance.cpp).
 #include <ATen/core/Tensor.h>
@@ -23,5 +23,12 @@ ConformanceCheck compare_with_reference(const std::string& name, const nlohmann:
 // carries the message.
 ConformanceCheck checked_output(const std::string& name, const std::string& role,
                                 const std::function<bool(ConformanceCheck&)>& produce);
+
+// Every output and debug tensor of a case's io list, checked in order with
+// checked_output(): `produce(name, spec, check)` fills a check and returns true,
+// or returns false for a tensor it does not know.
+void check_outputs(const nlohmann::ordered_json& tensors, ConformanceReport& report,
+                   const std::function<bool(const std::string& name, const nlohmann::ordered_json& spec,
+                                            ConformanceCheck& check)>& produce);
 
 }  // namespace kvs

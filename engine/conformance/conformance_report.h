@@ -1,6 +1,6 @@
 #pragma once
 // Results of checking our ports against reference outputs of the official code
-// (../shared/conformance format). Torch-free so the CLI can print it.
+// (the conformance cases, docs/conformance.md). Torch-free so the CLI can print it.
 #include <string>
 #include <vector>
 

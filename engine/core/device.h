@@ -1,7 +1,7 @@
 #pragma once
 // Run-time device choice. The same binary uses CUDA when LibTorch has it and a GPU
 // is present ("auto"), and falls back to the CPU. The CPU thread count is always
-// set explicitly: LibTorch's default can be 1 (BUILD-NOTES.md).
+// set explicitly: LibTorch's default can be 1 (docs/design.md#build-facts).
 #include <string>
 
 namespace kvs {

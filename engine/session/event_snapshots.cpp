@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/core/errors.h"
 #include "engine/metrics/device_memory.h"
 #include "engine/metrics/process_memory.h"
 
@@ -126,6 +127,70 @@ std::optional<AttentionMap> CacheAttentionMap::take() {
   map.weights.assign(mean.data_ptr<float>(), mean.data_ptr<float>() + positions_);
   count_ = 0;
   return map;
+}
+
+TokenProgressEvent RunClock::progress(int64_t done, int64_t total) const {
+  const double ms = elapsed_ms();
+  return TokenProgressEvent{done, total, ms, ms > 0 ? done * 1000.0 / ms : 0};
+}
+
+UnitDoneEvent RunClock::unit(int64_t index, int64_t total) const {
+  UnitDoneEvent unit;
+  unit.unit_index = index;
+  unit.units_total = total;
+  unit.elapsed_ms = elapsed_ms();
+  return unit;
+}
+
+void RunClock::preview_if_due(UnitDoneEvent& unit, const GenerationRequest& request,
+                              const std::function<std::vector<RgbImage>()>& decode) {
+  if (!preview_due(request, unit.unit_index, unit.units_total, preview_ms_, unit.elapsed_ms)) return;
+  const double decode_start = elapsed_ms();
+  unit.preview = decode();
+  preview_ms_ += elapsed_ms() - decode_start;
+}
+
+GenerationResult RunClock::result(const std::string& model_name, const RunContext& context, int64_t grid,
+                                  int64_t tokens_per_image) const {
+  GenerationResult result;
+  result.model_name = model_name;
+  result.device = context.device_description;
+  result.grid_height = grid;
+  result.grid_width = grid;
+  const double ms = elapsed_ms();
+  result.tokens_per_second = ms > 0 ? tokens_per_image * 1000.0 / ms : 0;
+  return result;
+}
+
+void apply_policy_change(const RunContext& context, int64_t unit_index, std::string& policy_spec,
+                         const std::function<void(const std::string&)>& install) {
+  if (!context.take_policy_change) return;
+  const std::optional<std::string> change = context.take_policy_change();
+  if (!change) return;
+  try {
+    install(*change);
+    policy_spec = *change;
+    context.emit(PolicyChangedEvent{unit_index, policy_spec, true, ""});
+  } catch (const Error& e) {
+    context.emit(PolicyChangedEvent{unit_index, policy_spec, false, e.what()});
+  }
+}
+
+std::vector<std::vector<int32_t>> token_rows(const at::Tensor& tokens) {
+  const at::Tensor t = tokens.to(at::kCPU, at::kInt).contiguous();
+  std::vector<std::vector<int32_t>> rows;
+  const int64_t n = t.size(1);
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    const int32_t* p = t[i].data_ptr<int32_t>();
+    rows.emplace_back(p, p + n);
+  }
+  return rows;
+}
+
+void fill_kv_result(GenerationResult& result, const KvMemoryStats& memory) {
+  result.kv_bytes_peak = memory.bytes_peak;
+  result.kv_bytes_logical_final = memory.bytes_logical;
+  result.kv_bytes_full = memory.bytes_full_equivalent;
 }
 
 }  // namespace kvs

@@ -4,6 +4,8 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +14,8 @@
 #include "engine/image/rgb_image.h"
 #include "engine/session/generation_events.h"
 #include "engine/session/generation_request.h"
+#include "engine/session/generation_result.h"
+#include "engine/session/model_family.h"
 
 namespace kvs {
 
@@ -67,5 +71,43 @@ class CacheAttentionMap {
   at::Tensor sum_;
   int64_t count_ = 0, query_ = 0;
 };
+
+// The time line of a family's run, from when it starts generating (a
+// calibration or a model load before it is not counted): progress events, unit
+// events stamped with the time, previews decoded when due (their decoding time
+// kept within the request's share), and the result's common fields.
+class RunClock {
+ public:
+  RunClock() : start_(std::chrono::steady_clock::now()) {}
+  double elapsed_ms() const {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  }
+  // `done` of `total` tokens per image, now.
+  TokenProgressEvent progress(int64_t done, int64_t total) const;
+  // A unit event with its index, the unit count and the time.
+  UnitDoneEvent unit(int64_t index, int64_t total) const;
+  // Decodes the unit's preview when the request wants one now (preview_due).
+  void preview_if_due(UnitDoneEvent& unit, const GenerationRequest& request,
+                      const std::function<std::vector<RgbImage>()>& decode);
+  // Model, device, grid and tokens/s per image (of `tokens_per_image`) so far.
+  GenerationResult result(const std::string& model_name, const RunContext& context, int64_t grid,
+                          int64_t tokens_per_image) const;
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+  double preview_ms_ = 0;  // spent decoding previews so far
+};
+
+// At a unit boundary: takes the policy change requested so far (if any), lets
+// `install` build and adopt it (it throws kvs::Error for a spec it refuses) and
+// reports a PolicyChangedEvent either way; `policy_spec` follows the active spec.
+void apply_policy_change(const RunContext& context, int64_t unit_index, std::string& policy_spec,
+                         const std::function<void(const std::string&)>& install);
+
+// Token ids [B, N] (any integer dtype, any device) -> one int32 row per image.
+std::vector<std::vector<int32_t>> token_rows(const at::Tensor& tokens);
+
+// A KV-cache run's memory at its end, into the result.
+void fill_kv_result(GenerationResult& result, const KvMemoryStats& memory);
 
 }  // namespace kvs

@@ -38,6 +38,9 @@ struct FamilyDescription {
   std::string grid;          // how the image tokens are laid out, one phrase
   bool measures_kv_bytes = true;  // generation grows a KV cache the KvStore accounts in bytes
   bool measures_flops = false;    // generation counts its FLOPs (per unit and per image)
+  // GenerationResult::tokens are token ids that two runs can compare (false:
+  // continuous tokens; the result lists each image's generation order instead).
+  bool discrete_tokens = true;
   FamilyOverlays overlays;
   // The policy family the family's policies declare (PolicyDescription::families):
   // "raster", "scale" or "masked".
@@ -52,6 +55,9 @@ struct FamilyDescription {
   // `convert` and `create-random` usage lines (options after --family / --preset).
   std::string convert_usage;
   std::string create_random_usage;
+  // The constructor a conformance case of this family names in its manifest
+  // ("constructors": {"gpt": ...}): how `verify` tells the case's family.
+  std::string conformance_constructor;
   // The calibrations `kvstudio-cli calibrate --policy` can store in a bundle.
   std::vector<std::string> calibrated_policies;
 

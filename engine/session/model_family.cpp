@@ -46,6 +46,16 @@ std::vector<std::string> FamilyOptions::unused() const {
   return out;
 }
 
+void FamilyOptions::refuse_unused(const std::string& what) const {
+  const std::vector<std::string> names = unused();
+  if (!names.empty()) throw InvalidArgumentError("option " + names.front() + " does not apply to " + what);
+}
+
+bool ModelFamily::owns_conformance_case(const nlohmann::ordered_json& manifest) const {
+  const std::string& key = description().conformance_constructor;
+  return !key.empty() && manifest.contains("constructors") && manifest["constructors"].contains(key);
+}
+
 std::string ModelFamily::calibrate(const io::ModelBundle&, const DeviceChoice&, const CalibrationRequest& request) const {
   throw InvalidArgumentError("policy '" + request.policy + "' needs no calibration on " + description().display_name +
                              " models");

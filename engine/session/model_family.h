@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/conformance/conformance_report.h"
 #include "engine/session/family_description.h"
 #include "engine/session/generation_events.h"
 #include "engine/session/generation_request.h"
@@ -43,6 +44,10 @@ class FamilyOptions {
   std::vector<int64_t> get_int_list(const std::string& name) const;  // "1,2,3"
   // Options given but never read, in name order.
   std::vector<std::string> unused() const;
+  // Throws InvalidArgumentError "option --x does not apply to <what>" for the
+  // first option never read: families call it once they have read their
+  // options, before the work starts.
+  void refuse_unused(const std::string& what) const;
 
  private:
   std::map<std::string, std::string> values_;
@@ -94,6 +99,21 @@ struct CalibrationRequest {
   std::string out;  // empty: the bundle's own calibration file
 };
 
+// `bench --random ARCH`: a randomly initialised model of a named architecture.
+struct RandomArchitecture {
+  nlohmann::json manifest;  // its model.json, known before any weights exist
+  // Writes the bundle (model.json and random weights) into `dir`.
+  std::function<void(const std::string& dir, uint64_t seed, const std::string& dtype)> write;
+};
+
+// The geometry a policy is checked on before a run (`bench` refuses impossible
+// budgets before its first, possibly long, run).
+struct PolicyCheck {
+  int64_t batch = 1;
+  double cfg_scale = 1.0;
+  uint64_t seed = 0;
+};
+
 class ModelFamily {
  public:
   virtual ~ModelFamily() = default;
@@ -118,6 +138,23 @@ class ModelFamily {
 
   // `create-random --preset P` for one of description().random_presets.
   virtual std::string write_random(const std::string& preset, const FamilyOptions& options) const = 0;
+
+  // `bench --random ARCH` for an ARCH named "<family>-..." (e.g. "llamagen-B@384",
+  // "var-d16", "mar-demo"); throws InvalidArgumentError "--random: unknown
+  // architecture 'ARCH' (expected ...)" for a name it does not know.
+  virtual RandomArchitecture random_architecture(const std::string& architecture) const = 0;
+
+  // Builds policy `spec` on the model's geometry and throws InvalidArgumentError
+  // (with the registry's or the family's message) when the model cannot run it:
+  // unknown or malformed, of another family, or a budget that cannot fit.
+  virtual void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const = 0;
+
+  // `verify`: whether a conformance case (reference outputs of the official code,
+  // docs/conformance.md) is one of this family's, judged from its manifest; and
+  // running every check it defines on `device`.
+  bool owns_conformance_case(const nlohmann::ordered_json& manifest) const;
+  virtual ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,
+                                                 const DeviceChoice& device) const = 0;
 
   // `calibrate`: measures what a policy needs offline and stores it beside the
   // bundle; returns the report. Only for description().calibrated_policies.

@@ -16,7 +16,7 @@
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/var/var_model.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/classifier_trainer.h"
 #include "engine/metrics/frechet_distance.h"

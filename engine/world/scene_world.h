@@ -1,8 +1,8 @@
 #pragma once
-// The procedural image world the demo models are trained on (issue 4): a
-// deterministic, seeded generator of class-conditional scenes whose structure
-// spans the whole picture. Torch-free and Qt-free: the training tool, the CLI, the
-// tests and (later) the GUI all use it through these plain types.
+// The procedural image world the demo models are trained on: a deterministic,
+// seeded generator of class-conditional scenes whose structure spans the whole
+// picture. Torch-free and Qt-free: the training tool, the CLI and the tests use
+// it through these plain types.
 //
 // Determinism contract: render_scene(c, seed, size) returns the same pixels on
 // every run (no global RNG, no threads, no time, no standard-library

@@ -171,7 +171,7 @@ else
 fi
 expect_error mar-kv-policy "KV-cache policy for raster/scale models; masked \(MAR\) models take full, lazymar" -- generate --model "$work/mar" --class 1 --policy linear:rho=1/2 --out "$work/x.png" --quiet
 expect_error mar-bad-schedule "unknown cfg schedule 'cosine'" -- generate --model "$work/mar" --class 1 --cfg-schedule cosine --out "$work/x.png" --quiet
-expect_error steps-not-mar "apply to MAR models only" -- generate --class 1 --steps 4 --out "$work/x.png" --quiet
+expect_error steps-not-mar "option --steps does not apply to raster \(LlamaGen\) models" -- generate --class 1 --steps 4 --out "$work/x.png" --quiet
 expect_error mar-bad-preset "unknown MAR size 'mar-XL'" -- create-random --preset mar-XL --out "$work/mxl"
 
 # bench: full is the reference (agreement 1), compressed policies keep less KV.

@@ -1,4 +1,4 @@
-// The bundled, trained demo model (issue 4) passes its quality gates and shows
+// The bundled, trained demo model passes its quality gates and shows
 // what teachers use it to show: locality — a line is generated mostly from the
 // lines just above it, and some heads are almost purely local — and the
 // class-token sink in some heads.
@@ -14,7 +14,7 @@
 
 #include "engine/io/model_bundle.h"
 #include "engine/models/llamagen/llamagen_model.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "engine/world/scene_world.h"
 #include "tests/engine/demo_bundle_checks.h"
 

@@ -1,4 +1,4 @@
-// Bench's quality in miniature (issue 4): class accuracy and demo-FID measured with
+// Bench's quality in miniature: class accuracy and demo-FID measured with
 // a bundle's evaluation classifier against held-out procedural-world images.
 #include <gtest/gtest.h>
 

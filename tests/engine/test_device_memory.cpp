@@ -4,7 +4,7 @@
 
 #include "engine/core/device.h"
 #include "engine/metrics/device_memory.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
 

@@ -31,7 +31,7 @@ PolicyContext small_policy_context(int64_t grid, int64_t rows = 1, bool cfg = fa
 // The InvalidArgumentError message make_policy(spec, context) throws, or "no error".
 std::string policy_error(const std::string& spec, const PolicyContext& context);
 
-std::string conformance_dir();  // ../shared/conformance beside the checkout
+std::string conformance_dir();  // KVSTUDIO_CONFORMANCE_DIR (docs/conformance.md)
 void write_bytes(const std::string& path, const std::string& bytes);
 std::string read_bytes(const std::string& path);
 

@@ -1,4 +1,4 @@
-// LazyMAR (engine/cache/policies/lazymar_policy.h) on tiny random MAR models:
+// LazyMAR (engine/models/mar/lazymar_policy.h) on tiny random MAR models:
 // refreshing every step is the full computation bit for bit; lazy steps recompute
 // exactly the tokens of lowest layer-s value similarity plus the forced ones; the
 // condition cache reuses the stored difference; any step count works (> 64);
@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/cache/policies/lazymar_policy.h"
+#include "engine/models/mar/lazymar_policy.h"
 #include "engine/cache/policies/policy_catalog.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -20,7 +20,7 @@
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/mar_random_init.h"
 #include "engine/models/mar/masked_generation.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 #include "tests/engine/tiny_mar.h"
 

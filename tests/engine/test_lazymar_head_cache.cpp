@@ -1,4 +1,4 @@
-// LazyMAR's diffusion-head cache (engine/cache/policies/lazymar_head_cache.h) on a
+// LazyMAR's diffusion-head cache (engine/models/mar/lazymar_head_cache.h) on a
 // tiny random MAR model whose head has 6 blocks (as MAR-B's), so that block 0,
 // the residual-reuse blocks 1-4 and block 5 all exist: full steps are the exact
 // head bit for bit; cached steps follow the official rule, written out here from
@@ -13,8 +13,8 @@
 #include <memory>
 #include <vector>
 
-#include "engine/cache/policies/lazymar_head_cache.h"
-#include "engine/cache/policies/lazymar_policy.h"
+#include "engine/models/mar/lazymar_head_cache.h"
+#include "engine/models/mar/lazymar_policy.h"
 #include "engine/core/errors.h"
 #include "engine/models/mar/diffusion_head.h"
 #include "engine/models/mar/mar_flops.h"

@@ -1,4 +1,4 @@
-// The bundled, trained MAR demo model (issue 7) passes its quality gates, records
+// The bundled, trained MAR demo model passes its quality gates, records
 // the sampling it was evaluated with, and LazyMAR keeps its images recognisable
 // while computing a fraction of the full recomputation's FLOPs.
 #include <gtest/gtest.h>

@@ -20,7 +20,7 @@
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/mar_random_init.h"
 #include "engine/models/mar/masked_generation.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 #include "tests/engine/tiny_mar.h"
 

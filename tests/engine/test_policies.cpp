@@ -14,7 +14,7 @@
 #include "engine/io/model_bundle.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/raster_generation.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;

@@ -7,7 +7,7 @@
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;

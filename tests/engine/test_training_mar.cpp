@@ -23,7 +23,7 @@
 #include "engine/models/mar/mar_transformer.h"
 #include "engine/models/mar/mar_weights.h"
 #include "engine/models/mar/masked_generation.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "engine/training/adamw.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/mar/diffusion_loss.h"

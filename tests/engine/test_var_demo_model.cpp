@@ -1,4 +1,4 @@
-// The bundled, trained VAR demo model (issue 6) passes its quality gates, ships
+// The bundled, trained VAR demo model passes its quality gates, ships
 // HeatKV's calibration, and shows what AMS-KV is built on: per key, a scale's
 // queries attend most to the condensed (first two) scales, least to the
 // intermediate ones, and more again to the local scales (AMS-KV Section 3,
@@ -14,7 +14,7 @@
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/model_catalog.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "tests/engine/demo_bundle_checks.h"
 
 namespace kvs {

@@ -15,7 +15,7 @@
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 #include "tests/engine/tiny_var.h"
 

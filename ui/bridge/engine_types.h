@@ -8,7 +8,7 @@
 
 #include "engine/session/generation_events.h"
 #include "engine/session/generation_request.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 
 namespace kvs::ui {
 

@@ -6,7 +6,7 @@
 
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 
 namespace kvs::ui {
 

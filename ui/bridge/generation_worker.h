@@ -1,5 +1,5 @@
 #pragma once
-// The one worker thread that runs the engine (DESIGN.md, Threading). It owns a
+// The one worker thread that runs the engine (docs/design.md#threading). It owns a
 // GenerationSession (so a model loads once and stays loaded), runs queued jobs
 // one after another and turns the session's events into Qt signals emitted on
 // the GUI thread. The GUI thread never runs model code.

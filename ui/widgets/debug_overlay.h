@@ -3,7 +3,7 @@
 // the canvas: per-layer/per-head retained counts (budgets in use), evictions per
 // line boundary, event queue depth, timings per phase, GUI frame time.
 // Created on first use only: QOpenGLWidget needs a real GL platform (Xvfb/xcb in
-// tests; the offscreen platform crashes on it, see BUILD-NOTES.md).
+// tests; the offscreen platform crashes on it, see docs/design.md#build-facts).
 #include <QElapsedTimer>
 #include <QOpenGLWidget>
 #include <QPointer>

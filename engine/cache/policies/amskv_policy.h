@@ -1,36 +1,15 @@
 #pragma once
 // `amskv` — AMS-KV (Xu, Wang, Wang, Li, "AMS-KV: Adaptive KV Caching in Multi-Scale
-// Visual Autoregressive Transformers", AAAI-26), for the next-scale family (VAR).
-// Per layer: the condensed scales (the first C_cds scales) are always kept; later
-// scales roll through the cache first in, first out (CLRU, Algorithm 2) within the
-// layer's budget C_bgt. Every layer starts cache-efficient (C_bgt = C_min) and is
-// promoted once to cache-demanding (C_bgt = C_max) when an appended scale overflows
-// C_min and the inter-scale key similarity S(k_i, resize(k_{i-1})) = -||k_i -
-// k̂_{i-1}|| (Eq. 3) is below theta (Algorithm 1, exactly: a scale larger than
-// C_max, or larger than the budget after the promotion check, is not cached).
-// Defaults as in §Experimental Setup: C_max = the last two scales + the condensed
-// scales, C_min = the penultimate scale + the condensed scales, C_cds = 2 scales.
-//
-// Choices where the paper is silent:
-// - When: Algorithm 1 is the cache update at append time, so the rolling happens
-//   after scale i's entries are appended and before its queries attend
-//   (before_unit_attention): the scale sees the rolled cache C_i. A scale that is
-//   not cached still attends to C_{i-1} and to itself (its self-attention) and is
-//   dropped right after its layer ran (after_unit_layer).
-// - S's scale: the paper's threshold range (theta = -0.007 .. -0.01, default here
-//   -0.008, its best FID) only makes sense for a normalised norm, so S is the mean
-//   over elements of the squared difference, negated (keys as cached: VAR's
-//   L2-normalised keys, all heads). The resize is bilinear (align_corners=false) of
-//   the previous scale's key map to the current scale's side. Scale 0 has no
-//   predecessor: it never promotes.
-// - Granularity: decisions are per layer and per image (conditional row; its CFG
-//   partner mirrors it), so an image gets the same cache alone or in a batch. The
-//   similarity of an image is measured on its conditional row.
-// - C_cds counts whole scales; CLRU keeps the first C_cds-scales' tokens and the
-//   C_bgt - cds most recent tokens (token granularity, Algorithm 2's slicing).
-// - budget_tokens() is C_max (no segment holds more after any layer); a scale's
-//   entries are in the store while it attends, so max_entries() adds the largest
-//   scale.
+// Visual Autoregressive Transformers", AAAI-26, Algorithms 1-2), for the
+// next-scale family (VAR). Per layer: the condensed scales (the first cds) are
+// always kept and later scales roll through the cache first in, first out (CLRU)
+// within the layer's budget, which starts at C_min and is raised once to C_max when
+// a scale overflows C_min and the layer's inter-scale key similarity is below
+// theta. The similarity is S = -mean((k_i - resize(k_{i-1}))^2) over all heads,
+// tokens and dimensions of the image's conditional row (keys as cached, bilinear
+// resize): the negated mean squared difference, not the paper's -||.||_2 (Eq. 3),
+// so that the paper's theta range applies.
+// Choices where the paper is silent: docs/policies.md#amskv
 #include <vector>
 
 #include "engine/cache/policies/policy_registry.h"

@@ -1,7 +1,8 @@
 #pragma once
 // The one small interface every KV-cache policy implements: the raster family's
 // per-token flow below, and the next-scale family's per-unit hooks (see
-// supports_units()); the masked family will extend the same way.
+// supports_units()). The masked family keeps no growing KV cache: its policies
+// are feature caches (LazyMAR, engine/models/mar/), not CachePolicy.
 //
 // Flow per generated token i (0-based raster index): the model runs one decode
 // step whose input is token i; every layer appends token i's K/V to the store

@@ -1,42 +1,13 @@
 #pragma once
-// `heatkv` — HeatKV (Head-tuned KV-cache compression, ../shared/papers/heatkv.txt
-// §3) for the next-scale family (VAR). Offline, a calibration with the full cache
-// measures the scale-to-scale attention mass beta (Eq. 2; ScaleAttentionProfile).
-// From it:
-//   - CAS (Eq. 3) orders the heads O from least to most dependent on cached
-//     tokens; S-CAS (Eq. 4) orders the heads O_i for every non-sink source scale i;
-//   - N_k = ceil(T (c_k - b c_{K-1}) / (c_k - c_s)) heads (Eq. 5, T = layers x
-//     heads) must have dropped their non-sink scales after scale k, so that the
-//     cache holds at most B = b T c_{K-1} entries per image;
-//   - Algorithm 1: G_k = Prefix(O, N_k) (binary variant: whole heads keep only the
-//     s sink scales) or the union over source scales i <= k of Prefix(O_i, N_k)
-//     (scale-dependent variant: head-scales); GreedyEarlyPruning picks the fewest
-//     elements of G_k \ G_{k-1} (by layer descending, source scale descending, rank
-//     ascending) to evict before scale k starts so that CacheSizeAfterLayer
-//     (Algorithm 2) stays <= B after every layer; the rest of G_k is evicted right
-//     after its layer ran. pruning=naive evicts all of G_k \ G_{k-1} up front (the
-//     ablation of Table 3c).
-// The plan is fixed before generation (it depends only on the calibration), so
-// every image and both halves of a CFG pair keep the same head-scales.
-//
-// Choices where the paper is silent:
-// - Scales are 0-based here: sinks are scales [0, s), c_k counts the tokens of
-//   scales [0, k], the last scale K-1 is never cached (its entries are in the store
-//   while its own layer attends, then dropped), so c_{K-1} (the paper's, 1-based)
-//   = the tokens of scales [0, K-2] and no plan is made for the last scale.
-// - "Before scale k starts" = when scale k's first layer is about to attend (the
-//   before_unit_attention of layer 0): the early-pruned head-scales are evicted in
-//   every layer at once. A scale's own entries are never evicted before its own
-//   queries attend (the scale's self-attention); an early-pruned head-scale of the
-//   current scale is evicted right after its layer, like the others. Algorithm 2
-//   counts scale k's tokens in every layer not yet run, which bounds the real cache
-//   from above, so the budget holds after every layer.
-// - Budget b is a fraction of c_{K-1} per head (the paper's B = b T c_{K-1});
-//   b must leave room for the sinks (b c_{K-1} >= c_s).
-// - CAS is divided by K - s as printed (a constant factor: orders are unaffected).
-//   Ties in any order go to the lower (layer, head) index.
-// - budget_tokens() is the most one segment can hold after a layer (c_{K-1}):
-//   HeatKV's budget is a total over heads, total_budget_tokens().
+// `heatkv` — HeatKV (Head-tuned KV-cache compression for visual autoregressive
+// modeling, §3: Eq. 2-5, Algorithms 1-2) for the next-scale family (VAR). An
+// offline calibration measures each head's scale-to-scale attention (Eq. 2,
+// ScaleAttentionProfile); S-CAS ranks, per source scale, the heads that need it
+// least, N_k (Eq. 5) says how many head-scales must be gone after scale k, and
+// greedy early pruning evicts just enough before each scale that the total cache
+// stays within B = b x layers x heads x c_{K-1} after every layer. The sink scales
+// stay; the last scale is never cached. The plan is fixed before generation.
+// Choices where the paper is silent: docs/policies.md#heatkv
 #include <vector>
 
 #include "engine/cache/policies/policy_registry.h"

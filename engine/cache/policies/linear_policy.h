@@ -1,29 +1,11 @@
 #pragma once
 // `linear` — LineAR (Qin et al., "Autoregressive Image Generation Needs Only a Few
-// Lines of Cached Tokens", §3.3), per layer, per (row, KV head):
-//   - budget B = rho x N visual tokens, rounded down to whole lines (n | B);
-//   - no compression while the cache holds fewer than B visual entries (l/n < rho);
-//   - then, at the end of every line (after the step whose input is the line's
-//     last token), partition the visual cache into the initial anchors P_init (the
-//     first N_init visual tokens), the recent r lines P_rec, and the mid region;
-//     evict from the mid region the n tokens with the lowest inter-line saliency
-//     S_j = mean over the finished line's n queries of softmax(q K_mid^T / sqrt(d))_j
-//     (Eq. 8-9), leaving |P| = B - n: a one-line buffer for the next line (Eq. 6-7).
-//
-// Choices where the paper is silent (its supplementary material with the per-model
-// N_init and r is not available):
-// - N_init = 4 and r = 1 by default (both parameters); a budget that cannot hold
-//   N_init + r lines + the one-line buffer + one line to select from is an error.
-// - The condition token is kept and not counted in B (it is LlamaGen's permanent sink).
-// - Scores use the post-RoPE queries of the line just finished; with grouped-query
-//   attention the mean also runs over the query heads sharing a KV head.
-// - The softmax runs over the mid-region keys only (Eq. 8 as written).
-// - CFG: the decision is taken on the conditional row (cfg_decision=cond, default)
-//   or on the sum of both rows' scores (cfg_decision=both) and applied to both, so a
-//   CFG pair always holds the same positions.
-// - Adopting a larger cache (a policy change mid-run) evicts as many mid tokens as
-//   needed at the next line end to get back to B - n.
-// - Ties: the older token is evicted first.
+// Lines of Cached Tokens", §3.3), per layer, per (row, KV head): a budget of
+// B = rho x N image tokens in whole lines; once a segment holds B, every line end
+// keeps the N_init anchors and the r recent lines and evicts the n mid tokens with
+// the lowest inter-line saliency (Eq. 8-9, the finished line's queries, softmax
+// over the mid keys), leaving B - n: a one-line buffer (Eq. 6-7).
+// Choices where the paper is silent: docs/policies.md#linear
 #include <vector>
 
 #include "engine/cache/policies/policy_registry.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The policy registry seen through plain structs, for code that must not include
-// ATen (the Qt window, DESIGN.md rule 1): names, one-line summaries and typed
+// ATen (the Qt window; docs/design.md, "Two hard rules"): names, one-line summaries and typed
 // parameters with defaults, ranges and one-sentence help. Built on top of
 // policy_registry() so that the window, the CLI and the benchmarks list exactly
 // the same policies and parameters.

@@ -10,7 +10,7 @@
 #include "engine/cache/policies/h2o_policy.h"
 #include "engine/cache/policies/headkv_policy.h"
 #include "engine/cache/policies/heatkv_policy.h"
-#include "engine/cache/policies/lazymar_policy.h"
+#include "engine/models/mar/lazymar_policy.h"
 #include "engine/cache/policies/linear_policy.h"
 #include "engine/cache/policies/random_policy.h"
 #include "engine/cache/policies/rkv_policy.h"

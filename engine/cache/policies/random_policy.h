@@ -1,13 +1,9 @@
 #pragma once
-// `random`: the random-eviction baseline of the LineAR paper (§4, Table 1).
-//
-// Choices where the paper is silent:
-// - Same cadence and budget as LineAR: no eviction until a segment holds B image
-//   entries; then at the end of each line the segment is cut to B - n (n = line
-//   width) by evicting uniformly random image entries, so it never exceeds B.
-// - Draws come from a generator seeded by the request's seed (reproducible), are
-//   independent per layer and head, and shared by the two halves of a CFG pair.
-// - The condition token is never evicted.
+// `random`: the random-eviction baseline of the LineAR paper (§4.2, Table 3).
+// Same cadence and budget as LineAR: once a segment holds B image entries, each
+// line end cuts it to B - n by evicting uniformly random image entries, drawn
+// from a generator seeded by the request's seed and shared by a CFG pair.
+// Choices where the paper is silent: docs/policies.md#random
 #include <ATen/core/Generator.h>
 
 #include "engine/cache/policies/policy_registry.h"

@@ -1,47 +1,12 @@
 #pragma once
 // `snapkv` — SnapKV (Li et al., "SnapKV: LLM Knows What You are Looking for Before
-// Generation", 2024, §4.1-4.2), applied at line ends as the image papers use the
-// LLM baselines: an observation window of the most recent queries votes for the
-// older entries, the votes are smoothed by 1-D pooling and the top entries stay.
-// Per layer, per (row, KV head):
-//   - budget B image tokens; no eviction while a segment holds at most B - n image
-//     entries (n = line width);
-//   - at the end of every line (after the step whose input is the line's last
-//     token), score every retained entry older than the observation window (the
-//     last `window` tokens) with the attention of the window's queries:
-//     S_j = sum over window queries and grouped query heads of
-//     softmax(q K^T / sqrt(d))_j (SnapKV Eq. for C = sum over the window),
-//     smooth with max pooling over slot order (kernel `kernel`, stride 1, same
-//     padding) and keep the best, so the segment drops to B - n image entries: a
-//     one-line buffer for the next line, so it never exceeds B.
-//
-// Choices where the papers are silent (LineAR and HeadKV cite SnapKV but do not run
-// it; SnapKV's own defaults vary between its releases):
-// - Compression at line ends, down to B - n (the cadence LineAR uses for its own
-//   policy and for R-KV); it fires whenever a segment holds more than B - n image
-//   entries, so a B that is not a multiple of n is still never exceeded. With B a
-//   multiple of n this is "once the segment holds B entries".
-// - window = one line (n queries) by default, kernel = 7 with max pooling (SnapKV's
-//   released configuration); both parameters. The kernel must be odd ("same"
-//   padding = kernel / 2 keeps one score per slot).
-// - The softmax runs over ALL retained entries of the segment (condition, older
-//   entries and the window itself), with the causal mask the model applies (a
-//   window query does not see window entries after it), as SnapKV's observation
-//   attention does; the scores of the entries older than the window are then used.
-// - Grouped-query attention: the vote of a KV head sums the query heads sharing it.
-// - Pooling runs over the slot order of the eviction candidates only (the image
-//   entries older than the window; evicted gaps are skipped): the condition token
-//   is always kept and its key (zero in LlamaGen) says nothing about its neighbours.
-// - The condition token(s) and the observation window are always kept; a budget
-//   that cannot hold the window, the one-line buffer and one scored entry
-//   (B < window + n + 1) is an error.
-// - CFG: the decision is taken on the conditional row (cfg_decision=cond, default)
-//   or on the sum of both rows' pooled scores (cfg_decision=both) and applied to
-//   both rows of the pair.
-// - Adopting a larger cache (a policy change mid-run) evicts as many entries as
-//   needed at the next line end to get back to B - n; a window query not observed
-//   since the adoption is left out of the vote (none observed: the oldest go first).
-// - Ties: the older entry is evicted first.
+// Generation", 2024, §4.1-4.2), applied at line ends as the image papers apply the
+// LLM baselines: the queries of an observation window (default one line) vote for
+// the older entries (softmax attention summed over the window and grouped heads),
+// the votes are max-pooled over slot order, and the best stay, so each segment
+// drops to B - n image entries at every line end (a one-line buffer).
+// The observation window and the line-end cut here are shared with `rkv`.
+// Choices where the paper is silent: docs/policies.md#snapkv
 #include <functional>
 #include <vector>
 

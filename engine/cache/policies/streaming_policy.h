@@ -1,21 +1,15 @@
 #pragma once
 // `streaming` — StreamingLLM (Xiao et al., "Efficient Streaming Language Models with
-// Attention Sinks", 2023), as the LineAR and HeadKV papers use it for images:
-// keep the attention sinks plus a window of the most recent tokens.
-//
-// Choices where the papers are silent:
-// - The condition token is always kept and not counted (it is LlamaGen's permanent
-//   sink); `sink` further counts the first image tokens kept (default 4, as
-//   StreamingLLM's four initial tokens).
-// - Evicts after every token (StreamingLLM's per-step rolling window), so each
-//   segment holds at most B = sink + window image entries at every step.
-// - Next-scale models (VAR; HeatKV §4 runs StreamingLLM this way): the sinks are
-//   the first `sink_scales` scales (default 3, HeatKV's s), the window the most
-//   recent tokens; after every layer of every scale (its queries have seen the
-//   cache and the scale itself) each segment is cut to B = budget tokens, so no
-//   segment holds more than B after any layer.
-// - Positions are never shifted (LlamaGen caches keys after RoPE): a query keeps
-//   its true (row, col) position, unlike the position re-indexing of the LLM paper.
+// Attention Sinks", 2023), as the LineAR (§4) and HeadKV (§5) papers run it on
+// images and HeatKV (§4) on next-scale models: keep the attention sinks plus a
+// window of the most recent tokens.
+// - Raster models: the condition token, the first `sink` image tokens and the
+//   newest tokens, cut to B after every token.
+// - Next-scale models: the first `sink_scales` scales and the newest tokens, cut
+//   to B after every layer of every scale (after_unit_layer), not only between
+//   scales; a layer holds B plus the new scale until it has attended.
+// - Positions are never shifted (LlamaGen caches keys after RoPE).
+// Choices where the paper is silent: docs/policies.md#streaming
 #include "engine/cache/policies/policy_registry.h"
 
 namespace kvs {

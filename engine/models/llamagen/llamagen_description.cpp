@@ -18,6 +18,7 @@ const FamilyDescription& llamagen_description() {
     f.compare_presets = {"",          "full",          "linear:rho=0.25", "streaming:rho=0.25", "headkv:rho=0.25",
                          "h2o:rho=0.25", "snapkv:rho=0.25", "rkv:rho=0.25", "random:rho=0.25", "linear:rho=0.125"};
     f.request_options = {"cfg_interval"};
+    f.conformance_constructor = "gpt";
     f.random_presets = {"demo", "GPT-B", "GPT-L", "GPT-XL", "GPT-XXL", "GPT-3B"};
     f.convert_usage =
         "--checkpoint c2i_B_384.pt --tokenizer vq_ds16_c2i.pt --out DIR\n"

@@ -6,7 +6,7 @@
 //
 // The pieces (condition, input, res_block and its two halves, final_layer) are
 // public so that LazyMAR's diffusion-head cache (engine/cache/policies/
-// lazymar_head_cache.h) can reuse block outputs across reverse steps.
+// engine/models/mar/lazymar_head_cache.h) can reuse block outputs across reverse steps.
 #include <ATen/core/Tensor.h>
 
 #include <map>

@@ -14,12 +14,14 @@ const FamilyDescription& mar_description() {
     // MAR keeps no KV cache across steps: its cost is the FLOPs a step executes.
     f.measures_kv_bytes = false;
     f.measures_flops = true;
+    f.discrete_tokens = false;
     f.overlays.recomputed_tokens = true;
     f.overlays.flops = true;
     f.policy_family = "masked";
     f.compare_presets = {"", "full", "lazymar", "lazymar:interval=4", "lazymar:retention=constant,ratio=0.25",
                          "lazymar:condition_cache=off"};
     f.request_options = {"steps", "cfg_schedule"};
+    f.conformance_constructor = "mar";
     f.random_presets = {"mar-demo", "mar-B", "mar-L", "mar-H"};
     f.convert_usage =
         "--checkpoint mar_base/checkpoint-last.pth --tokenizer kl16.ckpt --out DIR\n"

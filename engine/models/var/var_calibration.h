@@ -1,5 +1,5 @@
 #pragma once
-// HeatKV's offline calibration (heatkv.txt §3.1): full-cache generation of a few
+// HeatKV's offline calibration (HeatKV §3.1): full-cache generation of a few
 // images, measuring every layer's and head's scale-to-scale attention mass beta
 // (Eq. 2) on the conditional rows, averaged over the images.
 #include <functional>

@@ -1,4 +1,4 @@
-#include "engine/conformance/var_conformance.h"
+#include "engine/models/var/var_conformance.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -155,47 +155,41 @@ ConformanceReport run_var_conformance(const ojson& manifest, const std::filesyst
     return *reference_decoded;
   };
 
-  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
-    const std::string& name = it.key();
-    const ojson& spec = it.value();
-    const std::string role = spec.value("role", "");
-    if (role != "output" && role != "debug") continue;
-    report.checks.push_back(checked_output(name, role, [&](ConformanceCheck& check) {
-      if (name == "x_BLCv_wo_first_l") {
-        if (!teacher_input) teacher_input = model.vqvae->ids_to_var_input(ids_named("gt_idx_s"));
-        check = compare_with_reference(name, spec, *teacher_input, io_file->tensor(name));
-      } else if (name == "logits") {
-        // The transformer on its own: fed the reference teacher-forcing input.
-        if (!teacher_logits) teacher_logits = model.transformer->forward_teacher(input("label_B"), input("x_BLCv_wo_first_l"));
-        check = compare_with_reference(name, spec, *teacher_logits, io_file->tensor(name));
-      } else if (auto si = index_suffix(name, "idx_s")) {
-        const auto& result = generate();
-        if (*si >= static_cast<int64_t>(result.ids.size())) throw FormatError("scale index out of range");
-        check = compare_with_reference(name, spec, result.ids[static_cast<size_t>(*si)], io_file->tensor(name).to(at::kLong));
-        check.note = generation_note;
-      } else if (auto si_logits = index_suffix(name, "infer_cfg_logits_s")) {
-        const auto& result = generate();
-        if (*si_logits >= static_cast<int64_t>(result.scale_logits.size())) throw FormatError("scale index out of range");
-        check = compare_with_reference(name, spec, result.scale_logits[static_cast<size_t>(*si_logits)], io_file->tensor(name));
-      } else if (name == "f_hat") {
-        check = compare_with_reference(name, spec, generate().f_hat, io_file->tensor(name));
-      } else if (name == "image") {
-        // The pipeline's own output: our f_hat through fhat_to_img, to [0, 1].
-        at::Tensor image = (model.vqvae->fhat_to_img(generate().f_hat) + 1.0) * 0.5;
-        check = compare_with_reference(name, spec, image, io_file->tensor(name));
-        check.note = "decoded from our f_hat";
-      } else if (name == "fhat_to_img") {
-        check = compare_with_reference(name, spec, decode_reference().clamp(-1, 1), io_file->tensor(name));
-        check.note = "decoded from reference f_hat";
-      } else if (name == "dec_raw") {
-        check = compare_with_reference(name, spec, decode_reference(), io_file->tensor(name));
-        check.note = "decoded from reference f_hat";
-      } else {
-        return false;
-      }
-      return true;
-    }));
-  }
+  check_outputs(tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
+    if (name == "x_BLCv_wo_first_l") {
+      if (!teacher_input) teacher_input = model.vqvae->ids_to_var_input(ids_named("gt_idx_s"));
+      check = compare_with_reference(name, spec, *teacher_input, io_file->tensor(name));
+    } else if (name == "logits") {
+      // The transformer on its own: fed the reference teacher-forcing input.
+      if (!teacher_logits) teacher_logits = model.transformer->forward_teacher(input("label_B"), input("x_BLCv_wo_first_l"));
+      check = compare_with_reference(name, spec, *teacher_logits, io_file->tensor(name));
+    } else if (auto si = index_suffix(name, "idx_s")) {
+      const auto& result = generate();
+      if (*si >= static_cast<int64_t>(result.ids.size())) throw FormatError("scale index out of range");
+      check = compare_with_reference(name, spec, result.ids[static_cast<size_t>(*si)], io_file->tensor(name).to(at::kLong));
+      check.note = generation_note;
+    } else if (auto si_logits = index_suffix(name, "infer_cfg_logits_s")) {
+      const auto& result = generate();
+      if (*si_logits >= static_cast<int64_t>(result.scale_logits.size())) throw FormatError("scale index out of range");
+      check = compare_with_reference(name, spec, result.scale_logits[static_cast<size_t>(*si_logits)], io_file->tensor(name));
+    } else if (name == "f_hat") {
+      check = compare_with_reference(name, spec, generate().f_hat, io_file->tensor(name));
+    } else if (name == "image") {
+      // The pipeline's own output: our f_hat through fhat_to_img, to [0, 1].
+      at::Tensor image = (model.vqvae->fhat_to_img(generate().f_hat) + 1.0) * 0.5;
+      check = compare_with_reference(name, spec, image, io_file->tensor(name));
+      check.note = "decoded from our f_hat";
+    } else if (name == "fhat_to_img") {
+      check = compare_with_reference(name, spec, decode_reference().clamp(-1, 1), io_file->tensor(name));
+      check.note = "decoded from reference f_hat";
+    } else if (name == "dec_raw") {
+      check = compare_with_reference(name, spec, decode_reference(), io_file->tensor(name));
+      check.note = "decoded from reference f_hat";
+    } else {
+      return false;
+    }
+    return true;
+  });
   return report;
 }
 

@@ -1,4 +1,4 @@
-#include "engine/cache/policies/lazymar_policy.h"
+#include "engine/models/mar/lazymar_policy.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -7,7 +7,7 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/cache/policies/lazymar_head_cache.h"
+#include "engine/models/mar/lazymar_head_cache.h"
 #include "engine/core/errors.h"
 #include "engine/models/mar/diffusion_head.h"
 #include "engine/models/mar/gaussian_diffusion.h"

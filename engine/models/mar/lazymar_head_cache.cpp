@@ -1,4 +1,4 @@
-#include "engine/cache/policies/lazymar_head_cache.h"
+#include "engine/models/mar/lazymar_head_cache.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>

@@ -1,4 +1,4 @@
-#include "engine/conformance/mar_conformance.h"
+#include "engine/models/mar/mar_conformance.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -220,44 +220,38 @@ ConformanceReport run_mar_conformance(const ojson& manifest, const std::filesyst
     return *encoded;
   };
 
-  for (auto it = tensors.begin(); it != tensors.end(); ++it) {
-    const std::string& name = it.key();
-    const ojson& spec = it.value();
-    const std::string role = spec.value("role", "");
-    if (role != "output" && role != "debug") continue;
-    report.checks.push_back(checked_output(name, role, [&](ConformanceCheck& check) {
-      if (name == "enc_out") {
-        check = compare_with_reference(name, spec, encode(), io_file->tensor(name));
-      } else if (name == "z") {
-        // The decoder on its own: fed the reference encoder output.
-        at::Tensor z = model.transformer->forward_decoder(input("enc_out"), input("mask"));
-        check = compare_with_reference(name, spec, z, io_file->tensor(name));
-      } else if (name == "head_out") {
-        check = compare_with_reference(name, spec, model.head->forward(input("head_x"), input("head_t"), input("head_c")),
-                                       io_file->tensor(name));
-      } else if (name == "head_out_cfg") {
-        const double cfg = number_argument(call_of(name, "forward_with_cfg"), "cfg_scale", 1.0);
-        at::Tensor out = model.head->forward_with_cfg(input("head_x"), input("head_t"), input("head_c"), cfg);
-        check = compare_with_reference(name, spec, out, io_file->tensor(name));
-      } else if (name == "tokens") {
-        const auto& result = generate();
-        check = compare_with_reference(name, spec, model.unpatchify(result.tokens), io_file->tensor(name));
-        check.note = generation_note;
-      } else if (name == "images") {
-        // The whole pipeline: our own sampled tokens through vae.decode(tokens / 0.2325).
-        at::Tensor images = model.decode_tokens(generate().tokens);
-        check = compare_with_reference(name, spec, images, io_file->tensor(name));
-        check.note = "decoded from our tokens";
-      } else if (name == "pstep_sample") {
-        check = compare_with_reference(name, spec, run_psteps().first, io_file->tensor(name));
-      } else if (name == "pstep_pred_xstart") {
-        check = compare_with_reference(name, spec, run_psteps().second, io_file->tensor(name));
-      } else {
-        return false;
-      }
-      return true;
-    }));
-  }
+  check_outputs(tensors, report, [&](const std::string& name, const ojson& spec, ConformanceCheck& check) {
+    if (name == "enc_out") {
+      check = compare_with_reference(name, spec, encode(), io_file->tensor(name));
+    } else if (name == "z") {
+      // The decoder on its own: fed the reference encoder output.
+      at::Tensor z = model.transformer->forward_decoder(input("enc_out"), input("mask"));
+      check = compare_with_reference(name, spec, z, io_file->tensor(name));
+    } else if (name == "head_out") {
+      check = compare_with_reference(name, spec, model.head->forward(input("head_x"), input("head_t"), input("head_c")),
+                                     io_file->tensor(name));
+    } else if (name == "head_out_cfg") {
+      const double cfg = number_argument(call_of(name, "forward_with_cfg"), "cfg_scale", 1.0);
+      at::Tensor out = model.head->forward_with_cfg(input("head_x"), input("head_t"), input("head_c"), cfg);
+      check = compare_with_reference(name, spec, out, io_file->tensor(name));
+    } else if (name == "tokens") {
+      const auto& result = generate();
+      check = compare_with_reference(name, spec, model.unpatchify(result.tokens), io_file->tensor(name));
+      check.note = generation_note;
+    } else if (name == "images") {
+      // The whole pipeline: our own sampled tokens through vae.decode(tokens / 0.2325).
+      at::Tensor images = model.decode_tokens(generate().tokens);
+      check = compare_with_reference(name, spec, images, io_file->tensor(name));
+      check.note = "decoded from our tokens";
+    } else if (name == "pstep_sample") {
+      check = compare_with_reference(name, spec, run_psteps().first, io_file->tensor(name));
+    } else if (name == "pstep_pred_xstart") {
+      check = compare_with_reference(name, spec, run_psteps().second, io_file->tensor(name));
+    } else {
+      return false;
+    }
+    return true;
+  });
 
   // The respaced schedule the case derives (an exact list, not an io tensor).
   const auto& derived = ctor.at("mar").value("derived", ojson::object());

@@ -1,4 +1,4 @@
-#include "engine/session/masked_session.h"
+#include "engine/models/mar/masked_session.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -7,24 +7,20 @@
 #include <cmath>
 #include <optional>
 
-#include "engine/cache/policies/lazymar_policy.h"
+#include "engine/models/mar/lazymar_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
-#include "engine/models/mar/mar_family.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/masked_generation.h"
 #include "engine/session/event_snapshots.h"
+#include "engine/session/request_checks.h"
 
-namespace kvs {
+namespace kvs::mar {
 namespace {
 
-void emit(EventSink* sink, const GenerationEvent& e) {
-  if (sink) sink->on_event(e);
-}
-
-std::vector<RgbImage> decode_tokens(const mar::MarModel& model, const at::Tensor& tokens) {
-  return to_rgb_images(mar::mar_images_to_uint8_nhwc(model.decode_tokens(tokens)));
+std::vector<RgbImage> decode_tokens(const MarModel& model, const at::Tensor& tokens) {
+  return to_rgb_images(mar_images_to_uint8_nhwc(model.decode_tokens(tokens)));
 }
 
 // The attention map of a step (request.emit_attention_map): the decoder's
@@ -36,15 +32,15 @@ std::vector<RgbImage> decode_tokens(const mar::MarModel& model, const at::Tensor
 // informed the new ones.
 class StepAttention {
  public:
-  StepAttention(const GenerationRequest& request, const mar::MarConfig& config) : request_(request), config_(config) {
-    observer_.on_qkv = [this](mar::MarStack stack, int64_t layer, const mar::MarBlockQkv& qkv) {
-      if (stack != mar::MarStack::Decoder) return;
+  StepAttention(const GenerationRequest& request, const MarConfig& config) : request_(request), config_(config) {
+    observer_.on_qkv = [this](MarStack stack, int64_t layer, const MarBlockQkv& qkv) {
+      if (stack != MarStack::Decoder) return;
       if (request_.attention_layer >= 0 && layer != request_.attention_layer) return;
       // Image 0's conditional row: [heads, buffer + seq_len, head_dim].
       layers_.push_back({layer, qkv.q[0].detach().clone(), qkv.k[0].detach().clone()});
     };
   }
-  const mar::MarBlockObserver* observer() const { return &observer_; }
+  const MarBlockObserver* observer() const { return &observer_; }
 
   // Consumes what the observer saw during this step.
   std::optional<AttentionMap> map(const std::vector<int32_t>& predicted, const at::Tensor& known_before) {
@@ -84,25 +80,19 @@ class StepAttention {
     at::Tensor q, k;
   };
   const GenerationRequest& request_;
-  const mar::MarConfig& config_;
-  mar::MarBlockObserver observer_;
+  const MarConfig& config_;
+  MarBlockObserver observer_;
   std::vector<Seen> layers_;
 };
 
 }  // namespace
 
-GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
-  const mar::MarModel& model = *ctx.model;
-  const GenerationRequest& request = *ctx.request;
-  const mar::MarConfig& config = model.config();
-  for (int64_t c : request.class_ids)
-    if (c >= config.class_num)
-      throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: model " + model.name + " has " +
-                                 std::to_string(config.class_num) + " classes (0.." +
-                                 std::to_string(config.class_num - 1) + ")");
+GenerationResult run_masked_generation(const MarModel& model, const GenerationRequest& request, const RunContext& ctx) {
+  const MarConfig& config = model.config();
+  check_class_ids(request, config.class_num, model.name);
   if (request.cfg_interval != -1)
     throw InvalidArgumentError("cfg interval applies to raster models only (MAR ramps its guidance over the steps)");
-  mar::MarFlopCounter flops;
+  MarFlopCounter flops;
   // "full": the exact recomputation; "lazymar:...": LazyMAR's feature caches. Others are refused with the list.
   const std::unique_ptr<LazyMarCache> feature_cache = make_masked_feature_cache(request.policy, config, &flops);
   if (request.attention_layer < -1 || request.attention_layer >= config.decoder_depth)
@@ -115,7 +105,7 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
     throw InvalidArgumentError("top-k, top-p and greedy apply to token models; MAR samples continuous tokens with its "
                                "diffusion head (use --temperature)");
 
-  mar::MaskedParams params;
+  MaskedParams params;
   params.num_iter = request.steps > 0 ? request.steps : 64;
   params.cfg = request.cfg_scale;
   params.cfg_schedule = request.cfg_schedule.empty() ? "linear" : request.cfg_schedule;
@@ -124,16 +114,11 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
 
   const int64_t grid = config.seq_h(), seq_len = config.seq_len();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  emit(ctx.sink, StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter,
-                                 mar::mar_description().name});
+  ctx.emit(StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter, "mar"});
 
-  const auto start = std::chrono::steady_clock::now();
-  auto elapsed_ms = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  };
-  double preview_ms = 0;
+  RunClock clock;
   int64_t unknown_before = seq_len;
-  mar::MaskedHooks hooks;
+  MaskedHooks hooks;
   hooks.cancelled = ctx.cancelled;
   hooks.feature_cache = feature_cache.get();
   hooks.flops = &flops;
@@ -143,13 +128,9 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
     hooks.observer = attention->observer();
     if (feature_cache) feature_cache->set_decoder_observer(attention->observer());
   }
-  hooks.on_step = [&](const mar::MaskedStep& step) {
-    const double ms = elapsed_ms();
-    emit(ctx.sink, TokenProgressEvent{step.tokens_done, seq_len, ms, ms > 0 ? step.tokens_done * 1000.0 / ms : 0});
-    UnitDoneEvent unit;
-    unit.unit_index = step.step;
-    unit.units_total = step.steps_total;
-    unit.elapsed_ms = ms;
+  hooks.on_step = [&](const MaskedStep& step) {
+    ctx.emit(clock.progress(step.tokens_done, seq_len));
+    UnitDoneEvent unit = clock.unit(step.step, step.steps_total);
     unit.policy = request.policy;
     fill_unit_memory(unit, ctx.cuda_index);
     // The positions of image 0 predicted now: its order entries [unknown after, unknown before).
@@ -171,35 +152,20 @@ GenerationResult run_masked_generation(const MaskedSessionContext& ctx) {
     } else {
       unit.recomputed.assign(static_cast<size_t>(seq_len), 1);
     }
-    if (preview_due(request, step.step, step.steps_total, preview_ms, ms)) {
-      const double decode_start = elapsed_ms();
-      unit.preview = decode_tokens(model, *step.tokens);
-      preview_ms += elapsed_ms() - decode_start;
-    }
-    emit(ctx.sink, unit);
+    clock.preview_if_due(unit, request, [&] { return decode_tokens(model, *step.tokens); });
+    ctx.emit(unit);
   };
-  mar::SeededMarRandom rng(request.seed);
-  const mar::MaskedResult generated = mar::generate_masked(model, at::tensor(request.class_ids), params, rng, hooks);
+  SeededMarRandom rng(request.seed);
+  const MaskedResult generated = generate_masked(model, at::tensor(request.class_ids), params, rng, hooks);
 
-  GenerationResult result;
-  result.model_name = model.name;
-  result.device = ctx.device_description;
-  result.grid_height = grid;
-  result.grid_width = grid;
-  const double gen_ms = elapsed_ms();
-  result.tokens_per_second = gen_ms > 0 ? seq_len * 1000.0 / gen_ms : 0;
+  GenerationResult result = clock.result(model.name, ctx, grid, seq_len);
   result.images = decode_tokens(model, generated.tokens);
   // MAR's tokens are continuous latents: report each image's generation order instead.
-  at::Tensor order32 = generated.orders.to(at::kCPU, at::kInt).contiguous();
-  for (int64_t i = 0; i < batch; ++i) {
-    const int32_t* p = order32[i].data_ptr<int32_t>();
-    result.tokens.emplace_back(p, p + seq_len);
-  }
+  result.tokens = token_rows(generated.orders);
   result.policy = request.policy;
-  result.elapsed_ms = elapsed_ms();
+  result.elapsed_ms = clock.elapsed_ms();
   result.flops = batch > 0 ? flops.total / static_cast<double>(batch) : 0;
-  emit(ctx.sink, FinishedEvent{result.elapsed_ms, result.flops});
   return result;
 }
 
-}  // namespace kvs
+}  // namespace kvs::mar

@@ -1,0 +1,156 @@
+#include "engine/models/var/scale_session.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+
+#include "engine/cache/policies/policy_registry.h"
+#include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/core/logging.h"
+#include "engine/core/errors.h"
+#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_calibration.h"
+#include "engine/models/var/var_model.h"
+#include "engine/session/event_snapshots.h"
+#include "engine/session/request_checks.h"
+
+namespace kvs::var {
+namespace {
+
+std::vector<RgbImage> decode_fhat(const VarModel& model, const at::Tensor& f_hat) {
+  return to_rgb_images(var_images_to_uint8_nhwc(model.vqvae->fhat_to_img(f_hat)));
+}
+
+// Policies that rank heads from a calibration of the model (HeatKV).
+bool needs_scale_profile(const std::string& spec) {
+  try {
+    return parse_policy_spec(spec).name == "heatkv";
+  } catch (const InvalidArgumentError&) {
+    return false;  // make_scale_policy reports the spec's problem
+  }
+}
+
+// The model's calibration: the one kept with the loaded model, the bundle's
+// file, or a fresh one on a few classes (kept for later runs).
+std::shared_ptr<const ScaleAttentionProfile> scale_profile_for(const VarModel& model,
+                                                               std::shared_ptr<const ScaleAttentionProfile>& slot,
+                                                               const GenerationRequest& request, const RunContext& ctx) {
+  if (slot) return slot;
+  auto log = module_logger("session");
+  const std::string path = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
+  std::error_code ec;
+  if (!ctx.bundle_dir.empty() && std::filesystem::exists(path, ec)) {
+    slot = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
+    log.info("loaded the scale-attention calibration " + path);
+    return slot;
+  }
+  const std::vector<int64_t> classes = spread_classes(model.transformer->config().num_classes, 2);
+  log.warn("model " + model.name + " has no scale-attention calibration (" + std::string(kScaleAttentionProfileFile) +
+           "): calibrating on 2 classes now; 'kvstudio-cli calibrate --policy heatkv --model DIR' stores one");
+  ScaleParams params;
+  params.cfg = request.cfg_scale;
+  params.sampling = request.sampling;
+  params.seed = 0;
+  slot = std::make_shared<const ScaleAttentionProfile>(calibrate_scale_attention(model, classes, params, ctx.cancelled));
+  return slot;
+}
+
+}  // namespace
+
+std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context) {
+  const std::string note = "works on raster (next-token) models only; this VAR model takes 'full' or a scale policy";
+  std::unique_ptr<CachePolicy> policy;
+  try {
+    policy = make_policy(spec, context);
+  } catch (const InvalidArgumentError& e) {
+    const std::string name = parse_policy_spec(spec).name;
+    if (name == "full") throw;
+    std::string message = e.what();
+    message += " (if policy '";
+    message += name;
+    message += "' ";
+    message += note;
+    message += ")";
+    throw InvalidArgumentError(message);
+  }
+  if (policy->name() != "full" && !policy->supports_units()) {
+    std::string message = "policy '";
+    message += policy->name();
+    message += "' ";
+    message += note;
+    throw InvalidArgumentError(message);
+  }
+  return policy;
+}
+
+GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<const ScaleAttentionProfile>& profile_slot,
+                                      const GenerationRequest& request, const RunContext& ctx) {
+  const VarConfig& config = model.transformer->config();
+  check_class_ids(request, config.num_classes, model.name);
+  if (request.cfg_interval != -1)
+    throw InvalidArgumentError("cfg interval applies to raster models only (VAR ramps its guidance over the scales)");
+  check_attention_selection(request, config.depth, config.num_heads);
+
+  const int64_t grid = config.final_grid(), scales = config.scales(), total = config.total_tokens();
+  const int64_t batch = static_cast<int64_t>(request.class_ids.size());
+  ctx.emit(StartedEvent{model.name, ctx.device_description, batch, grid, grid, total, "scale", scales, "var"});
+
+  ScaleParams params;
+  params.cfg = request.cfg_scale;
+  params.sampling = request.sampling;
+  params.seed = request.seed;
+
+  PolicyContext context = scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
+  auto context_for = [&](const std::string& spec) {
+    if (needs_scale_profile(spec) && !context.scale_profile) context.scale_profile = scale_profile_for(model, profile_slot, request, ctx);
+    return context;
+  };
+  std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context_for(request.policy));
+  // A calibration made on the way (HeatKV, first use) is not counted in the run's time.
+  RunClock clock;
+  std::string policy_spec = request.policy;
+  ScaleHooks hooks;
+  hooks.policy = [&] { return policy.get(); };
+  hooks.cache_capacity_tokens = policy->initial_entries();
+  hooks.cancelled = ctx.cancelled;
+
+  // Attention of each scale's queries (image 0), averaged over the queries and the
+  // layers/heads asked for, per sequence position.
+  CacheAttentionMap attention(request, total);
+  if (request.emit_attention_map) {
+    hooks.wants_attention = [](int64_t) { return true; };
+    hooks.on_attention = [&](int64_t layer, int64_t si, const KvAttention& a, const KvStore& store) {
+      const double queries = static_cast<double>(config.scale_tokens(si));
+      at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / queries;  // [heads, L]
+      attention.add(layer, config.scale_begin(si), mass, store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1)));
+    };
+  }
+
+  hooks.on_scale = [&](const ScaleStep& step) {
+    ctx.emit(clock.progress(step.tokens_done, total));
+    UnitDoneEvent unit = clock.unit(step.scale, scales);
+    fill_kv_unit(unit, *step.cache, request, total, policy_spec, ctx.cuda_index, policy.get());
+    if (request.emit_attention_map) unit.attention = attention.take();
+    // f_hat already spans the whole image: decode it as it stands.
+    clock.preview_if_due(unit, request, [&] { return decode_fhat(model, *step.f_hat); });
+    ctx.emit(unit);
+    // A change requested so far takes effect for the next scale.
+    apply_policy_change(ctx, step.scale, policy_spec,
+                        [&](const std::string& spec) { policy = make_scale_policy(spec, context_for(spec)); });
+  };
+  const ScaleResult generated =
+      generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params, hooks);
+
+  GenerationResult result = clock.result(model.name, ctx, grid, total);
+  result.images = decode_fhat(model, generated.f_hat);
+  result.tokens = token_rows(generated.tokens());
+  fill_kv_result(result, generated.memory);
+  result.policy = policy_spec;
+  result.elapsed_ms = clock.elapsed_ms();
+  return result;
+}
+
+}  // namespace kvs::var

@@ -1,0 +1,258 @@
+#include "engine/models/var/var_family.h"
+
+#include <algorithm>
+#include <chrono>
+#include <sstream>
+
+#include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/core/device.h"
+#include "engine/core/errors.h"
+#include "engine/core/torch_device.h"
+#include "engine/io/model_bundle.h"
+#include "engine/models/var/var_conformance.h"
+#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/scale_session.h"
+#include "engine/models/var/var_calibration.h"
+#include "engine/models/var/var_config.h"
+#include "engine/models/var/var_converter.h"
+#include "engine/models/var/var_model.h"
+#include "engine/models/var/var_random_init.h"
+#include "engine/session/bundle_info.h"
+#include "engine/session/loaded_model.h"
+#include "engine/session/model_summary.h"
+
+namespace kvs::var {
+namespace {
+
+// Every layer has as many KV heads as query heads; no condition entries (the
+// class embedding is the first scale's input, not a cached token).
+int64_t kv_bytes_per_token(const VarConfig& c) { return 2 * c.depth * c.num_heads * c.head_dim() * 4; }
+
+// HeatKV's calibration as `calibrate` prints it: per source scale, how much later
+// scales lean on it (mean S-CAS over heads, and its spread).
+std::string scas_table(const ScaleAttentionProfile& profile) {
+  std::string out = "source scale  tokens  mean S-CAS  min head  max head";
+  for (int64_t i = 0; i + 1 < profile.scales(); ++i) {
+    double sum = 0, lo = 1e300, hi = -1e300;
+    for (int64_t l = 0; l < profile.layers; ++l)
+      for (int64_t h = 0; h < profile.heads; ++h) {
+        const double v = profile.scas(l, h, i);
+        sum += v;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+    out += format_text("\n%12lld  %6lld  %10.4f  %8.4f  %8.4f", static_cast<long long>(i),
+                       static_cast<long long>(profile.unit_tokens[static_cast<size_t>(i)]),
+                       sum / static_cast<double>(profile.layers * profile.heads), lo, hi);
+  }
+  return out;
+}
+
+class VarFamily : public ModelFamily {
+ public:
+  const FamilyDescription& description() const override { return var_description(); }
+
+  std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
+    // HeatKV's calibration stays with the loaded model: read or measured when a
+    // policy first needs it.
+    auto profile = std::make_shared<std::shared_ptr<const ScaleAttentionProfile>>();
+    return std::make_unique<LoadedModelOf<VarModel>>(
+        VarModel::load(bundle, torch_device(device)),
+        [profile](const VarModel& model, const GenerationRequest& request, const RunContext& context) {
+          return run_scale_generation(model, *profile, request, context);
+        });
+  }
+
+  void summarize(const io::ModelBundle& bundle, ModelSummary& s) const override {
+    // Next-scale: the grid is the final scale's token map; no condition entries.
+    const nlohmann::json& m = bundle.manifest;
+    const VarConfig c = var_config_from_json(m.at("architecture").at("var"));
+    const VqvaeConfig v = vqvae_config_from_json(m.at("tokenizer"));
+    s.n_layer = c.depth;
+    s.n_head = c.num_heads;
+    s.kv_heads = c.num_heads;
+    s.head_dim = c.head_dim();
+    s.grid = c.final_grid();
+    s.scale_sides = c.patch_nums;
+    s.condition_tokens = 0;
+    s.num_classes = c.num_classes;
+    s.image_size = v.image_size();
+    s.gpt_parameters = c.parameter_count();
+    s.kv_bytes_per_token = kv_bytes_per_token(c);
+    std::ostringstream a;
+    a << "VAR depth " << c.depth << ", width " << c.embed_dim << ", " << c.num_heads << " heads";
+    if (c.shared_aln) a << " (shared AdaLN)";
+    a << "; " << c.scales() << " scales up to " << s.grid << "x" << s.grid << " (" << c.total_tokens()
+      << " tokens), " << s.image_size << " px; VQVAE " << v.vocab_size << " codes";
+    s.architecture = a.str();
+  }
+
+  BundleInfo inspect(const io::ModelBundle& bundle) const override {
+    // Loading on the CPU validates every tensor name, shape and dtype.
+    const auto model = VarModel::load(bundle, c10::Device(c10::kCPU));
+    const auto& c = model.transformer->config();
+    const auto& v = model.vqvae->config();
+    const StoredWeights stored = stored_weights(bundle.weights_path(), {"var."});
+    const int64_t var_params = stored.params[0], vae_params = stored.params[1];
+    const int64_t kv = kv_bytes_per_token(c);
+    const int64_t tokens = c.total_tokens();
+    BundleInfo info;
+    info.json = {{"var", to_json(c)},
+                 {"tokenizer", to_json(v)},
+                 {"var_parameters", var_params},
+                 {"vqvae_decoder_parameters", vae_params},
+                 {"image_size", v.image_size()},
+                 {"scales", c.scales()},
+                 {"tokens_per_image", tokens},
+                 {"phi_schedule", v.phi_schedule()},
+                 {"kv_bytes_per_token_f32", kv},
+                 {"kv_bytes_per_token_f16", kv / 2},
+                 {"weights_dtypes", stored.dtypes}};
+    info.lines = {
+        {"transformer",
+         format_text("depth %lld, width %lld, %lld heads (head_dim %lld), mlp %lld%s%s\n"
+                     "vocab %lld, %lld classes, %lld scales (%s) = %lld tokens",
+                     (long long)c.depth, (long long)c.embed_dim, (long long)c.num_heads, (long long)c.head_dim(),
+                     (long long)c.mlp_hidden(), c.shared_aln ? ", shared AdaLN" : "",
+                     c.attn_l2_norm ? ", L2-normalised attention" : "", (long long)c.vocab_size,
+                     (long long)c.num_classes, (long long)c.scales(), join_ints(c.patch_nums).c_str(), (long long)tokens)},
+        {"tokenizer", format_text("multi-scale VQVAE codebook %lldx%lld, ch %lld, %zu levels (%lldx), phi %lld (schedule %s)",
+                                  (long long)v.vocab_size, (long long)v.z_channels, (long long)v.ch, v.ch_mult.size(),
+                                  (long long)v.downsample(), (long long)v.phi_count(),
+                                  join_ints(v.phi_schedule()).c_str())},
+        {"image", format_text("%lldx%lld px", (long long)v.image_size(), (long long)v.image_size())},
+        {"parameters", format_text("VAR %.2fM, VQVAE decoder %.2fM (weights %s)", var_params / 1e6, vae_params / 1e6,
+                                   stored.dtypes.c_str())},
+        {"KV cache", kv_cache_text(kv, tokens)},
+    };
+    return info;
+  }
+
+  std::string convert(const FamilyOptions& options, const ProgressCallback& progress) const override {
+    VarConvertOptions o;
+    o.checkpoint = options.require("--checkpoint");
+    o.tokenizer = options.require("--tokenizer");
+    o.out_dir = options.require("--out");
+    o.name = options.get("--name", "");
+    o.num_heads = options.get_int("--n-head", 0);
+    if (options.has("--patch-nums")) o.patch_nums = options.get_int_list("--patch-nums");
+    if (options.has("--image-size")) o.patch_nums = patch_nums_for_resolution(options.get_int("--image-size", 256));
+    o.weights_dtype = options.get("--dtype", "keep");
+    options.refuse_unused("--family var");
+    const auto report = convert_var_checkpoint(o, progress);
+    return format_text("wrote %s: %lld tensors, %.1f MiB (VAR depth %lld, width %lld, %lld heads%s, %lld scales up to "
+                       "%lldx%lld; dropped %zu unused tensors)",
+                       o.out_dir.c_str(), (long long)report.tensors_written, report.bytes_written / 1048576.0,
+                       (long long)report.var.depth, (long long)report.var.embed_dim, (long long)report.var.num_heads,
+                       report.var.shared_aln ? ", shared AdaLN" : "", (long long)report.var.scales(),
+                       (long long)report.var.final_grid(), (long long)report.var.final_grid(), report.dropped_keys.size());
+  }
+
+  RandomArchitecture random_architecture(const std::string& text) const override {
+    // "var-demo" or "var-<dNN>[@<pixels>]" (var_preset; pixels 256 or 512).
+    VarConfig var_config;
+    VqvaeConfig vae_config;
+    if (text == "var-demo") {
+      var_config = demo_var_config();
+      vae_config = demo_vqvae_config();
+    } else {
+      if (text.rfind("var-", 0) != 0) throw InvalidArgumentError("--random: unknown architecture '" + text + "'");
+      std::string size = text.substr(4);
+      int64_t image_size = 0;
+      const auto at = size.find('@');
+      if (at != std::string::npos) {
+        const std::string px = size.substr(at + 1);
+        size = size.substr(0, at);
+        if (px.empty() || px.size() > 5 || px.find_first_not_of("0123456789") != std::string::npos)
+          throw InvalidArgumentError("--random: bad image size '" + px + "' in '" + text + "'");
+        image_size = std::stoll(px);
+      }
+      try {
+        var_config = var_preset(size, image_size);
+      } catch (const InvalidArgumentError& e) {
+        throw InvalidArgumentError("--random: " + std::string(e.what()) + " in '" + text +
+                                   "' (expected var-demo or var-<d16|d20|d24|d30|d36>[@256|512])");
+      }
+      vae_config = vqvae_preset(var_config.patch_nums);
+    }
+    const std::string name = text + "-random";
+    RandomArchitecture arch;
+    arch.manifest = var_manifest(name, var_config, vae_config, nlohmann::json::object());
+    arch.write = [name, var_config, vae_config](const std::string& dir, uint64_t seed, const std::string& dtype) {
+      write_random_var_bundle(dir, name, var_config, vae_config, seed, dtype);
+    };
+    return arch;
+  }
+
+  void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const override {
+    const VarConfig config = var_config_from_json(bundle.manifest.at("architecture").at("var"));
+    // CFG rows unless cfg is 0. HeatKV's calibration comes later (the bundle's,
+    // or one measured on first use): a stand-in of the right geometry checks its
+    // parameters now.
+    PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
+    context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
+    make_scale_policy(spec, context);
+  }
+
+  ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,
+                                         const DeviceChoice& device) const override {
+    return run_var_conformance(manifest, dir, torch_device(device));
+  }
+
+  std::string write_random(const std::string& preset, const FamilyOptions& options) const override {
+    VarConfig var_config;
+    VqvaeConfig vae_config;
+    if (preset == "var-demo") {
+      if (options.has("--image-size")) throw InvalidArgumentError("the var-demo preset has a fixed size (64 px)");
+      var_config = demo_var_config();
+      vae_config = demo_vqvae_config();
+      var_config.num_classes = options.get_int("--classes", var_config.num_classes);
+    } else {
+      var_config = var_preset(preset, options.get_int("--image-size", 0), options.get_int("--classes", 1000));
+      vae_config = vqvae_preset(var_config.patch_nums);
+    }
+    const std::string out = options.require("--out");
+    const std::string name = options.get("--name", preset + "-random");
+    const uint64_t seed = options.get_u64("--seed", 0);
+    const std::string dtype = options.get("--dtype", "f32");
+    options.refuse_unused("preset " + preset);
+    write_random_var_bundle(out, name, var_config, vae_config, seed, dtype);
+    return format_text("wrote %s (%s, %.1fM VAR parameters, %lld px, random weights)", out.c_str(), name.c_str(),
+                       var_config.parameter_count() / 1e6, (long long)vae_config.image_size());
+  }
+
+  std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
+                        const CalibrationRequest& request) const override {
+    if (request.policy != "heatkv") return ModelFamily::calibrate(bundle, device, request);
+    const VarModel model = VarModel::load(bundle, torch_device(device));
+    const int64_t num_classes = model.transformer->config().num_classes;
+    if (request.images < 1) throw InvalidArgumentError("option --images must be >= 1");
+    const std::vector<int64_t> classes =
+        request.classes.empty() ? spread_classes(num_classes, request.images) : request.classes;
+    for (int64_t c : classes)
+      if (c < 0 || c >= num_classes)
+        throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: model " + model.name + " has " +
+                                   std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) + ")");
+    ScaleParams params;
+    params.cfg = request.cfg;
+    params.seed = request.seed;
+    const std::string out = request.out.empty() ? bundle.dir + "/" + kScaleAttentionProfileFile : request.out;
+    const auto start = std::chrono::steady_clock::now();
+    const ScaleAttentionProfile profile = calibrate_scale_attention(model, classes, params);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    profile.save(out);
+    return format_text("calibrated %s on %zu image(s) in %.1f s (%s): wrote %s\n", model.name.c_str(), classes.size(),
+                       seconds, device.description.c_str(), out.c_str()) +
+           scas_table(profile);
+  }
+};
+
+}  // namespace
+
+const ModelFamily& var_family() {
+  static const VarFamily family;
+  return family;
+}
+
+}  // namespace kvs::var
