@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "engine/models/llamagen/llamagen_random_init.h"
-#include "engine/session/generation_session.h"
+#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
