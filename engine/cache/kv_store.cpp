@@ -177,6 +177,8 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
   for (int64_t s = 0; s < segments; ++s)
     for (int64_t i = 0; i < lengths[s]; ++i)
       if (flags[s * keep_stride + i]) kept[static_cast<size_t>(s)].push_back(i);
+  for (int64_t s = 0; s < kv_heads_; ++s)  // row 0's segments come first
+    layer.evicted_first_row += lengths[s] - static_cast<int64_t>(kept[static_cast<size_t>(s)].size());
 
   if (fitted_) {
     // Shrink segments that now hold far less than their room (HeadKV's local heads,
@@ -216,6 +218,20 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
     layer.k.index_copy_(0, dst_index, layer.k.index_select(0, src_index));
     layer.v.index_copy_(0, dst_index, layer.v.index_select(0, src_index));
   }
+}
+
+std::vector<int64_t> KvStore::evicted_first_row() const {
+  std::vector<int64_t> out;
+  for (const Layer& layer : layers_) out.push_back(layer.evicted_first_row);
+  return out;
+}
+
+std::vector<int64_t> KvStore::evicted_first_row_since_last_report() const {
+  std::vector<int64_t> now = evicted_first_row(), out(now.size(), 0);
+  evicted_reported_.resize(now.size(), 0);
+  for (size_t l = 0; l < now.size(); ++l) out[l] = now[l] - evicted_reported_[l];
+  evicted_reported_ = now;
+  return out;
 }
 
 void KvStore::retain_pairs(int64_t layer, const at::Tensor& keep) {

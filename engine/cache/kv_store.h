@@ -123,6 +123,16 @@ class KvStore {
   // Entries appended to each segment of the layer so far (the uncompressed length).
   int64_t appended(int64_t layer) const { return layers_.at(layer).appended; }
 
+  // Image 0's entries (batch row 0) evicted by retain() per layer, summed over
+  // the KV heads, since the store was made.
+  std::vector<int64_t> evicted_first_row() const;
+  // The same, counted since the previous call (since the store was made on the
+  // first): the per-unit eviction count of the unit snapshots
+  // (engine/session/event_snapshots.h), which own this mark. Only the
+  // reporting mark moves, so a const store (what the families' hooks hand out)
+  // can report.
+  std::vector<int64_t> evicted_first_row_since_last_report() const;
+
   KvMemoryStats memory() const;
   std::vector<KvMemoryStats> memory_per_layer() const;
   // Retained entries per (layer, kv head), summed over rows: [n_layer][kv_heads].
@@ -139,6 +149,7 @@ class KvStore {
     at::Tensor lengths;      // int64 [rows, kv_heads], CPU
     at::Tensor positions;    // int64 [rows, kv_heads, max capacity], CPU, -1 past the length
     int64_t appended = 0;
+    int64_t evicted_first_row = 0;  // retain() drops from row 0's segments, summed over KV heads
     bool regular = true;     // all capacities equal (buffers viewable as 4-D)
   };
   static int64_t max_length_of(const Layer& layer);
@@ -154,6 +165,7 @@ class KvStore {
   bool fitted_ = false;  // set_unit_headroom was called: grow to and shrink to length + headroom
   at::TensorOptions options_;
   int64_t bytes_peak_ = 0;
+  mutable std::vector<int64_t> evicted_reported_;  // evicted_first_row() at the last report
 };
 
 }  // namespace kvs

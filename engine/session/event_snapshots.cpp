@@ -3,8 +3,13 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
+#include <numeric>
+
+#include "engine/cache/policies/cache_policy.h"
 #include "engine/core/errors.h"
 #include "engine/metrics/device_memory.h"
+#include "engine/metrics/process_memory.h"
 
 namespace kvs {
 
@@ -50,17 +55,36 @@ std::vector<int64_t> retained_per_layer(const KvStore& store) {
   return out;
 }
 
+void fill_unit_memory(UnitDoneEvent& unit, int cuda_index) {
+  if (cuda_index >= 0) unit.device_memory = device_memory_stats(cuda_index);
+  // 0 means the system did not say (process_memory.h).
+  if (const int64_t rss = process_resident_bytes(); rss > 0) unit.process_resident_bytes = rss;
+  if (const int64_t peak = process_peak_resident_bytes(); peak > 0) unit.process_peak_resident_bytes = peak;
+}
+
 void fill_kv_unit(UnitDoneEvent& unit, const KvStore& store, const GenerationRequest& request, int64_t total_positions,
-                  const std::string& policy, int cuda_index) {
+                  const std::string& policy, int cuda_index, const CachePolicy* active_policy) {
   const KvMemoryStats mem = store.memory();
   unit.kv_bytes_logical = mem.bytes_logical;
   unit.kv_bytes_allocated = mem.bytes_allocated;
   unit.kv_bytes_full_equivalent = mem.bytes_full_equivalent;
   unit.kv_bytes_peak = mem.bytes_peak;
   unit.policy = policy;
-  if (cuda_index >= 0) unit.device_memory = device_memory_stats(cuda_index);
+  fill_unit_memory(unit, cuda_index);
   unit.retained_per_layer = retained_per_layer(store);
   if (request.emit_retained_masks) unit.retained = retained_masks(store, total_positions);
+  if (store.n_layer() > 0) {
+    const int64_t appended = store.appended(0);
+    unit.full_entries_per_layer = appended * store.kv_heads();
+    if (appended > 0)
+      unit.kv_bytes_full_final = static_cast<int64_t>(static_cast<double>(mem.bytes_full_equivalent) *
+                                                      static_cast<double>(std::max(appended, total_positions)) /
+                                                      static_cast<double>(appended));
+  }
+  unit.evicted_per_layer = store.evicted_first_row_since_last_report();
+  unit.evicted_entries = std::accumulate(unit.evicted_per_layer.begin(), unit.evicted_per_layer.end(), int64_t{0});
+  // Every layer has appended the same positions by the end of a unit.
+  if (active_policy && store.n_layer() > 0) unit.regions = active_policy->regions(store.appended(0));
 }
 
 bool preview_due(const GenerationRequest& request, int64_t unit_index, int64_t units_total, double preview_ms,

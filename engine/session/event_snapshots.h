@@ -19,6 +19,8 @@
 
 namespace kvs {
 
+class CachePolicy;
+
 // One uint8 [H, W, 3] image tensor -> RgbImage.
 RgbImage to_rgb_image(const at::Tensor& nhwc_u8_single);
 // uint8 [B, H, W, 3] -> one RgbImage per batch row.
@@ -31,11 +33,18 @@ RetainedMasks retained_masks(const KvStore& store, int64_t total_positions);
 // Image 0's retained entries per layer, summed over KV heads.
 std::vector<int64_t> retained_per_layer(const KvStore& store);
 
-// A KV-cache unit's memory and cache snapshot: the store's byte counts, the
+// Every family's unit: the process's resident memory and, on GPU runs
+// (cuda_index >= 0), the device's memory.
+void fill_unit_memory(UnitDoneEvent& unit, int cuda_index);
+
+// A KV-cache unit's memory and cache snapshot: the store's byte counts (and the
+// full cache's once all total_positions are appended), the
 // retained entries per layer and (when the request asks) the retained masks over
-// [0, total_positions); the active policy and the device's memory (cuda_index >= 0).
+// [0, total_positions); image 0's evictions since the previous snapshot of this
+// store; the active policy's spec and, given the policy, its regions after the
+// positions appended so far; fill_unit_memory.
 void fill_kv_unit(UnitDoneEvent& unit, const KvStore& store, const GenerationRequest& request, int64_t total_positions,
-                  const std::string& policy, int cuda_index);
+                  const std::string& policy, int cuda_index, const CachePolicy* active_policy = nullptr);
 
 // Whether a unit's preview is decoded: every request.preview_every_units units,
 // skipped while preview decoding has taken more than preview_max_share of the

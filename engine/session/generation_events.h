@@ -8,6 +8,7 @@
 #include <variant>
 #include <vector>
 
+#include "engine/cache/cache_region.h"
 #include "engine/image/rgb_image.h"
 #include "engine/metrics/device_memory.h"
 
@@ -61,8 +62,14 @@ struct UnitDoneEvent {
   int64_t kv_bytes_allocated = 0;
   int64_t kv_bytes_full_equivalent = 0;  // what the uncompressed cache would hold now
   int64_t kv_bytes_peak = 0;
+  // What the uncompressed cache holds once the whole sequence is appended (the
+  // scale a chart of this run needs from its first unit on).
+  int64_t kv_bytes_full_final = 0;
   std::string policy;                     // active policy spec
   std::vector<int64_t> retained_per_layer;  // image 0: retained entries per layer, summed over KV heads
+  // Image 0: the entries per layer the uncompressed cache holds now, summed over
+  // KV heads (every layer the same; what retained_per_layer compares with).
+  int64_t full_entries_per_layer = 0;
   std::optional<RetainedMasks> retained;    // when the request asks for cache maps
   std::optional<AttentionMap> attention;    // when the request asks for attention maps
   std::optional<std::vector<RgbImage>> preview;  // when previews are requested
@@ -84,6 +91,19 @@ struct UnitDoneEvent {
   // GPU runs: the device's memory after this unit (caching allocator; the peak
   // is this run's). Absent on CPU runs.
   std::optional<DeviceMemoryStats> device_memory;
+  // The resident memory of the process running the generation after this unit,
+  // and its peak so far (engine/metrics/process_memory.h); absent where the
+  // system does not report it.
+  std::optional<int64_t> process_resident_bytes;
+  std::optional<int64_t> process_peak_resident_bytes;
+  // KV-cache families: image 0's entries evicted during this unit (whatever the
+  // policy evicted since the previous unit's snapshot), per layer summed over
+  // the KV heads, and their sum over the layers. Empty / 0 without a KV cache.
+  std::vector<int64_t> evicted_per_layer;
+  int64_t evicted_entries = 0;
+  // The active policy's regions of the cache after this unit, as the policy
+  // states them (CachePolicy::regions); empty for policies without regions.
+  std::vector<CacheRegion> regions;
 };
 
 // A policy change requested during a run took effect (or was refused) at a line boundary.

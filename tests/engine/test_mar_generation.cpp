@@ -188,6 +188,7 @@ TEST(MarGeneration, SessionStreamsOneUnitPerStep) {
   const auto* started = std::get_if<StartedEvent>(&sink.events.front());
   ASSERT_NE(started, nullptr);
   EXPECT_EQ(started->unit_name, "step");
+  EXPECT_EQ(started->family, "mar");
   EXPECT_EQ(started->units_total, 5);
   std::vector<int32_t> positions;
   int units = 0, previews = 0;
@@ -196,6 +197,10 @@ TEST(MarGeneration, SessionStreamsOneUnitPerStep) {
       EXPECT_EQ(u->unit_index, units);
       ++units;
       if (u->preview) ++previews;
+      // No KV cache: no evictions or regions; the process memory comes with every family's units.
+      EXPECT_EQ(u->evicted_entries, 0);
+      EXPECT_TRUE(u->regions.empty());
+      EXPECT_GT(u->process_resident_bytes.value_or(0), 0);
       positions.insert(positions.end(), u->predicted_positions.begin(), u->predicted_positions.end());
     }
   EXPECT_EQ(units, 5);

@@ -278,6 +278,7 @@ TEST(VarSession, EmitsOneUnitPerScaleWithPreviews) {
   const auto* started = std::get_if<StartedEvent>(&sink.events.front());
   ASSERT_NE(started, nullptr);
   EXPECT_EQ(started->unit_name, "scale");
+  EXPECT_EQ(started->family, "var");
   EXPECT_EQ(started->units_total, 4);
   EXPECT_EQ(started->tokens_total, 30);
   int units = 0;

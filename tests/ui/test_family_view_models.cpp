@@ -1,6 +1,6 @@
 // The view-model side of the next-scale (VAR) and masked (MAR) families, fed
-// with hand-made engine events: progress in scales / steps, evictions counted
-// per scale, the scale-to-scale attention mass and the per-scale cached share,
+// with hand-made engine events: progress in scales / steps, the evictions the
+// events report per scale, the scale-to-scale attention mass and the per-scale cached share,
 // MAR's generation order, recomputed tokens and FLOPs, the policies offered per
 // family and the compare table's columns.
 #include <QtTest>
@@ -49,7 +49,8 @@ kvs::RetainedMasks masksKeeping(int64_t positions, const std::vector<std::pair<i
   return m;
 }
 
-UnitDonePtr scaleUnit(int64_t scale, const kvs::RetainedMasks& masks, std::vector<float> attention) {
+UnitDonePtr scaleUnit(int64_t scale, const kvs::RetainedMasks& masks, std::vector<float> attention,
+                      std::vector<int64_t> evicted = {0, 0}) {
   auto e = std::make_shared<kvs::UnitDoneEvent>();
   e->unit_index = scale;
   e->units_total = 3;
@@ -61,6 +62,8 @@ UnitDonePtr scaleUnit(int64_t scale, const kvs::RetainedMasks& masks, std::vecto
       for (int64_t p = 0; p < masks.positions; ++p) per_layer[static_cast<size_t>(l)] += masks.retained(l, h, p) ? 1 : 0;
   e->retained_per_layer = per_layer;
   e->retained = masks;
+  e->evicted_entries = evicted[0] + evicted[1];
+  e->evicted_per_layer = std::move(evicted);
   kvs::AttentionMap a;
   a.positions = 14;
   a.weights = std::move(attention);
@@ -89,11 +92,12 @@ class TestFamilyViewModels : public QObject {
   void scaleRunStreamsScaleByScale() {
     RunViewModel run;
     run.setModel(varSummary());
-    QCOMPARE(run.family(), ModelFamily::Scale);
+    QCOMPARE(run.family().name, std::string("var"));
+    QCOMPARE(run.family().unit, kvs::GenerationUnit::Scale);
     run.setCalibrationPending(true);
     run.track(nullptr, 1, kvs::GenerationRequest{});
     QVERIFY(run.calibrating());  // loading, no scale yet
-    run.handleStarted(kvs::StartedEvent{"var", "cpu", 1, 3, 3, 14, "scale", 3});
+    run.handleStarted(kvs::StartedEvent{"var", "cpu", 1, 3, 3, 14, "scale", 3, "var"});
     QVERIFY(run.calibrating());
     QCOMPARE(run.unitProgressText(), QStringLiteral("scale 1/3"));
 
@@ -106,13 +110,13 @@ class TestFamilyViewModels : public QObject {
     run.handleUnit(scaleUnit(1, masksKeeping(14, {{0, 5}, {0, 5}, {0, 5}, {0, 5}}),
                              {0.5f, 0.125f, 0.125f, 0.125f, 0.125f, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
     QCOMPARE(run.evictionsPerUnit().back(), int64_t{0});
-    // Scale 2 (9 tokens): layer 0 head 1 and layer 1 head 0 drop scale 1.
+    // Scale 2 (9 tokens): layer 0 head 1 and layer 1 head 0 drop scales 0 and 1
+    // (5 entries each), as the event reports.
     run.handleUnit(scaleUnit(2, masksKeeping(14, {{0, 14}, {5, 14}, {5, 14}, {0, 14}}),
-                             {0.2f, 0, 0, 0, 0.2f, 0.2f, 0, 0, 0, 0, 0, 0, 0, 0.4f}));
+                             {0.2f, 0, 0, 0, 0.2f, 0.2f, 0, 0, 0, 0, 0, 0, 0, 0.4f}, {5, 5}));
     QCOMPARE(run.unitsDone(), int64_t{3});
     QCOMPARE(run.unitsTotal(), int64_t{3});
     QCOMPARE(run.unitProgressText(), QStringLiteral("scale 3/3"));
-    // Added 9 tokens x 2 heads per layer; layer 0 and layer 1 each lost 5 entries.
     QCOMPARE(run.evictionsLastUnit(), (std::vector<int64_t>{5, 5}));
     QCOMPARE(run.evictionsPerUnit().back(), int64_t{10});
     QCOMPARE(run.memory().size(), size_t{3});
@@ -153,8 +157,8 @@ class TestFamilyViewModels : public QObject {
     RunViewModel run;
     run.setModel(mar);
     run.track(nullptr, 2, kvs::GenerationRequest{});
-    QCOMPARE(run.family(), ModelFamily::Masked);
-    run.handleStarted(kvs::StartedEvent{"mar", "cpu", 1, 2, 2, 4, "step", 3});
+    QCOMPARE(run.family().name, std::string("mar"));
+    run.handleStarted(kvs::StartedEvent{"mar", "cpu", 1, 2, 2, 4, "step", 3, "mar"});
     QCOMPARE(run.generationStep(), (std::vector<int32_t>{-1, -1, -1, -1}));
     QCOMPARE(run.unitProgressText(), QStringLiteral("step 1/3"));
     const std::vector<std::vector<int32_t>> predicted = {{3}, {0, 2}, {1}};
@@ -187,31 +191,39 @@ class TestFamilyViewModels : public QObject {
   }
 
   void policiesFollowTheRegistryFamilies() {
-    QCOMPARE(policiesForFamily(ModelFamily::Scale),
+    const kvs::FamilyDescription& var = familyDescription("var");
+    const kvs::FamilyDescription& mar = familyDescription("mar");
+    const kvs::FamilyDescription& llamagen = familyDescription("llamagen");
+    QCOMPARE(policiesForFamily(var),
              (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"), QStringLiteral("heatkv")}));
-    QCOMPARE(policiesForFamily(ModelFamily::Masked), (QStringList{QStringLiteral("full"), QStringLiteral("lazymar")}));
-    const QStringList raster = policiesForFamily(ModelFamily::Raster);
+    QCOMPARE(policiesForFamily(mar), (QStringList{QStringLiteral("full"), QStringLiteral("lazymar")}));
+    const QStringList raster = policiesForFamily(llamagen);
     QVERIFY(raster.contains(QStringLiteral("linear")) && raster.contains(QStringLiteral("headkv")));
     QVERIFY(!raster.contains(QStringLiteral("heatkv")) && !raster.contains(QStringLiteral("lazymar")));
-    const QString problem = policyFamilyProblem(QStringLiteral("linear:rho=0.25"), ModelFamily::Scale);
+    const QString problem = policyFamilyProblem(QStringLiteral("linear:rho=0.25"), var);
     QVERIFY(problem.contains(QStringLiteral("'linear'")) && problem.contains(QStringLiteral("heatkv")));
-    QVERIFY(!policyFamilyProblem(QStringLiteral("lazymar"), ModelFamily::Raster).isEmpty());
-    QVERIFY(policyFamilyProblem(QStringLiteral("heatkv:budget=0.1"), ModelFamily::Scale).isEmpty());
-    QVERIFY(policyFamilyProblem(QStringLiteral("full"), ModelFamily::Masked).isEmpty());
-    for (ModelFamily f : {ModelFamily::Raster, ModelFamily::Scale, ModelFamily::Masked})
-      for (const QString& spec : comparePresets(f))
+    QVERIFY(problem.contains(QStringLiteral("next-scale (VAR)")));  // the description's display name
+    QVERIFY(!policyFamilyProblem(QStringLiteral("lazymar"), llamagen).isEmpty());
+    QVERIFY(policyFamilyProblem(QStringLiteral("heatkv:budget=0.1"), var).isEmpty());
+    QVERIFY(policyFamilyProblem(QStringLiteral("full"), mar).isEmpty());
+    QVERIFY(calibratedPolicy(QStringLiteral("heatkv:budget=0.1"), var));
+    QVERIFY(!calibratedPolicy(QStringLiteral("streaming"), var) && !calibratedPolicy(QStringLiteral("heatkv"), llamagen));
+    // An unknown family offers no policies (and says so instead of guessing one).
+    QVERIFY(!knownFamily("no-such-family") && policiesForFamily(familyDescription("no-such-family")).isEmpty());
+    for (const kvs::FamilyDescription* f : {&llamagen, &var, &mar})
+      for (const QString& spec : comparePresets(*f))
         if (!spec.isEmpty()) {
-          QVERIFY2(policyFamilyProblem(spec, f).isEmpty(), qPrintable(spec));
+          QVERIFY2(policyFamilyProblem(spec, *f).isEmpty(), qPrintable(spec));
           QVERIFY2(kvs::policy_spec_problem(spec.toStdString()).empty(), qPrintable(spec));
         }
   }
 
   void compareChecksFamiliesAndColumns() {
     CompareViewModel compare(nullptr);
-    QVERIFY(compare.start({QStringLiteral("full"), QStringLiteral("linear:rho=0.25")}, kvs::GenerationRequest{}, ModelFamily::Scale)
+    QVERIFY(compare.start({QStringLiteral("full"), QStringLiteral("linear:rho=0.25")}, kvs::GenerationRequest{}, familyDescription("var"))
                 .contains(QStringLiteral("linear")));
     QVERIFY(!compare.running());
-    QVERIFY(compare.start({QStringLiteral("full"), QStringLiteral("heatkv:budget=0.1")}, kvs::GenerationRequest{}, ModelFamily::Masked)
+    QVERIFY(compare.start({QStringLiteral("full"), QStringLiteral("heatkv:budget=0.1")}, kvs::GenerationRequest{}, familyDescription("mar"))
                 .contains(QStringLiteral("heatkv")));
 
     auto result = [](double flops, std::vector<int32_t> order, uint8_t shade) {
@@ -224,12 +236,12 @@ class TestFamilyViewModels : public QObject {
     };
     const QVector<ResultPtr> results = {result(8e9, {0, 1, 2, 3}, 100), result(3e9, {0, 1, 2, 3}, 104)};
     const QStringList specs = {QStringLiteral("full"), QStringLiteral("lazymar")};
-    const auto masked = CompareViewModel::computeRows(specs, results, ModelFamily::Masked);
+    const auto masked = CompareViewModel::computeRows(specs, results, familyDescription("mar"));
     QCOMPARE(masked.size(), 2);
     QVERIFY(std::isnan(masked[1].tokenAgreement));  // MAR's token lists are generation orders
     QCOMPARE(masked[1].flops, 3e9);
     QVERIFY(std::isfinite(masked[1].psnr) && masked[1].psnr > 20);
-    const auto scale = CompareViewModel::computeRows(specs, results, ModelFamily::Scale);
+    const auto scale = CompareViewModel::computeRows(specs, results, familyDescription("var"));
     QCOMPARE(scale[1].tokenAgreement, 1.0);
   }
 };

@@ -148,7 +148,7 @@ class TestGenerationWorker : public QObject {
     const QStringList specs{QStringLiteral("full"), QStringLiteral("linear:rho=0.25")};
     CompareViewModel together(&worker);
     QSignalSpy togetherDone(&together, &CompareViewModel::finished);
-    QVERIFY(together.start(specs, demoRequest(), ModelFamily::Raster, CompareSchedule::Together).isEmpty());
+    QVERIFY(together.start(specs, demoRequest(), familyDescription("llamagen"), CompareSchedule::Together).isEmpty());
     QCOMPARE(together.extraWorkerCount(), 1);
     QVERIFY(togetherDone.wait(120000));
     QCOMPARE(together.maxPanesStreamingAtOnce(), 2);
@@ -157,7 +157,7 @@ class TestGenerationWorker : public QObject {
 
     CompareViewModel oneByOne(&worker);
     QSignalSpy oneByOneDone(&oneByOne, &CompareViewModel::finished);
-    QVERIFY(oneByOne.start(specs, demoRequest(), ModelFamily::Raster, CompareSchedule::OneAfterAnother).isEmpty());
+    QVERIFY(oneByOne.start(specs, demoRequest(), familyDescription("llamagen"), CompareSchedule::OneAfterAnother).isEmpty());
     QCOMPARE(oneByOne.extraWorkerCount(), 0);
     QVERIFY(oneByOneDone.wait(120000));
     QCOMPARE(oneByOne.maxPanesStreamingAtOnce(), 1);
@@ -173,7 +173,7 @@ class TestGenerationWorker : public QObject {
     CompareViewModel vm(&worker);
     QSignalSpy done(&vm, &CompareViewModel::finished);
     QVERIFY(vm.start({QStringLiteral("full"), QStringLiteral("streaming:rho=0.25"), QStringLiteral("linear:rho=0.25")},
-                     demoRequest(), ModelFamily::Raster, CompareSchedule::Together)
+                     demoRequest(), familyDescription("llamagen"), CompareSchedule::Together)
                 .isEmpty());
     QTRY_VERIFY_WITH_TIMEOUT(vm.pane(1)->unitsDone() > 0, 60000);
     QElapsedTimer clock;

@@ -18,6 +18,7 @@
 #include "ui/viewmodel/compare_view_model.h"
 #include "ui/viewmodel/generation_settings.h"
 #include "ui/viewmodel/history_model.h"
+#include "ui/render/overlay_images.h"
 #include "ui/viewmodel/run_view_model.h"
 #include "ui/widgets/memory_panel.h"
 
@@ -35,7 +36,8 @@ kvs::RgbImage patternImage(int w, int h, int seed) {
 }
 
 // A 4x4 grid, 2 layers, 2 KV heads, 1 condition token.
-UnitDonePtr unitEvent(int64_t unit, int64_t logical, int64_t full, std::vector<int64_t> retained, bool masks) {
+UnitDonePtr unitEvent(int64_t unit, int64_t logical, int64_t full, std::vector<int64_t> retained, bool masks,
+                      std::vector<int64_t> evicted = {0, 0}) {
   auto e = std::make_shared<kvs::UnitDoneEvent>();
   e->unit_index = unit;
   e->units_total = 4;
@@ -45,6 +47,10 @@ UnitDonePtr unitEvent(int64_t unit, int64_t logical, int64_t full, std::vector<i
   e->kv_bytes_peak = logical;
   e->policy = "full";
   e->retained_per_layer = std::move(retained);
+  e->evicted_entries = evicted[0] + evicted[1];
+  e->evicted_per_layer = std::move(evicted);
+  e->process_resident_bytes = (100 + unit) * 1048576;
+  e->process_peak_resident_bytes = 200 * 1048576;
   e->preview = std::vector<kvs::RgbImage>{patternImage(16, 16, static_cast<int>(unit))};
   if (masks) {
     kvs::RetainedMasks m;
@@ -73,8 +79,9 @@ class TestViewModels : public QObject {
     vm.track(nullptr, 7, request);
     QCOMPARE(vm.state(), RunState::Loading);
     QVERIFY(vm.active());
-    vm.handleStarted(kvs::StartedEvent{"demo", "cpu", 1, 4, 4, 16, "line", 4});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu", 1, 4, 4, 16, "line", 4, "llamagen"});
     QCOMPARE(vm.state(), RunState::Running);
+    QCOMPARE(vm.family().name, std::string("llamagen"));
     vm.handleProgress(kvs::TokenProgressEvent{4, 16, 10, 400});
     QCOMPARE(vm.fraction(), 0.25);
     QCOMPARE(vm.etaSeconds(), 12.0 / 400.0);
@@ -84,15 +91,17 @@ class TestViewModels : public QObject {
     QCOMPARE(vm.evictionsLastUnit(), (std::vector<int64_t>{0, 0}));
     QVERIFY(!vm.preview().isNull());
     QCOMPARE(vm.preview().size(), QSize(16, 16));
-    // Line 1: 8 added per layer (4 tokens x 2 heads); layer 0 dropped 3.
-    vm.handleUnit(unitEvent(1, 150, 200, {15, 18}, true));
+    // Line 1: the event reports 3 entries evicted from layer 0.
+    vm.handleUnit(unitEvent(1, 150, 200, {15, 18}, true, {3, 0}));
     QCOMPARE(vm.evictionsLastUnit(), (std::vector<int64_t>{3, 0}));
     QCOMPARE(vm.evictionsPerUnit(), (std::vector<int64_t>{0, 3}));
     QCOMPARE(vm.retainedPerHead(0), (std::vector<int64_t>{5, 3}));
     QCOMPARE(vm.retainedPerHead(5), std::vector<int64_t>{});
     QCOMPARE(vm.memory().size(), size_t{2});
     QCOMPARE(vm.memory().back().kv_bytes_full, int64_t{200});
-    QVERIFY(vm.memory().back().process_bytes > 0);
+    // The process memory is the engine's, sent with the unit.
+    QCOMPARE(vm.memory().back().process_bytes, int64_t{101 * 1048576});
+    QCOMPARE(vm.memory().back().process_peak_bytes, int64_t{200 * 1048576});
     vm.handlePolicyChanged(kvs::PolicyChangedEvent{1, "linear:rho=1/4", true, ""});
     vm.handlePolicyChanged(kvs::PolicyChangedEvent{2, "linear:rho=1/4", false, "budget impossible"});
     QCOMPARE(vm.policyMarkers().size(), 2);
@@ -119,7 +128,7 @@ class TestViewModels : public QObject {
     MemoryPanel panel;
     panel.setRun(&vm);
     vm.track(nullptr, 1, kvs::GenerationRequest{});
-    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen"});
     // A CPU run: no device numbers, and the panel says why.
     vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
     QCOMPARE(vm.memory().back().device_allocated_bytes, int64_t{-1});
@@ -129,6 +138,13 @@ class TestViewModels : public QObject {
       return all;
     };
     QVERIFY(labelText().contains(QStringLiteral("CPU run")));
+    // The process line shows the memory the unit reported, not this process's own.
+    QVERIFY2(labelText().contains(QStringLiteral("100.00 MiB")) && labelText().contains(QStringLiteral("200.00 MiB")),
+             qPrintable(labelText()));
+    auto silent = std::make_shared<kvs::UnitDoneEvent>(*unitEvent(1, 150, 200, {15, 18}, false));
+    silent->process_resident_bytes.reset();
+    vm.handleUnit(silent);
+    QVERIFY2(labelText().contains(QStringLiteral("reported during a run")), qPrintable(labelText()));
     // A GPU run (as the sessions report it on CUDA): allocated, peak, reserved, total.
     auto gpu = std::make_shared<kvs::UnitDoneEvent>(*unitEvent(1, 150, 200, {15, 18}, false));
     kvs::DeviceMemoryStats d;
@@ -146,6 +162,34 @@ class TestViewModels : public QObject {
     QVERIFY2(text.contains(QStringLiteral("GPU")) && text.contains(QStringLiteral("5.00 MiB")) &&
                  !text.contains(QStringLiteral("CPU run")),
              qPrintable(text));
+  }
+
+  void overlayRegionsAreThePolicysOwn() {
+    // A 4x4 grid after one condition token; the regions as a unit event states
+    // them (sequence positions), placed on the grid as they are.
+    TokenGrid grid;
+    grid.height = grid.width = 4;
+    grid.condition_tokens = 1;
+    grid.tokens_done = 8;  // lines 0-1 done, line 2 under way
+    const std::vector<kvs::CacheRegion> stated = {{"middle", "mid (evicted by saliency)", 3, 5},
+                                                  {"recent", "recent lines", 5, 9},
+                                                  {"anchors", "anchors", 1, 3}};
+    const QVector<PolicyRegion> regions = policyRegions(stated, grid);
+    QCOMPARE(regions.size(), 4);
+    QCOMPARE(regions[0].label, QStringLiteral("mid (evicted by saliency)"));
+    QCOMPARE(regions[0].rects, (QVector<QRect>{QRect(2, 0, 2, 1)}));
+    QCOMPARE(regions[1].label, QStringLiteral("recent lines"));
+    QCOMPARE(regions[1].rects, (QVector<QRect>{QRect(0, 1, 4, 1)}));
+    QCOMPARE(regions[2].rects, (QVector<QRect>{QRect(0, 0, 2, 1)}));
+    QCOMPARE(regions[3].label, QStringLiteral("current line"));
+    QCOMPARE(regions[3].rects, (QVector<QRect>{QRect(0, 2, 4, 1)}));
+    // A region spanning lines wraps; sinks and anchors share their colour.
+    const QVector<PolicyRegion> streaming = policyRegions({{"sinks", "sinks", 1, 3}, {"window", "recent window", 4, 11}}, grid);
+    QCOMPARE(streaming[1].rects, (QVector<QRect>{QRect(3, 0, 1, 1), QRect(0, 1, 4, 1), QRect(0, 2, 2, 1)}));
+    QCOMPARE(streaming[0].color, regions[2].color);
+    QCOMPARE(streaming[1].color, regions[1].color);
+    // No regions stated (full, H2O, ...): only the current line.
+    QCOMPARE(policyRegions({}, grid).size(), 1);
   }
 
   void runViewModelCancelAndFailure() {
@@ -175,7 +219,8 @@ class TestViewModels : public QObject {
     other->images = {patternImage(32, 32, 2)};
     other->tokens = {{1, 2, 0, 0}};
     other->kv_bytes_logical_final = 500;
-    const auto rows = CompareViewModel::computeRows({"full", "linear:rho=1/4", "streaming"}, {full, same, other});
+    const auto rows = CompareViewModel::computeRows({"full", "linear:rho=1/4", "streaming"}, {full, same, other},
+                                                    familyDescription("llamagen"));
     QCOMPARE(rows.size(), 3);
     QVERIFY(rows[0].reference);
     QCOMPARE(rows[0].tokenAgreement, 1.0);
@@ -192,10 +237,10 @@ class TestViewModels : public QObject {
     CompareViewModel vm(nullptr);
     kvs::GenerationRequest base;
     base.class_ids = {0};
-    QVERIFY(!vm.start({"full"}, base).isEmpty());
-    QVERIFY(!vm.start({"full", "linear", "streaming", "h2o", "snapkv"}, base).isEmpty());
-    QVERIFY(vm.start({"full", "nosuchpolicy"}, base).contains("nosuchpolicy"));
-    QVERIFY(vm.start({"linear:rho=1/4", "streaming:rho=1/4"}, base).isEmpty());
+    QVERIFY(!vm.start({"full"}, base, familyDescription("llamagen")).isEmpty());
+    QVERIFY(!vm.start({"full", "linear", "streaming", "h2o", "snapkv"}, base, familyDescription("llamagen")).isEmpty());
+    QVERIFY(vm.start({"full", "nosuchpolicy"}, base, familyDescription("llamagen")).contains("nosuchpolicy"));
+    QVERIFY(vm.start({"linear:rho=1/4", "streaming:rho=1/4"}, base, familyDescription("llamagen")).isEmpty());
     QCOMPARE(vm.paneCount(), 3);
     QCOMPARE(vm.specs().front(), QStringLiteral("full"));
     QCOMPARE(vm.pane(1)->request().policy, std::string("linear:rho=1/4"));

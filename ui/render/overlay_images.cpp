@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/cache/policies/policy_catalog.h"
 
 namespace kvs::ui {
 namespace {
@@ -44,19 +43,15 @@ void spanToRects(int64_t begin, int64_t end, int64_t width, QVector<QRect>* out)
   }
 }
 
-std::string paramOrDefault(const kvs::PolicySpecParts& parts, const kvs::PolicyCatalogEntry& entry, const std::string& name) {
-  if (auto it = parts.params.find(name); it != parts.params.end()) return it->second;
-  for (const auto& p : entry.params)
-    if (p.name == name) return p.default_value;
-  return {};
-}
-
-int64_t budgetTokens(const kvs::PolicySpecParts& parts, const kvs::PolicyCatalogEntry& entry, int64_t image_tokens) {
-  const auto budget = kvs::parse_param_number(paramOrDefault(parts, entry, "budget"));
-  if (budget && *budget > 0) return static_cast<int64_t>(*budget);
-  const auto rho = kvs::parse_param_number(paramOrDefault(parts, entry, "rho"));
-  if (!rho) return image_tokens;
-  return static_cast<int64_t>(std::floor(*rho * static_cast<double>(image_tokens) + 1e-9));
+// One colour per role: kept by rule (anchors, sinks), the latest entries (recent
+// lines, window), chosen from by score (middle), not decided yet (buffer).
+QColor regionColor(const std::string& name, size_t index) {
+  if (name == "anchors" || name == "sinks") return QColor(90, 230, 120);
+  if (name == "recent" || name == "window") return QColor(80, 190, 255);
+  if (name == "middle") return QColor(235, 110, 220);
+  if (name == "buffer") return QColor(255, 150, 90);
+  static const QColor others[] = {QColor(180, 140, 255), QColor(120, 230, 230), QColor(230, 200, 120)};
+  return others[index % 3];
 }
 
 }  // namespace
@@ -162,39 +157,18 @@ QImage differenceHeatmap(const QImage& a_in, const QImage& b_in, int full_scale,
   return QImage(colored.data, colored.cols, colored.rows, static_cast<int>(colored.step), QImage::Format_RGB888).copy();
 }
 
-QVector<PolicyRegion> policyRegions(const QString& spec_text, const TokenGrid& grid) {
+QVector<PolicyRegion> policyRegions(const std::vector<kvs::CacheRegion>& stated, const TokenGrid& grid) {
   QVector<PolicyRegion> regions;
   if (grid.width <= 0 || grid.height <= 0) return regions;
-  const int64_t done = std::min(grid.tokens_done, grid.imageTokens());
-  const int64_t row = done / grid.width;  // the line being generated
-  kvs::PolicySpecParts parts;
-  try {
-    parts = kvs::split_policy_spec(spec_text.toStdString());
-  } catch (const std::exception&) {
-    parts.name = spec_text.toStdString();
+  for (size_t i = 0; i < stated.size(); ++i) {
+    const kvs::CacheRegion& r = stated[i];
+    PolicyRegion region{QString::fromStdString(r.label.empty() ? r.name : r.label), regionColor(r.name, i), {}};
+    const int64_t begin = std::clamp<int64_t>(r.begin - grid.condition_tokens, 0, grid.imageTokens());
+    const int64_t end = std::clamp<int64_t>(r.end - grid.condition_tokens, 0, grid.imageTokens());
+    spanToRects(begin, end, grid.width, &region.rects);
+    if (!region.rects.isEmpty()) regions << region;
   }
-  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
-  if (entry && parts.name == "linear") {
-    const int64_t n_init = static_cast<int64_t>(kvs::parse_param_number(paramOrDefault(parts, *entry, "n_init")).value_or(4));
-    const int64_t r = static_cast<int64_t>(kvs::parse_param_number(paramOrDefault(parts, *entry, "r")).value_or(1));
-    const int64_t budget = budgetTokens(parts, *entry, grid.imageTokens());
-    PolicyRegion anchors{QStringLiteral("anchors"), QColor(90, 230, 120), {}};
-    spanToRects(0, std::min(n_init, done), grid.width, &anchors.rects);
-    PolicyRegion recent{QStringLiteral("recent lines"), QColor(80, 190, 255), {}};
-    const int64_t recent_begin = std::max<int64_t>(0, (row - r) * grid.width);
-    spanToRects(std::max(recent_begin, n_init), row * grid.width, grid.width, &recent.rects);
-    PolicyRegion mid{QStringLiteral("mid (evicted by saliency)"), QColor(235, 110, 220), {}};
-    if (done >= budget) spanToRects(std::min(n_init, recent_begin), recent_begin, grid.width, &mid.rects);
-    regions << mid << recent << anchors;  // anchors drawn last: they sit inside the mid region's rows
-  } else if (entry && parts.name == "streaming") {
-    const int64_t sink = static_cast<int64_t>(kvs::parse_param_number(paramOrDefault(parts, *entry, "sink")).value_or(4));
-    const int64_t budget = budgetTokens(parts, *entry, grid.imageTokens());
-    PolicyRegion sinks{QStringLiteral("sinks"), QColor(90, 230, 120), {}};
-    spanToRects(0, std::min(sink, done), grid.width, &sinks.rects);
-    PolicyRegion window{QStringLiteral("recent window"), QColor(80, 190, 255), {}};
-    spanToRects(std::max(sink, done - std::max<int64_t>(0, budget - sink)), done, grid.width, &window.rects);
-    regions << sinks << window;
-  }
+  const int64_t row = std::min(grid.tokens_done, grid.imageTokens()) / grid.width;  // the line being generated
   if (row < grid.height) {
     PolicyRegion current{QStringLiteral("current line"), QColor(255, 214, 64), {}};
     current.rects.push_back(QRect(0, static_cast<int>(row), static_cast<int>(grid.width), 1));

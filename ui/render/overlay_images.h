@@ -57,8 +57,11 @@ struct PolicyRegion {
   QColor color;
   QVector<QRect> rects;
 };
-// "linear": anchors, mid region, recent lines; "streaming": sinks, recent
-// window; every policy: the current line.
-QVector<PolicyRegion> policyRegions(const QString& spec, const TokenGrid& grid);
+// The regions the active policy stated with its latest unit (UnitDoneEvent::
+// regions, in sequence positions; LineAR's anchors / middle / recent lines,
+// StreamingLLM's sinks / window), placed on the grid, then the line being
+// generated (the row of grid.tokens_done) for every policy. Colours follow the
+// region's name, so the same role looks the same across policies.
+QVector<PolicyRegion> policyRegions(const std::vector<kvs::CacheRegion>& regions, const TokenGrid& grid);
 
 }  // namespace kvs::ui

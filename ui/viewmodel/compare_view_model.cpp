@@ -45,7 +45,7 @@ void CompareViewModel::shutdown() {
   for (GenerationWorker* w : extra_workers_) w->shutdown();
 }
 
-QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base, ModelFamily family,
+QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base, const kvs::FamilyDescription& family,
                                 CompareSchedule schedule) {
   if (running()) return QStringLiteral("a comparison is already running");
   QStringList specs;
@@ -71,7 +71,7 @@ QString CompareViewModel::start(const QStringList& specs_in, const kvs::Generati
   specs_ = specs;
   schedule_ = schedule;
   max_streaming_ = 0;
-  family_ = family;
+  family_ = &family;
   for (int i = 0; i < specs.size(); ++i) {
     const QString& spec = specs[i];
     kvs::GenerationRequest r = base;
@@ -116,13 +116,13 @@ void CompareViewModel::onPaneDone() {
   releaseExtraWorkers();
   QVector<ResultPtr> results;
   for (RunViewModel* p : panes_) results.push_back(p->result());
-  rows_ = computeRows(specs_, results, family_);
+  rows_ = computeRows(specs_, results, *family_);
   Q_EMIT rowsChanged();
   Q_EMIT finished();
 }
 
 QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, const QVector<ResultPtr>& results,
-                                                  ModelFamily family) {
+                                                  const kvs::FamilyDescription& family) {
   QVector<CompareRow> rows;
   const ResultPtr reference = results.value(0);
   for (int i = 0; i < results.size(); ++i) {
@@ -140,7 +140,8 @@ QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, cons
     row.psnr = row.ssim = std::numeric_limits<double>::quiet_NaN();
     if (reference && !reference->images.empty() && !r->images.empty()) {
       try {
-        if (family != ModelFamily::Masked) row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
+        // Continuous tokens come back as the generation order: nothing to compare.
+        if (!samplesContinuousTokens(family)) row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
         row.psnr = kvs::psnr(reference->images.front(), r->images.front());
         row.ssim = kvs::ssim(reference->images.front(), r->images.front());
       } catch (const std::exception&) {

@@ -62,7 +62,7 @@ class CompareViewModel : public QObject {
   // returns an error message (empty on success) for fewer than 2 or more than 4
   // specs, or an invalid spec.
   // Specs whose policy does not serve `family` are refused with the registry's list.
-  QString start(const QStringList& specs, const kvs::GenerationRequest& base, ModelFamily family = ModelFamily::Raster,
+  QString start(const QStringList& specs, const kvs::GenerationRequest& base, const kvs::FamilyDescription& family,
                 CompareSchedule schedule = CompareSchedule::OneAfterAnother);
   void cancel();
   // Cancels and joins the extra workers of a comparison run together (the
@@ -83,8 +83,8 @@ class CompareViewModel : public QObject {
 
   // Table rows from finished panes (public for tests).
   static QVector<CompareRow> computeRows(const QStringList& specs, const QVector<ResultPtr>& results,
-                                         ModelFamily family = ModelFamily::Raster);
-  ModelFamily family() const { return family_; }
+                                         const kvs::FamilyDescription& family);
+  const kvs::FamilyDescription& family() const { return *family_; }
 
  Q_SIGNALS:
   void panesChanged();
@@ -104,7 +104,7 @@ class CompareViewModel : public QObject {
   QVector<RunViewModel*> panes_;
   QVector<CompareRow> rows_;
   int max_streaming_ = 0;
-  ModelFamily family_ = ModelFamily::Raster;
+  const kvs::FamilyDescription* family_ = &familyDescription("");
 };
 
 }  // namespace kvs::ui

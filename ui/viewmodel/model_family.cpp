@@ -5,60 +5,49 @@
 #include <algorithm>
 
 #include "engine/cache/policies/policy_catalog.h"
+#include "engine/models/family_registry.h"
 
 namespace kvs::ui {
 
-ModelFamily familyOfModel(const std::string& family) {
-  if (family == "var") return ModelFamily::Scale;
-  if (family == "mar") return ModelFamily::Masked;
-  return ModelFamily::Raster;
+namespace {
+
+const kvs::FamilyDescription& unknownFamily() {
+  static const kvs::FamilyDescription d = [] {
+    kvs::FamilyDescription f;
+    f.display_name = "unknown family";
+    f.unit = kvs::GenerationUnit::Line;
+    f.measures_kv_bytes = true;
+    return f;
+  }();
+  return d;
 }
 
-ModelFamily familyOfUnit(const std::string& unit_name) {
-  if (unit_name == "scale") return ModelFamily::Scale;
-  if (unit_name == "step") return ModelFamily::Masked;
-  return ModelFamily::Raster;
+}  // namespace
+
+const kvs::FamilyDescription& familyDescription(const std::string& name) {
+  const kvs::FamilyDescription* d = name.empty() ? nullptr : kvs::find_family_description(name);
+  return d ? *d : unknownFamily();
 }
 
-std::string registryFamilyName(ModelFamily family) {
-  switch (family) {
-    case ModelFamily::Raster: return "raster";
-    case ModelFamily::Scale: return "scale";
-    case ModelFamily::Masked: return "masked";
-  }
-  return "raster";
+bool knownFamily(const std::string& name) { return !name.empty() && kvs::find_family_description(name) != nullptr; }
+
+QString unitNoun(const kvs::FamilyDescription& family) { return QString::fromStdString(family.unit_name()); }
+
+QString familyDisplayName(const kvs::FamilyDescription& family) { return QString::fromStdString(family.display_name); }
+
+bool policyApplies(const kvs::PolicyCatalogEntry& entry, const kvs::FamilyDescription& family) {
+  return !family.policy_family.empty() &&
+         std::find(entry.families.begin(), entry.families.end(), family.policy_family) != entry.families.end();
 }
 
-QString unitNoun(ModelFamily family) {
-  switch (family) {
-    case ModelFamily::Raster: return QStringLiteral("line");
-    case ModelFamily::Scale: return QStringLiteral("scale");
-    case ModelFamily::Masked: return QStringLiteral("step");
-  }
-  return QStringLiteral("line");
-}
-
-QString familyDisplayName(ModelFamily family) {
-  switch (family) {
-    case ModelFamily::Raster: return QStringLiteral("raster (LlamaGen)");
-    case ModelFamily::Scale: return QStringLiteral("next-scale (VAR)");
-    case ModelFamily::Masked: return QStringLiteral("masked (MAR)");
-  }
-  return {};
-}
-
-bool policyApplies(const kvs::PolicyCatalogEntry& entry, ModelFamily family) {
-  return std::find(entry.families.begin(), entry.families.end(), registryFamilyName(family)) != entry.families.end();
-}
-
-QStringList policiesForFamily(ModelFamily family) {
+QStringList policiesForFamily(const kvs::FamilyDescription& family) {
   QStringList out;
   for (const auto& e : kvs::policy_catalog())
     if (policyApplies(e, family)) out << QString::fromStdString(e.name);
   return out;
 }
 
-QString policyFamilyProblem(const QString& spec, ModelFamily family) {
+QString policyFamilyProblem(const QString& spec, const kvs::FamilyDescription& family) {
   kvs::PolicySpecParts parts;
   try {
     parts = kvs::split_policy_spec(spec.trimmed().toStdString());
@@ -74,21 +63,24 @@ QString policyFamilyProblem(const QString& spec, ModelFamily family) {
            policiesForFamily(family).join(QStringLiteral(", ")));
 }
 
-QStringList comparePresets(ModelFamily family) {
-  switch (family) {
-    case ModelFamily::Raster:
-      return {QString(), QStringLiteral("full"), QStringLiteral("linear:rho=0.25"), QStringLiteral("streaming:rho=0.25"),
-              QStringLiteral("headkv:rho=0.25"), QStringLiteral("h2o:rho=0.25"), QStringLiteral("snapkv:rho=0.25"),
-              QStringLiteral("rkv:rho=0.25"), QStringLiteral("random:rho=0.25"), QStringLiteral("linear:rho=0.125")};
-    case ModelFamily::Scale:
-      return {QString(), QStringLiteral("full"), QStringLiteral("heatkv:budget=0.1"), QStringLiteral("heatkv:budget=0.25"),
-              QStringLiteral("amskv"), QStringLiteral("streaming:rho=0.25"), QStringLiteral("heatkv:budget=0.1,variant=binary")};
-    case ModelFamily::Masked:
-      return {QString(), QStringLiteral("full"), QStringLiteral("lazymar"), QStringLiteral("lazymar:interval=4"),
-              QStringLiteral("lazymar:retention=constant,ratio=0.25"), QStringLiteral("lazymar:condition_cache=off")};
-  }
-  return {};
+QStringList comparePresets(const kvs::FamilyDescription& family) {
+  QStringList out;
+  for (const std::string& spec : family.compare_presets) out << QString::fromStdString(spec);
+  return out;
 }
+
+bool calibratedPolicy(const QString& spec, const kvs::FamilyDescription& family) {
+  std::string name;
+  try {
+    name = kvs::split_policy_spec(spec.trimmed().toStdString()).name;
+  } catch (const std::exception&) {
+    return false;
+  }
+  return std::find(family.calibrated_policies.begin(), family.calibrated_policies.end(), name) !=
+         family.calibrated_policies.end();
+}
+
+bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return family.unit == kvs::GenerationUnit::Step; }
 
 int64_t ScaleLayout::tokens(int64_t scale) const {
   if (scale < 0 || scale >= scales()) return 0;

@@ -1,8 +1,11 @@
 #pragma once
-// The three model families as the window sees them: what one generation unit
-// is (a token line, a scale, a decoding step), which registry policies apply,
-// and how VAR's flattened multi-scale positions map to scales. Plain values, no
-// widgets: the panel, the canvas, the cache map and the compare view all ask here.
+// The model family as the window sees it: the engine's FamilyDescription, looked
+// up by name through the family registry (what one generation unit is, which
+// overlays its unit events carry, whether it measures KV bytes or FLOPs, its
+// policy family and compare presets), with the Qt-side wording the widgets
+// share; and the drawing geometry of a next-scale model's flattened positions.
+// The widgets decide what to show from these facts, never from a family's name,
+// so a new family shows up without changes here.
 #include <QString>
 #include <QStringList>
 
@@ -10,33 +13,43 @@
 #include <string>
 #include <vector>
 
+#include "engine/session/family_description.h"
+
 namespace kvs {
 struct PolicyCatalogEntry;
 }
 
 namespace kvs::ui {
 
-enum class ModelFamily { Raster, Scale, Masked };
+// The registered family called `name` (model.json "family", StartedEvent::family).
+// An empty or unknown name (a summary made by hand, nothing loaded yet) reads
+// as a line-by-line KV-cache model without policies of its own.
+const kvs::FamilyDescription& familyDescription(const std::string& name);
+// Whether `name` is a registered family.
+bool knownFamily(const std::string& name);
 
-// model.json "family" ("llamagen", "var", "mar"); unknown names read as raster.
-ModelFamily familyOfModel(const std::string& family);
-// StartedEvent::unit_name ("line", "scale", "step").
-ModelFamily familyOfUnit(const std::string& unit_name);
-// The registry's family names (PolicyInfo::families): "raster", "scale", "masked".
-std::string registryFamilyName(ModelFamily family);
-QString unitNoun(ModelFamily family);         // "line", "scale", "step"
-QString familyDisplayName(ModelFamily family);  // "raster (LlamaGen)", "next-scale (VAR)", "masked (MAR)"
+QString unitNoun(const kvs::FamilyDescription& family);         // "line", "scale", "step"
+QString familyDisplayName(const kvs::FamilyDescription& family);  // "raster (LlamaGen)"
 
-bool policyApplies(const kvs::PolicyCatalogEntry& entry, ModelFamily family);
+bool policyApplies(const kvs::PolicyCatalogEntry& entry, const kvs::FamilyDescription& family);
 // The registry's policies for the family, in registry order.
-QStringList policiesForFamily(ModelFamily family);
+QStringList policiesForFamily(const kvs::FamilyDescription& family);
 // Empty when the spec's policy serves the family (or the name is unknown: the
 // registry reports that itself); else a message a person can act on.
-QString policyFamilyProblem(const QString& spec, ModelFamily family);
-// Example specs offered in the compare view's combo boxes.
-QStringList comparePresets(ModelFamily family);
+QString policyFamilyProblem(const QString& spec, const kvs::FamilyDescription& family);
+// Example specs offered in the compare view's combo boxes ("" = the pane is off).
+QStringList comparePresets(const kvs::FamilyDescription& family);
+// Whether the family's runs of `spec` may calibrate first (the policy is one of
+// the family's calibrated policies).
+bool calibratedPolicy(const QString& spec, const kvs::FamilyDescription& family);
 
-// VAR's sequence: scale s holds sides[s]^2 tokens, scales one after another.
+// Whether the family samples continuous tokens (no token ids: top-k / top-p do
+// not apply, and GenerationResult::tokens holds the generation order). The
+// description states it through its unit: the families that decode step by step
+// over the whole grid are the continuous ones.
+bool samplesContinuousTokens(const kvs::FamilyDescription& family);
+
+// A next-scale sequence: scale s holds sides[s]^2 tokens, scales one after another.
 struct ScaleLayout {
   std::vector<int64_t> sides;
   int64_t scales() const { return static_cast<int64_t>(sides.size()); }

@@ -4,7 +4,6 @@
 #include <bit>
 #include <numeric>
 
-#include "engine/metrics/process_memory.h"
 #include "ui/bridge/generation_worker.h"
 #include "ui/viewmodel/scale_maps.h"
 
@@ -39,10 +38,8 @@ void RunViewModel::reset() {
   tokens_per_second_ = elapsed_ms_ = 0;
   preview_ = QImage();
   last_unit_.reset();
-  previous_retained_.clear();
   generation_step_.clear();
   scale_attention_.clear();
-  evictions_last_.clear();
   evictions_per_unit_.clear();
   memory_.clear();
   markers_.clear();
@@ -56,19 +53,18 @@ void RunViewModel::reset() {
   Q_EMIT policyMarkersChanged();
 }
 
-void RunViewModel::setModelShape(int64_t kv_heads, int64_t condition_tokens) {
-  kv_heads_ = std::max<int64_t>(1, kv_heads);
-  condition_tokens_ = std::max<int64_t>(0, condition_tokens);
-}
-
 void RunViewModel::setModel(const kvs::ModelSummary& model) {
-  setModelShape(model.kv_heads, model.condition_tokens);
-  model_family_ = familyOfModel(model.family);
+  model_family_ = model.family;
   scale_layout_.sides = model.scale_sides;
 }
 
-ModelFamily RunViewModel::family() const {
-  return started_.unit_name.empty() || started_.units_total == 0 ? model_family_ : familyOfUnit(started_.unit_name);
+const kvs::FamilyDescription& RunViewModel::family() const {
+  return familyDescription(knownFamily(started_.family) ? started_.family : model_family_);
+}
+
+const std::vector<int64_t>& RunViewModel::evictionsLastUnit() const {
+  static const std::vector<int64_t> none;
+  return last_unit_ ? last_unit_->evicted_per_layer : none;
 }
 
 QString RunViewModel::unitProgressText() const {
@@ -117,7 +113,8 @@ void RunViewModel::markCancelling() {
 void RunViewModel::handleStarted(const kvs::StartedEvent& e) {
   started_ = e;
   tokens_total_ = e.tokens_total;
-  if (family() == ModelFamily::Masked) generation_step_.assign(static_cast<size_t>(e.grid_height * e.grid_width), -1);
+  // Families whose units predict tokens anywhere on the grid say which (predicted_positions).
+  if (family().overlays.recomputed_tokens) generation_step_.assign(static_cast<size_t>(e.grid_height * e.grid_width), -1);
   load_ms_ = clock_.isValid() ? static_cast<double>(clock_.elapsed()) : 0;
   if (state_ != RunState::Cancelling) setState(RunState::Running);
   Q_EMIT progressChanged();
@@ -138,41 +135,22 @@ void RunViewModel::handleUnit(const UnitDonePtr& e) {
   last_unit_ms_ = e->elapsed_ms - previous_unit_elapsed_;
   previous_unit_elapsed_ = e->elapsed_ms;
   if (e->preview && !e->preview->empty()) preview_ = toQImage(e->preview->front());
-  if (e->retained) {
-    kv_heads_ = std::max<int64_t>(1, e->retained->kv_heads);
-    const int64_t grid_tokens = started_.grid_height * started_.grid_width;
-    // Raster: condition token(s), then the grid. VAR's positions are all scales, no condition entries.
-    if (grid_tokens > 0 && family() == ModelFamily::Raster) condition_tokens_ = std::max<int64_t>(0, e->retained->positions - grid_tokens);
-  }
-  if (family() == ModelFamily::Scale && e->attention && scale_layout_.scales() > 0 && e->unit_index >= 0) {
+  if (family().overlays.scale_matrix && e->attention && scale_layout_.scales() > 0 && e->unit_index >= 0) {
     if (scale_attention_.size() <= static_cast<size_t>(e->unit_index)) scale_attention_.resize(static_cast<size_t>(e->unit_index) + 1);
     scale_attention_[static_cast<size_t>(e->unit_index)] = attentionMassByScale(*e->attention, scale_layout_);
   }
   for (int32_t p : e->predicted_positions)
     if (p >= 0 && static_cast<size_t>(p) < generation_step_.size()) generation_step_[static_cast<size_t>(p)] = static_cast<int32_t>(e->unit_index);
-  // Evictions at this boundary: what was there, plus the unit just added (a
-  // line, or a whole scale), minus what is left (image 0, summed over KV heads).
-  const int64_t unit_tokens = family() == ModelFamily::Scale && scale_layout_.scales() > 0
-                                  ? scale_layout_.tokens(e->unit_index)
-                                  : started_.grid_width;
-  const int64_t added = unit_tokens * kv_heads_;
-  const int64_t before_first = family() == ModelFamily::Raster ? condition_tokens_ * kv_heads_ : 0;
-  if (previous_retained_.empty()) previous_retained_.assign(e->retained_per_layer.size(), before_first);
-  evictions_last_.assign(e->retained_per_layer.size(), 0);
-  int64_t total = 0;
-  for (size_t l = 0; l < e->retained_per_layer.size() && l < previous_retained_.size(); ++l) {
-    evictions_last_[l] = std::max<int64_t>(0, previous_retained_[l] + added - e->retained_per_layer[l]);
-    total += evictions_last_[l];
-  }
-  evictions_per_unit_.push_back(total);
-  previous_retained_ = e->retained_per_layer;
+  evictions_per_unit_.push_back(e->evicted_entries);
   MemorySample m;
   m.unit = e->unit_index;
   m.kv_bytes_logical = e->kv_bytes_logical;
   m.kv_bytes_full = e->kv_bytes_full_equivalent;
   m.kv_bytes_allocated = e->kv_bytes_allocated;
   m.kv_bytes_peak = e->kv_bytes_peak;
-  m.process_bytes = kvs::process_resident_bytes();
+  m.kv_bytes_full_final = e->kv_bytes_full_final;
+  m.process_bytes = e->process_resident_bytes.value_or(-1);
+  m.process_peak_bytes = e->process_peak_resident_bytes.value_or(-1);
   if (e->device_memory && e->device_memory->available) {
     m.device_allocated_bytes = e->device_memory->allocated_bytes;
     m.device_peak_bytes = e->device_memory->peak_allocated_bytes;

@@ -1,7 +1,8 @@
 #pragma once
 // The state of one generation as the window shows it (main canvas, each compare
 // pane): progress, the latest preview, cache maps and attention, the memory time
-// series with policy-change markers, per-layer counts and evictions, timings.
+// series with policy-change markers, per-layer counts and evictions, timings —
+// all as the engine's events state them — and the family's description.
 // A plain QObject fed by GenerationWorker signals: testable without widgets.
 #include <QElapsedTimer>
 #include <QImage>
@@ -31,7 +32,11 @@ struct MemorySample {
   int64_t kv_bytes_full = 0;     // the uncompressed cache at the same point
   int64_t kv_bytes_allocated = 0;
   int64_t kv_bytes_peak = 0;
-  int64_t process_bytes = 0;     // resident set size of the process
+  int64_t kv_bytes_full_final = 0;  // the full cache once the whole sequence is in
+  // The process's resident memory after the unit and its peak so far; -1 where
+  // the system does not report it.
+  int64_t process_bytes = -1;
+  int64_t process_peak_bytes = -1;
   // GPU runs: the device's memory after the unit (caching allocator); -1 on the CPU.
   int64_t device_allocated_bytes = -1;
   int64_t device_peak_bytes = -1;
@@ -62,10 +67,7 @@ class RunViewModel : public QObject {
   // Starts following `job` of `worker` (disconnects from any previous job).
   void track(GenerationWorker* worker, quint64 job, const kvs::GenerationRequest& request);
   void reset();
-  // KV heads and condition tokens of the model, for eviction counts (retained
-  // masks, when present, tell them too).
-  void setModelShape(int64_t kv_heads, int64_t condition_tokens);
-  // All of the above from the model's summary, plus its family and (VAR) scales.
+  // The model's family (until the started event names it) and its scales.
   void setModel(const kvs::ModelSummary& model);
   // The session will calibrate the model before its first unit (HeatKV on a VAR
   // bundle without heatkv_calibration.json): the window says so while it runs.
@@ -94,7 +96,7 @@ class RunViewModel : public QObject {
   int64_t unitsDone() const { return units_done_; }
   int64_t unitsTotal() const { return started_.units_total; }
   // The family of this run: from the started event, else from setModel().
-  ModelFamily family() const;
+  const kvs::FamilyDescription& family() const;
   const ScaleLayout& scaleLayout() const { return scale_layout_; }
   // "line 3/16", "scale 4/10", "step 12/64" (the unit under way while running).
   QString unitProgressText() const;
@@ -115,8 +117,10 @@ class RunViewModel : public QObject {
   const std::vector<MemorySample>& memory() const { return memory_; }
   const QVector<PolicyMarker>& policyMarkers() const { return markers_; }
   QString activePolicy() const { return active_policy_; }
-  const std::vector<int64_t>& evictionsLastUnit() const { return evictions_last_; }  // per layer, image 0
-  const std::vector<int64_t>& evictionsPerUnit() const { return evictions_per_unit_; }  // all layers, per unit
+  // Image 0's entries evicted during the latest unit, per layer (summed over KV
+  // heads), and during each unit over all layers (UnitDoneEvent::evicted_*).
+  const std::vector<int64_t>& evictionsLastUnit() const;
+  const std::vector<int64_t>& evictionsPerUnit() const { return evictions_per_unit_; }
   std::vector<int64_t> retainedPerHead(int64_t layer) const;  // from the latest masks; empty without masks
 
   const ResultPtr& result() const { return result_; }
@@ -149,14 +153,12 @@ class RunViewModel : public QObject {
   double tokens_per_second_ = 0, elapsed_ms_ = 0;
   QImage preview_;
   UnitDonePtr last_unit_;
-  int64_t kv_heads_ = 1, condition_tokens_ = 1;
-  ModelFamily model_family_ = ModelFamily::Raster;
+  std::string model_family_;  // ModelSummary::family
   ScaleLayout scale_layout_;
   bool calibration_pending_ = false;
   std::vector<int32_t> generation_step_;
   std::vector<std::vector<double>> scale_attention_;
-  std::vector<int64_t> previous_retained_;
-  std::vector<int64_t> evictions_last_, evictions_per_unit_;
+  std::vector<int64_t> evictions_per_unit_;
   std::vector<MemorySample> memory_;
   QVector<PolicyMarker> markers_;
   QString active_policy_;

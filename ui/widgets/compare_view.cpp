@@ -48,7 +48,7 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
   for (int i = 0; i < CompareViewModel::kMaxConfigs; ++i) {
     auto* edit = new QComboBox(this);
     edit->setEditable(true);
-    edit->addItems(comparePresets(ModelFamily::Raster));
+    edit->addItems(comparePresets(*family_));
     edit->setMinimumContentsLength(11);
     edit->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     edit->lineEdit()->setPlaceholderText(i < 2 ? tr("policy spec") : tr("(optional)"));
@@ -153,7 +153,7 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
     refreshDifferences();
     refreshSplit();
   });
-  setConfigs({QStringLiteral("full"), QStringLiteral("linear:rho=0.25"), QStringLiteral("streaming:rho=0.25")});
+  setConfigs({QStringLiteral("full")});  // the family's presets arrive with setFamily
 }
 
 QStringList CompareView::configs() const {
@@ -163,9 +163,9 @@ QStringList CompareView::configs() const {
   return out;
 }
 
-void CompareView::setFamily(ModelFamily family) {
-  if (family == family_) return;
-  family_ = family;
+void CompareView::setFamily(const kvs::FamilyDescription& family) {
+  if (&family == family_) return;
+  family_ = &family;
   const QStringList presets = comparePresets(family);
   for (QComboBox* e : config_edits_) {
     const QSignalBlocker block(e);
@@ -174,23 +174,26 @@ void CompareView::setFamily(ModelFamily family) {
   }
   // Two configurations of this family next to the full reference.
   setConfigs({presets.value(1), presets.value(2), presets.value(3)});
-  const bool masked = family == ModelFamily::Masked;
-  const QStringList headers = masked ? QStringList{tr("policy"), tr("GFLOP"), tr("% full"), tr("uncond."), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")}
+  const bool flops = showsFlops();
+  // Token agreement compares token ids (CompareViewModel::computeRows).
+  const bool agreement = !samplesContinuousTokens(family);
+  const QStringList headers = flops ? QStringList{tr("policy"), tr("GFLOP"), tr("% full"), tr("uncond."), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")}
                                      : QStringList{tr("policy"), tr("KV end"), tr("% full"), tr("peak"), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")};
   table_->setHorizontalHeaderLabels(headers);
-  // MAR has no KV cache (no peak) and no token agreement: hide what would be all dashes.
-  table_->setColumnHidden(3, masked);
-  table_->setColumnHidden(5, masked);
-  if (masked) {
-    table_->horizontalHeaderItem(1)->setToolTip(tr("FLOPs per image executed by the transformer and the diffusion head, counted"));
+  // Without a KV cache there is no peak, without token ids no agreement: hide
+  // what would be all dashes.
+  table_->setColumnHidden(3, flops);
+  table_->setColumnHidden(5, !agreement);
+  table_->horizontalHeaderItem(5)->setToolTip(agreement ? tr("share of tokens equal to the full cache's")
+                                                        : tr("not meaningful here: the tokens are continuous latents (the order is fixed by the seed)"));
+  if (flops) {
+    table_->horizontalHeaderItem(1)->setToolTip(tr("FLOPs per image executed, counted"));
     table_->horizontalHeaderItem(2)->setToolTip(tr("share of the full recomputation's FLOPs"));
-    table_->horizontalHeaderItem(3)->setToolTip(tr("MAR keeps no KV cache: this column is left empty"));
-    table_->horizontalHeaderItem(5)->setToolTip(tr("not meaningful for MAR: its tokens are continuous latents (the order is fixed by the seed)"));
+    table_->horizontalHeaderItem(3)->setToolTip(tr("no KV cache: this column is left empty"));
   } else {
     table_->horizontalHeaderItem(1)->setToolTip(tr("KV bytes retained at the end"));
     table_->horizontalHeaderItem(2)->setToolTip(tr("share of the full cache"));
     table_->horizontalHeaderItem(3)->setToolTip(tr("peak KV bytes allocated"));
-    table_->horizontalHeaderItem(5)->setToolTip(tr("share of tokens equal to the full cache's"));
   }
   refreshTable();
 }
@@ -274,7 +277,7 @@ void CompareView::refreshTable() {
     const CompareRow& row = rows[r];
     table_->setItem(r, 0, cell(row.policy + (row.reference ? tr(" (ref)") : QString()), false));
     table_->item(r, 0)->setToolTip(row.reference ? tr("%1: the reference every other row is compared with").arg(row.policy) : row.policy);
-    if (family_ == ModelFamily::Masked) {
+    if (showsFlops()) {
       const double reference = rows.isEmpty() ? 0 : rows.front().flops;
       table_->setItem(r, 1, cell(number(row.flops / 1e9, 2)));
       table_->setItem(r, 2, cell(reference > 0 ? QStringLiteral("%1%").arg(100.0 * row.flops / reference, 0, 'f', 1) : QStringLiteral("—")));

@@ -32,9 +32,10 @@ class CompareView : public QWidget {
 
   QStringList configs() const;
   void setConfigs(const QStringList& specs);
-  // Offers this family's policies and labels the table for it (MAR: FLOPs, not KV bytes).
-  void setFamily(ModelFamily family);
-  ModelFamily family() const { return family_; }
+  // Offers the family's compare presets and labels the table for what it
+  // measures (KV bytes, or FLOPs for a family without a KV cache).
+  void setFamily(const kvs::FamilyDescription& family);
+  const kvs::FamilyDescription& family() const { return *family_; }
   QTableWidget* table() const { return table_; }
 
  Q_SIGNALS:
@@ -48,7 +49,8 @@ class CompareView : public QWidget {
   void refreshSplit();
 
   CompareViewModel* model_;
-  ModelFamily family_ = ModelFamily::Raster;
+  const kvs::FamilyDescription* family_ = &familyDescription("");
+  bool showsFlops() const { return !family_->measures_kv_bytes && family_->measures_flops; }
   QVector<QComboBox*> config_edits_;
   QPushButton* run_;
   QPushButton* cancel_;

@@ -168,11 +168,8 @@ void DebugOverlay::drawUi() {
   if (ImGui::CollapsingHeader("Retained per layer x head (budget in use)", ImGuiTreeNodeFlags_DefaultOpen)) {
     if (unit && unit->retained) {
       const kvs::RetainedMasks& m = *unit->retained;
-      // Positions generated so far: VAR's scales so far, else the condition plus the lines so far.
-      const int64_t full = run->family() == ModelFamily::Scale && run->scaleLayout().scales() > 0
-                               ? std::max<int64_t>(1, run->scaleLayout().begin(unit->unit_index + 1))
-                               : std::max<int64_t>(1, m.positions - run->started().grid_height * run->started().grid_width +
-                                                          (unit->unit_index + 1) * run->started().grid_width);
+      // Entries per head the full cache holds now (the engine states them per layer, all heads).
+      const int64_t full = std::max<int64_t>(1, unit->full_entries_per_layer / std::max<int64_t>(1, m.kv_heads));
       const int columns = static_cast<int>(std::min<int64_t>(m.kv_heads, 62)) + 2;
       if (ImGui::BeginTable("heads", columns, ImGuiTableFlags_Borders | ImGuiTableFlags_SizingFixedFit)) {
         ImGui::TableSetupColumn("layer");
@@ -181,7 +178,7 @@ void DebugOverlay::drawUi() {
           std::snprintf(name, sizeof(name), "H%lld", static_cast<long long>(h));
           ImGui::TableSetupColumn(name);
         }
-        ImGui::TableSetupColumn("evicted, last line");
+        ImGui::TableSetupColumn("evicted, last unit");
         ImGui::TableHeadersRow();
         const auto& evicted = run->evictionsLastUnit();
         for (int64_t l = 0; l < m.n_layer; ++l) {
@@ -208,7 +205,7 @@ void DebugOverlay::drawUi() {
     }
   }
 
-  if (ImGui::CollapsingHeader("Evictions per line boundary", ImGuiTreeNodeFlags_DefaultOpen)) {
+  if (ImGui::CollapsingHeader("Evictions per unit", ImGuiTreeNodeFlags_DefaultOpen)) {
     const auto& per = run ? run->evictionsPerUnit() : std::vector<int64_t>{};
     std::vector<float> values(per.begin(), per.end());
     float top = 1;

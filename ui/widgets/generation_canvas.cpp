@@ -13,8 +13,7 @@ namespace kvs::ui {
 
 GenerationCanvas::GenerationCanvas(QWidget* parent) : QWidget(parent) {
   setAttribute(Qt::WA_OpaquePaintEvent);
-  setPlaceholder(tr("Press Generate (Ctrl+Enter) to stream an image here, unit by unit: "
-                    "lines (LlamaGen), scales (VAR) or decoding steps (MAR)"));
+  setPlaceholder(tr("Press Generate (Ctrl+Enter) to stream an image here, unit by unit"));
 }
 
 void GenerationCanvas::setRun(RunViewModel* run) {
@@ -65,7 +64,7 @@ QRect GenerationCanvas::layoutImageRect(bool withStrip, bool withLegend) const {
 }
 
 bool GenerationCanvas::wantsScalePanel() const {
-  return !compact_ && run_ && run_->family() == ModelFamily::Scale && (overlays_ & (kOverlayAttention | kOverlayRetained));
+  return !compact_ && run_ && run_->family().overlays.scale_matrix && (overlays_ & (kOverlayAttention | kOverlayRetained));
 }
 
 QRect GenerationCanvas::scalePanelRect(const QRect& image) const {
@@ -75,9 +74,10 @@ QRect GenerationCanvas::scalePanelRect(const QRect& image) const {
 
 QRect GenerationCanvas::imageRect() const {
   const bool legend = overlays_ & (kOverlayAttention | kOverlayRetained | kOverlayRegions);
-  // The condition strip sits left of the image where a family has condition
-  // positions in its attention maps (raster: class token; MAR: the buffer).
-  const bool strip = (overlays_ & kOverlayAttention) && !(run_ && run_->family() == ModelFamily::Scale);
+  // The condition strip sits left of the image where the family's painter has
+  // condition positions in its attention maps (a line's class token, a step's
+  // buffer); a next-scale sequence has none.
+  const bool strip = (overlays_ & kOverlayAttention) && !(run_ && run_->family().unit == kvs::GenerationUnit::Scale);
   return layoutImageRect(strip, legend);
 }
 
@@ -110,10 +110,12 @@ void GenerationCanvas::paintEvent(QPaintEvent*) {
     p.drawText(img.adjusted(16, 16, -16, -16), Qt::AlignCenter | Qt::TextWordWrap, text);
     return;
   }
-  switch (run->family()) {
-    case ModelFamily::Raster: paintRaster(p, img); break;
-    case ModelFamily::Scale: paintScale(p, img); break;
-    case ModelFamily::Masked: paintMasked(p, img); break;
+  // The painter follows what a unit of the family is: a token line, a scale
+  // refining the whole image, a step filling tokens anywhere on the grid.
+  switch (run->family().unit) {
+    case kvs::GenerationUnit::Line: paintRaster(p, img); break;
+    case kvs::GenerationUnit::Scale: paintScale(p, img); break;
+    case kvs::GenerationUnit::Step: paintMasked(p, img); break;
   }
 }
 
@@ -198,7 +200,7 @@ void GenerationCanvas::paintRaster(QPainter& p, const QRect& img) {
   if ((overlays_ & kOverlayRegions) && !finished) {
     TokenGrid g = grid;
     g.tokens_done = rowsDone * grid.width;
-    regions = policyRegions(run->activePolicy(), g);
+    regions = policyRegions(unit ? unit->regions : std::vector<kvs::CacheRegion>{}, g);
     p.setRenderHint(QPainter::Antialiasing, true);
     for (const PolicyRegion& region : regions) {
       QPainterPath path;

@@ -1,9 +1,9 @@
 #pragma once
 // The image as it is generated, unit by unit, with toggleable overlays and their
-// legends, per model family:
+// legends; the painter follows what a unit of the family is (FamilyDescription::unit):
 // - raster (line by line): the attention of the latest token (heatmap +
 //   condition-token strip), the retained-token mask of the chosen layer/head
-//   (evicted tokens dimmed), the policy's regions and the current line;
+//   (evicted tokens dimmed), the regions the policy reports and the current line;
 // - next-scale (scale by scale, the whole image refined each time): where the
 //   latest scale's queries look on the image, and a side panel with the
 //   scale-to-scale attention mass and, per head, the share of each scale the

@@ -278,7 +278,8 @@ void MainWindow::buildUi() {
     else showError(tr("Policy change refused at %1 %2: %3").arg(unit).arg(m.unit + 1).arg(m.message));
   });
   connect(run_, &RunViewModel::finished, this, [this] {
-    if (run_->family() == ModelFamily::Scale) calibrated_models_.insert(QString::fromStdString(run_->request().model_path));
+    if (calibratedPolicy(QString::fromStdString(run_->request().policy), run_->family()))
+      calibrated_models_.insert(QString::fromStdString(run_->request().model_path));
     history_->addResult(run_->request(), run_->result(), model_.class_names);
     Q_EMIT runFinished(true);
   });
@@ -422,9 +423,9 @@ bool MainWindow::generate() {
   s.attentionHead = mask_head_->currentIndex() - 1;
   s.threads = options_.threads;
   kvs::GenerationRequest request = s.toRequest();
-  // VAR has a handful of scales and each preview is the point of the run (the
-  // whole image refined): decode every one rather than rate-limit them.
-  if (family() == ModelFamily::Scale) request.preview_max_share = 0;
+  // A next-scale run has a handful of scales and each preview is the point of
+  // the run (the whole image refined): decode every one rather than rate-limit them.
+  if (family().unit == kvs::GenerationUnit::Scale) request.preview_max_share = 0;
   try {
     request.validate();
   } catch (const kvs::Error& e) {
@@ -458,7 +459,7 @@ bool MainWindow::runCompare(const QStringList& specs) {
   s.threads = options_.threads;
   if (specs != compare_view_->configs()) compare_view_->setConfigs(specs);
   kvs::GenerationRequest base = s.toRequest();
-  if (family() == ModelFamily::Scale) base.preview_max_share = 0;
+  if (family().unit == kvs::GenerationUnit::Scale) base.preview_max_share = 0;
   CompareSchedule schedule = automaticCompareSchedule(s.device);
   if (compare_schedule_ == CompareSchedulePreference::Together) schedule = CompareSchedule::Together;
   if (compare_schedule_ == CompareSchedulePreference::OneAfterAnother) schedule = CompareSchedule::OneAfterAnother;
@@ -500,7 +501,7 @@ void MainWindow::refreshProgress() {
     return;
   }
   QString unit;
-  if (r->family() == ModelFamily::Raster) {
+  if (r->family().unit == kvs::GenerationUnit::Line) {
     const int64_t line = s.grid_width > 0 ? std::min<int64_t>(s.grid_height, r->tokensDone() / s.grid_width) : 0;
     unit = tr("line %1/%2").arg(line).arg(s.grid_height);
   } else {
@@ -551,7 +552,7 @@ void MainWindow::setOverlays(unsigned flags) {
   applyOverlayControls();
 }
 
-ModelFamily MainWindow::family() const { return familyOfModel(model_.family); }
+const kvs::FamilyDescription& MainWindow::family() const { return familyDescription(model_.family); }
 
 bool MainWindow::setPolicySpec(const QString& spec) {
   const QString wrongFamily = policyFamilyProblem(spec, family());
@@ -568,10 +569,11 @@ bool MainWindow::setPolicySpec(const QString& spec) {
   return true;
 }
 
-// HeatKV ranks heads from a calibration: a VAR bundle without its file gets one
-// made by the session before the first scale (once per model in this process).
+// A calibrated policy (HeatKV ranks heads from a calibration): a bundle without
+// its file gets one made by the session before the first unit (once per model in
+// this process).
 bool MainWindow::needsCalibration(const QString& spec) const {
-  if (family() != ModelFamily::Scale || !spec.trimmed().startsWith(QStringLiteral("heatkv"))) return false;
+  if (!calibratedPolicy(spec, family())) return false;
   const QString dir = QString::fromStdString(model_.dir);
   if (calibrated_models_.contains(dir)) return false;
   return !QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(kvs::kScaleAttentionProfileFile)));
@@ -579,43 +581,41 @@ bool MainWindow::needsCalibration(const QString& spec) const {
 
 // Everything that depends on the model's family besides the parameter panel
 // (which filters its policies itself): overlay names, the cache map's title,
-// the compare view's presets and table.
+// the compare view's presets and table — all from the family's description:
+// what a unit is and which overlays its unit events carry.
 void MainWindow::applyFamily() {
-  const ModelFamily f = family();
-  switch (f) {
-    case ModelFamily::Raster:
-      show_attention_->setToolTip(tr("Heatmap of where the latest line's last token attended, with the condition token(s) in the side strip (A)"));
-      show_retained_->setText(tr("Retained"));
-      show_retained_->setToolTip(tr("Dim the image tokens evicted from the KV cache for the chosen layer/head (K)"));
-      map_title_->setText(tr("Cache map · layers × KV heads"));
-      multiples_->setToolTip(tr("Retained tokens of every layer (rows) and KV head (columns): light = still cached, dark red = evicted. "
-                                "Click a tile to show it on the canvas."));
-      break;
-    case ModelFamily::Scale:
-      show_attention_->setToolTip(tr("Where the latest scale's queries look (on the image, all scales) and the scale-to-scale attention mass (side panel) (A)"));
-      show_retained_->setText(tr("Retained"));
-      show_retained_->setToolTip(tr("Side panel: per head, the share of each scale the chosen layer still caches (K)"));
-      map_title_->setText(tr("Cache map · per layer: heads × scales"));
-      multiples_->setToolTip(tr("One tile per layer: rows are KV heads, columns scales (coarse to fine); teal = the scale is still cached, "
-                                "dark red = evicted, black = not generated yet. Click a tile to choose the layer."));
-      break;
-    case ModelFamily::Masked:
-      show_attention_->setToolTip(tr("Heatmap of where the tokens predicted at the latest step attended, with the class buffer in the side strip (A)"));
-      show_retained_->setText(tr("Recomputed"));
-      show_retained_->setToolTip(tr("Hatch the tokens whose features LazyMAR reused from its token cache at the latest step; clear = recomputed (K)"));
-      map_title_->setText(tr("Token cache · generation order and this step"));
-      multiples_->setToolTip(tr("Left: the step at which each token was generated. Right: the tokens recomputed (orange) "
-                                "or reused from LazyMAR's token cache (blue) at the latest step."));
-      break;
+  const kvs::FamilyDescription& f = family();
+  const QString unit = unitNoun(f);
+  if (f.overlays.scale_matrix) {
+    show_attention_->setToolTip(tr("Where the latest %1's queries look (on the image, all scales) and the scale-to-scale attention mass (side panel) (A)").arg(unit));
+    show_retained_->setText(tr("Retained"));
+    show_retained_->setToolTip(tr("Side panel: per head, the share of each scale the chosen layer still caches (K)"));
+    map_title_->setText(tr("Cache map · per layer: heads × scales"));
+    multiples_->setToolTip(tr("One tile per layer: rows are KV heads, columns scales (coarse to fine); teal = the scale is still cached, "
+                              "dark red = evicted, black = not generated yet. Click a tile to choose the layer."));
+  } else if (f.overlays.recomputed_tokens) {
+    show_attention_->setToolTip(tr("Heatmap of where the tokens predicted at the latest %1 attended, with the condition buffer in the side strip (A)").arg(unit));
+    show_retained_->setText(tr("Recomputed"));
+    show_retained_->setToolTip(tr("Hatch the tokens whose features the latest %1 reused from the token cache; clear = recomputed (K)").arg(unit));
+    map_title_->setText(tr("Token cache · generation order and this %1").arg(unit));
+    multiples_->setToolTip(tr("Left: the %1 at which each token was generated. Right: the tokens recomputed (orange) "
+                              "or reused from the token cache (blue) at the latest %1.").arg(unit));
+  } else {
+    show_attention_->setToolTip(tr("Heatmap of where the latest %1's last token attended, with the condition token(s) in the side strip (A)").arg(unit));
+    show_retained_->setText(tr("Retained"));
+    show_retained_->setToolTip(tr("Dim the image tokens evicted from the KV cache for the chosen layer/head (K)"));
+    map_title_->setText(tr("Cache map · layers × KV heads"));
+    multiples_->setToolTip(tr("Retained tokens of every layer (rows) and KV head (columns): light = still cached, dark red = evicted. "
+                              "Click a tile to show it on the canvas."));
   }
-  // Policy regions and the current line are raster notions.
-  show_regions_->setEnabled(f == ModelFamily::Raster);
-  show_regions_->setToolTip(f == ModelFamily::Raster
-                                ? tr("Outline the current line and the policy's regions: LineAR anchors / mid / recent lines, StreamingLLM sinks / window (L)")
-                                : tr("Regions and the current line apply to raster (line-by-line) models only"));
-  canvas_->setPlaceholder(f == ModelFamily::Raster  ? tr("Press Generate (Ctrl+Enter) to stream an image here, line by line")
-                          : f == ModelFamily::Scale ? tr("Press Generate (Ctrl+Enter) to stream an image here, scale by scale (coarse to fine)")
-                                                    : tr("Press Generate (Ctrl+Enter) to stream an image here, step by step (tokens in generation order)"));
+  // The policy's regions (as its unit events state them) and the current line
+  // are drawn on a grid generated line by line.
+  const bool lines = f.unit == kvs::GenerationUnit::Line;
+  show_regions_->setEnabled(lines);
+  show_regions_->setToolTip(lines ? tr("Outline the current line and the regions the policy reports: LineAR anchors / mid / recent lines, "
+                                       "StreamingLLM sinks / window (L)")
+                                  : tr("Regions and the current line apply to models generated line by line"));
+  canvas_->setPlaceholder(tr("Press Generate (Ctrl+Enter) to stream an image here, %1 by %1 (%2)").arg(unit, QString::fromStdString(f.grid)));
   compare_view_->setFamily(f);
 }
 

@@ -78,7 +78,7 @@ class MainWindow : public QMainWindow {
   // The policy panel set to `spec`; a policy of another family or an invalid
   // spec shows the error banner instead (returns false).
   bool setPolicySpec(const QString& spec);
-  ModelFamily family() const;  // of the open model
+  const kvs::FamilyDescription& family() const;  // of the open model
   // The layer and KV head whose retained mask and attention map the canvas
   // shows (-1: the mean); false, with nothing changed, when the open model has
   // no such layer or head.

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/metrics/process_memory.h"
 #include "ui/viewmodel/model_family.h"
 #include "ui/viewmodel/run_view_model.h"
 
@@ -28,15 +27,13 @@ void connectRepaint(QWidget* w, RunViewModel* run) {
   QObject::connect(run, &RunViewModel::stateChanged, w, qOverload<>(&QWidget::update));
 }
 
-// The full cache at the end of the run, projected from a sample: lines add the
-// same number of tokens each, VAR's scales add side^2 tokens each.
-double projectedFullBytes(const RunViewModel& run, const MemorySample& m) {
-  const ScaleLayout& layout = run.scaleLayout();
-  if (run.family() == ModelFamily::Scale && layout.scales() > 0 && layout.begin(m.unit + 1) > 0)
-    return static_cast<double>(m.kv_bytes_full) * static_cast<double>(layout.total()) / static_cast<double>(layout.begin(m.unit + 1));
-  const int64_t units_total = run.started().units_total > 0 ? run.started().units_total : 1;
-  return static_cast<double>(m.kv_bytes_full) * static_cast<double>(units_total) / static_cast<double>(m.unit + 1);
+// The full cache at the end of the run, as the engine states it with every unit.
+double projectedFullBytes(const MemorySample& m) {
+  return static_cast<double>(std::max(m.kv_bytes_full_final, m.kv_bytes_full));
 }
+
+// Families without a KV cache that count their FLOPs show compute instead of bytes.
+bool showsFlops(const RunViewModel& run) { return !run.family().measures_kv_bytes && run.family().measures_flops; }
 
 QString shortPolicy(const QString& spec) {
   return spec.size() > 22 ? spec.left(20) + QStringLiteral("…") : spec;
@@ -84,9 +81,9 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
     return;
   }
   const MemorySample& m = memory.back();
-  if (run_->family() == ModelFamily::Masked) {
-    // MAR keeps no growing KV cache: what LazyMAR saves is compute. The bar is
-    // this step's FLOPs against the largest step so far (a full computation).
+  if (showsFlops(*run_)) {
+    // No growing KV cache: what a feature cache saves is compute. The bar is
+    // this unit's FLOPs against the largest unit so far (a full computation).
     double step_max = 0, total = 0;
     for (const auto& s : memory) {
       step_max = std::max(step_max, s.flops);
@@ -96,7 +93,8 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
     used.setWidth(step_max > 0 ? bar.width() * m.flops / step_max : 0);
     p.setBrush(kRetained);
     p.drawRoundedRect(used, 4, 4);
-    const QString label = tr("step %1: %2 (%3%)")
+    const QString label = tr("%1 %2: %3 (%4%)")
+                              .arg(unitNoun(run_->family()))
                               .arg(m.unit + 1)
                               .arg(formatFlops(m.flops))
                               .arg(step_max > 0 ? 100.0 * m.flops / step_max : 0, 0, 'f', 0);
@@ -113,10 +111,9 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
   }
   int64_t full_max = 0;
   for (const auto& s : memory) full_max = std::max(full_max, s.kv_bytes_full);
-  // The scale is the full cache of the whole image (the last sample once done,
-  // extrapolated while running) so that the bar grows as the image does.
-  const double full_final = memory.size() >= 2 && m.unit > 0 ? projectedFullBytes(*run_, m)
-                                                              : static_cast<double>(std::max<int64_t>(1, full_max));
+  // The scale is the full cache of the whole image (as the engine states it), so
+  // that the bar grows as the image does.
+  const double full_final = std::max({1.0, projectedFullBytes(m), static_cast<double>(full_max)});
   const double scale = bar.width() / std::max(1.0, full_final);
   QRectF full = bar;
   full.setWidth(std::min(bar.width(), m.kv_bytes_full * scale));
@@ -164,18 +161,20 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   const auto memory = run_ ? run_->memory() : std::vector<MemorySample>{};
   if (memory.empty()) {
     p.setPen(QColor(150, 155, 168));
-    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap, tr("KV bytes per line, against the full cache, appear here during a run"));
+    p.drawText(rect(), Qt::AlignCenter | Qt::TextWordWrap,
+               run_ && showsFlops(*run_) ? tr("FLOPs per %1 appear here during a run").arg(unitNoun(run_->family()))
+                                         : tr("KV bytes per %1, against the full cache, appear here during a run")
+                                               .arg(run_ ? unitNoun(run_->family()) : tr("unit")));
     return;
   }
-  if (run_->family() == ModelFamily::Masked) {
+  if (showsFlops(*run_)) {
     paintFlopsPerStep(p, plot, memory);
     return;
   }
   const int64_t units_total = run_ && run_->started().units_total > 0 ? run_->started().units_total : 16;
   double y_max = 1;
   for (const auto& s : memory) y_max = std::max({y_max, static_cast<double>(s.kv_bytes_full), static_cast<double>(s.kv_bytes_peak)});
-  if (!memory.empty() && memory.back().unit + 1 < units_total && memory.back().unit > 0)
-    y_max = std::max(y_max, projectedFullBytes(*run_, memory.back()));
+  if (!memory.empty() && memory.back().unit + 1 < units_total) y_max = std::max(y_max, projectedFullBytes(memory.back()));
   y_max *= 1.05;
   auto X = [&](double unit) { return plot.left() + plot.width() * (unit + 1) / static_cast<double>(units_total); };
   auto Y = [&](double bytes) { return plot.bottom() - plot.height() * bytes / y_max; };
@@ -290,8 +289,8 @@ void LayerBars::paintEvent(QPaintEvent*) {
   p.fillRect(rect(), kBackground);
   const auto& unit = run_ ? run_->lastUnit() : UnitDonePtr();
   const QFontMetrics fm = fontMetrics();
-  if (run_ && unit && run_->family() == ModelFamily::Masked) {
-    paintRecomputedPerStep(p);
+  if (run_ && unit && !run_->family().measures_kv_bytes) {
+    if (run_->family().overlays.recomputed_tokens) paintRecomputedPerStep(p);
     return;
   }
   if (!unit || unit->retained_per_layer.empty()) {
@@ -300,14 +299,7 @@ void LayerBars::paintEvent(QPaintEvent*) {
     return;
   }
   const auto& counts = unit->retained_per_layer;
-  const int64_t heads = unit->retained ? unit->retained->kv_heads : 1;
-  int64_t positions_so_far = 0;
-  if (unit->retained && run_->family() == ModelFamily::Scale && run_->scaleLayout().scales() > 0)
-    positions_so_far = run_->scaleLayout().begin(unit->unit_index + 1);
-  else if (unit->retained)
-    positions_so_far = unit->retained->positions - (run_->started().grid_height * run_->started().grid_width) +
-                       (unit->unit_index + 1) * run_->started().grid_width;
-  const double full = std::max<double>(1.0, static_cast<double>(positions_so_far * heads));
+  const double full = std::max<double>(1.0, static_cast<double>(unit->full_entries_per_layer));
   double top = full;
   for (int64_t c : counts) top = std::max(top, static_cast<double>(c));
   const auto& evicted = run_->evictionsLastUnit();
@@ -363,9 +355,6 @@ MemoryPanel::MemoryPanel(QWidget* parent) : QWidget(parent) {
   bars_ = new LayerBars(this);
   process_ = new QLabel(this);
   process_->setTextFormat(Qt::RichText);
-  gauge_->setToolTip(tr("KV bytes retained now (teal) vs what the uncompressed cache would hold (grey); orange: peak allocated"));
-  chart_->setToolTip(tr("KV bytes over the run; dashed: the full cache; yellow markers: policy changes (they apply from the next line)"));
-  bars_->setToolTip(tr("Entries retained per layer for image 0 (grey: what the full cache holds); red: evicted at the last line"));
   layout->addWidget(gauge_);
   layout->addWidget(chart_, 3);
   layout->addWidget(bars_, 2);
@@ -384,22 +373,30 @@ void MemoryPanel::setRun(RunViewModel* run) {
 }
 
 void MemoryPanel::refreshText() {
-  if (run_ && run_->family() == ModelFamily::Masked) {
-    gauge_->setToolTip(tr("FLOPs of the latest step (per image) and their share of the largest step so far (a full computation); right: the run's total"));
-    chart_->setToolTip(tr("FLOPs per step: grey = every token and both CFG branches computed, teal = LazyMAR reused cached features"));
-    bars_->setToolTip(tr("Grid tokens whose features each step recomputed; the others came from LazyMAR's token cache"));
+  const QString unit = run_ ? unitNoun(run_->family()) : tr("unit");
+  if (run_ && showsFlops(*run_)) {
+    gauge_->setToolTip(tr("FLOPs of the latest %1 (per image) and their share of the largest %1 so far (a full computation); right: the run's total").arg(unit));
+    chart_->setToolTip(tr("FLOPs per %1: grey = every token and both CFG branches computed, teal = cached features reused").arg(unit));
+    bars_->setToolTip(tr("Grid tokens whose features each %1 recomputed; the others came from the token cache").arg(unit));
   } else {
     gauge_->setToolTip(tr("KV bytes retained now (teal) vs what the uncompressed cache would hold (grey); orange: peak allocated"));
-    chart_->setToolTip(tr("KV bytes over the run; dashed: the full cache; yellow markers: policy changes (they apply from the next unit)"));
-    bars_->setToolTip(tr("Entries retained per layer for image 0 (grey: what the full cache holds); red: evicted at the last unit"));
+    chart_->setToolTip(tr("KV bytes over the run; dashed: the full cache; yellow markers: policy changes (they apply from the next %1)").arg(unit));
+    bars_->setToolTip(tr("Entries retained per layer for image 0 (grey: what the full cache holds); red: evicted during the last %1").arg(unit));
   }
-  const int64_t rss = kvs::process_resident_bytes(), hwm = kvs::process_peak_resident_bytes();
-  QString device = run_ ? QString::fromStdString(run_->started().device) : QString();
-  QString text = tr("<span style='color:#9aa0ad'>process</span> %1 <span style='color:#9aa0ad'>(peak %2)</span>%3")
-                     .arg(formatBytes(rss), formatBytes(hwm),
-                          device.isEmpty() ? QString() : QStringLiteral(" · <span style='color:#9aa0ad'>%1</span>").arg(device.toHtmlEscaped()));
-  // GPU runs add the device's memory (LibTorch's caching allocator); CPU runs say so.
+  // The process's memory as the engine reported it with the latest unit.
   const MemorySample* last = run_ && !run_->memory().empty() ? &run_->memory().back() : nullptr;
+  QString device = run_ ? QString::fromStdString(run_->started().device) : QString();
+  const QString deviceText =
+      device.isEmpty() ? QString() : QStringLiteral(" · <span style='color:#9aa0ad'>%1</span>").arg(device.toHtmlEscaped());
+  QString text;
+  if (last && last->process_bytes >= 0) {
+    text = tr("<span style='color:#9aa0ad'>process</span> %1 <span style='color:#9aa0ad'>(peak %2)</span>%3")
+               .arg(formatBytes(last->process_bytes),
+                    last->process_peak_bytes >= 0 ? formatBytes(last->process_peak_bytes) : QStringLiteral("—"), deviceText);
+  } else {
+    text = tr("<span style='color:#9aa0ad'>process memory: reported during a run</span>%1").arg(deviceText);
+  }
+  // GPU runs add the device's memory (LibTorch's caching allocator); CPU runs say so.
   if (last && last->device_allocated_bytes >= 0) {
     text += tr("<br><span style='color:#9aa0ad'>GPU</span> %1 <span style='color:#9aa0ad'>(peak %2, reserved %3 of %4)</span>")
                 .arg(formatBytes(last->device_allocated_bytes), formatBytes(last->device_peak_bytes),

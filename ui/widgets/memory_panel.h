@@ -2,9 +2,10 @@
 // KV-cache memory of a run: a gauge (retained now vs the full-cache equivalent,
 // with the peak), a time series over the units (lines, scales) with the
 // full-cache curve and policy-change markers, per-layer retained counts as bars,
-// and process memory. Masked models (MAR) keep no growing KV cache: what
-// LazyMAR's feature caches save is compute, so the panel shows the FLOPs of each
-// step (full vs lazy steps) and the tokens recomputed per step instead.
+// and process memory, as the unit events report them. A family that measures
+// no KV bytes but FLOPs (FamilyDescription; MAR: LazyMAR's feature caches save
+// compute) gets the FLOPs of each unit (full vs lazy) and, with recomputed
+// tokens among its overlays, the tokens recomputed per unit instead.
 #include <QPointer>
 #include <QWidget>
 

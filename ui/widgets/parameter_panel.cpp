@@ -249,19 +249,20 @@ void ParameterPanel::refillPolicies() {
 }
 
 void ParameterPanel::applyFamilyToSampling() {
-  const bool masked = family() == ModelFamily::Masked;
-  steps_->setVisible(masked);
-  steps_label_->setVisible(masked);
-  // MAR samples continuous tokens with its diffusion head: top-k / top-p do not apply.
-  top_k_->setEnabled(!masked);
-  top_p_->setEnabled(!masked);
-  if (masked) {
+  const bool steps = family().has_request_option("steps");
+  steps_->setVisible(steps);
+  steps_label_->setVisible(steps);
+  // Continuous tokens (a diffusion head samples them): top-k / top-p do not apply.
+  const bool continuous = samplesContinuousTokens(family());
+  top_k_->setEnabled(!continuous);
+  top_p_->setEnabled(!continuous);
+  if (continuous) {
     top_k_->setValue(0);
     top_p_->setValue(1.0);
   }
-  const QString tip = masked ? tr("MAR samples continuous tokens with a diffusion head: top-k/top-p do not apply") : QString();
-  top_k_->setToolTip(masked ? tip : tr("Sample among the k most likely tokens (0: off)"));
-  top_p_->setToolTip(masked ? tip : tr("Sample among the most likely tokens holding this probability mass (1: off)"));
+  const QString tip = tr("%1 samples continuous tokens: top-k/top-p do not apply").arg(familyDisplayName(family()));
+  top_k_->setToolTip(continuous ? tip : tr("Sample among the k most likely tokens (0: off)"));
+  top_p_->setToolTip(continuous ? tip : tr("Sample among the most likely tokens holding this probability mass (1: off)"));
 }
 
 void ParameterPanel::setModel(const kvs::ModelSummary& model) {
@@ -314,8 +315,8 @@ GenerationSettings ParameterPanel::settings() const {
   s.topK = top_k_->value();
   s.topP = top_p_->value();
   s.batch = batch_->value();
-  s.steps = family() == ModelFamily::Masked ? steps_->value() : 0;
-  if (family() == ModelFamily::Masked) s.cfgSchedule = QString::fromStdString(model_.sampling_defaults.cfg_schedule.value_or(""));
+  s.steps = family().has_request_option("steps") ? steps_->value() : 0;
+  if (family().has_request_option("cfg_schedule")) s.cfgSchedule = QString::fromStdString(model_.sampling_defaults.cfg_schedule.value_or(""));
   s.device = device_->currentText();
   s.policy = policySpec();
   return s;

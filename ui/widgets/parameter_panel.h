@@ -3,8 +3,9 @@
 // seed (fixed, new random, reuse last, or random each run), CFG, temperature,
 // top-k/top-p, batch, KV-cache policy with its generated parameter form and the
 // budget slider (rho or tokens; HeatKV: the kept share of the cache). Follows the
-// model's family: only the registry's policies for it are offered, MAR adds its
-// decoding steps and drops top-k/top-p (its tokens are continuous). Emits the
+// model's family description: only the registry's policies for its policy family
+// are offered, the decoding steps appear where the family takes them (its request
+// options) and top-k/top-p go where its tokens are continuous. Emits the
 // resulting policy spec as it changes, so a running generation can switch at its
 // next unit.
 #include <QWidget>
@@ -39,7 +40,7 @@ class ParameterPanel : public QWidget {
   // The model whose classes, defaults and grid the panel offers.
   void setModel(const kvs::ModelSummary& model);
   const kvs::ModelSummary& model() const { return model_; }
-  ModelFamily family() const { return familyOfModel(model_.family); }
+  const kvs::FamilyDescription& family() const { return familyDescription(model_.family); }
   QStringList offeredPolicies() const;  // the policy combo's names, in order
 
   GenerationSettings settings() const;

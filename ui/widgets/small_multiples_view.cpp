@@ -35,7 +35,7 @@ SmallMultiplesView::Layout SmallMultiplesView::layout() const {
   Layout l;
   const auto& unit = run_ ? run_->lastUnit() : UnitDonePtr();
   if (!unit || !unit->retained) return l;
-  if (run_->family() == ModelFamily::Scale) {
+  if (run_->family().overlays.scale_matrix) {
     // Layers as tiles in a near-square grid; each tile heads x scales.
     l.layers = unit->retained->n_layer;
     l.heads = 0;
@@ -64,11 +64,11 @@ void SmallMultiplesView::paintEvent(QPaintEvent*) {
   QPainter p(this);
   p.fillRect(rect(), QColor(30, 33, 40));
   const auto& unit = run_ ? run_->lastUnit() : UnitDonePtr();
-  if (run_ && unit && run_->family() == ModelFamily::Masked) {
+  if (run_ && unit && run_->family().overlays.recomputed_tokens) {
     paintMaskedTiles(p);
     return;
   }
-  if (run_ && unit && unit->retained && run_->family() == ModelFamily::Scale) {
+  if (run_ && unit && unit->retained && run_->family().overlays.scale_matrix) {
     paintScaleTiles(p);
     return;
   }
@@ -173,7 +173,7 @@ void SmallMultiplesView::mousePressEvent(QMouseEvent* event) {
   const Layout l = layout();
   if (l.layers == 0) return;
   const QPointF pos = event->position();
-  if (run_ && run_->family() == ModelFamily::Scale) {
+  if (run_ && run_->family().overlays.scale_matrix) {
     const int64_t cols = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(l.layers)))));
     const int64_t c = static_cast<int64_t>((pos.x() - l.left) / (l.tile + l.gap));
     const int64_t r = static_cast<int64_t>(pos.y() / (l.top + l.tile + l.gap));

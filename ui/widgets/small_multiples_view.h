@@ -1,11 +1,12 @@
 #pragma once
-// The cache map, per model family. Raster: every layer x KV head's
+// The cache map, by what the family's unit events carry. Retained masks on a
+// token grid: every layer x KV head's
 // retained-token mask as a grid of tiny tiles, where per-head policies (HeadKV's
 // local vs global heads) become visible; clicking a tile selects that
-// layer/head for the canvas mask. Next-scale (VAR): one tile per layer, heads
+// layer/head for the canvas mask. With a scale matrix (VAR): one tile per layer, heads
 // (rows) x scales (columns), coloured by the share of each scale the head still
-// caches; clicking selects the layer. Masked (MAR): no KV cache; the generation
-// order of the tokens and this step's recomputed vs reused tokens.
+// caches; clicking selects the layer. With recomputed tokens (MAR): no KV cache;
+// the generation order of the tokens and this step's recomputed vs reused tokens.
 #include <QPointer>
 #include <QWidget>
 

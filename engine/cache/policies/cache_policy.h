@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cache/cache_region.h"
 #include "engine/cache/kv_store.h"
 
 namespace kvs {
@@ -80,6 +81,11 @@ class CachePolicy {
   virtual void observe_attention(int64_t /*layer*/, int64_t /*token_index*/, const at::Tensor& /*key_mass*/,
                                  const at::Tensor& /*positions*/) {}
   virtual void after_token(KvStore& store, int64_t token_index) = 0;
+  // The regions the policy treats by rule once the sequence positions [0,
+  // positions) have been appended (condition tokens included), in drawing order
+  // (later regions are drawn over earlier ones). Policies that rank every entry
+  // alike (full, H2O, SnapKV, ...) have none.
+  virtual std::vector<CacheRegion> regions(int64_t /*positions*/) const { return {}; }
 
   // ---- Next-scale family (VAR: PolicyContext::unit_tokens is set) ----
   // Unit u (a scale) runs as one step: in every layer l the model appends all

@@ -3,6 +3,7 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -66,6 +67,25 @@ void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
     at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
     apply_keep(store, layer, keep_all_but_lowest(score, mid.narrow(0, 0, decide), evict), context_);
   }
+}
+
+std::vector<CacheRegion> LinearPolicy::regions(int64_t positions) const {
+  const int64_t n = context_.grid_width, cond = context_.condition_tokens;
+  if (n <= 0) return {};
+  const int64_t done = std::clamp<int64_t>(positions - cond, 0, context_.image_tokens());
+  // The partition of the last line end (after_token): anchors, the middle it
+  // evicts from once the cache is full, the r lines before it; the entries of
+  // the line under way since then are the one-line buffer.
+  const int64_t lines_done = done / n;
+  const int64_t recent_begin = std::max<int64_t>(0, (lines_done - recent_lines_) * n);
+  const int64_t anchors_end = std::min(n_init_, done);
+  const int64_t recent_from = std::max(recent_begin, anchors_end), line_end = std::max(lines_done * n, anchors_end);
+  std::vector<CacheRegion> out;
+  if (recent_begin > anchors_end) out.push_back({"middle", "mid (evicted by saliency)", cond + anchors_end, cond + recent_begin});
+  if (line_end > recent_from) out.push_back({"recent", "recent lines", cond + recent_from, cond + line_end});
+  if (done > line_end) out.push_back({"buffer", "line buffer", cond + line_end, cond + done});
+  if (anchors_end > 0) out.push_back({"anchors", "anchors", cond, cond + anchors_end});
+  return out;
 }
 
 PolicyInfo linear_policy_info() {

@@ -20,6 +20,11 @@ class LinearPolicy : public CachePolicy {
   bool wants_queries() const override { return true; }
   void observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) override;
   void after_token(KvStore& store, int64_t token_index) override;
+  // As the last line end partitioned the cache: "middle" (the candidates it
+  // evicts from once the cache holds B), "recent" (the r lines before that line
+  // end), "anchors" (the first N_init tokens), and "buffer" (the entries of the
+  // line under way since).
+  std::vector<CacheRegion> regions(int64_t positions) const override;
 
  private:
   PolicyContext context_;

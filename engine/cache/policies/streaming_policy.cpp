@@ -47,6 +47,17 @@ void StreamingPolicy::cut(KvStore& store, int64_t layer) {
   apply_keep(store, layer, keep, context_);
 }
 
+std::vector<CacheRegion> StreamingPolicy::regions(int64_t positions) const {
+  const int64_t cond = context_.condition_tokens;
+  const int64_t done = std::clamp<int64_t>(positions - cond, 0, context_.image_tokens());
+  const int64_t sinks_end = std::min(sink_, done);
+  const int64_t window_begin = std::max(sink_, done - (budget_ - sink_));
+  std::vector<CacheRegion> out;
+  if (sinks_end > 0) out.push_back({"sinks", "sinks", cond, cond + sinks_end});
+  if (done > window_begin) out.push_back({"window", "recent window", cond + window_begin, cond + done});
+  return out;
+}
+
 PolicyInfo streaming_policy_info() {
   auto params = budget_param_specs("1/4");
   params.push_back({"sink", ParamType::Integer, "4", "first image tokens kept as attention sinks (the condition token is always kept)", {}});

@@ -27,6 +27,9 @@ class StreamingPolicy : public CachePolicy {
   bool supports_units() const override { return !context_.unit_tokens.empty(); }
   void after_unit_layer(KvStore& store, int64_t layer, int64_t unit) override;
   int64_t sink_tokens() const { return sink_; }
+  // "sinks" (the first sink tokens, or the first sink_scales scales) and
+  // "window" (the most recent B - sink tokens).
+  std::vector<CacheRegion> regions(int64_t positions) const override;
 
  private:
   void cut(KvStore& store, int64_t layer);

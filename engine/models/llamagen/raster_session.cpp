@@ -62,7 +62,7 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
     ctx.emit(clock.progress(done, config.block_size));
     if (done % grid != 0) return;
     UnitDoneEvent unit = clock.unit(done / grid - 1, grid);
-    fill_kv_unit(unit, cache, request, total_positions, policy_spec, ctx.cuda_index);
+    fill_kv_unit(unit, cache, request, total_positions, policy_spec, ctx.cuda_index, policy.get());
     if (request.emit_attention_map) unit.attention = attention.take();
     clock.preview_if_due(unit, request, [&] {
       // The decoder has global attention: decode the whole grid with code 0 for

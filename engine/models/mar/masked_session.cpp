@@ -132,7 +132,7 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
     ctx.emit(clock.progress(step.tokens_done, seq_len));
     UnitDoneEvent unit = clock.unit(step.step, step.steps_total);
     unit.policy = request.policy;
-    if (ctx.cuda_index >= 0) unit.device_memory = device_memory_stats(ctx.cuda_index);
+    fill_unit_memory(unit, ctx.cuda_index);
     // The positions of image 0 predicted now: its order entries [unknown after, unknown before).
     const int64_t unknown_after = seq_len - step.tokens_done;
     at::Tensor positions =

@@ -132,7 +132,7 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
   hooks.on_scale = [&](const ScaleStep& step) {
     ctx.emit(clock.progress(step.tokens_done, total));
     UnitDoneEvent unit = clock.unit(step.scale, scales);
-    fill_kv_unit(unit, *step.cache, request, total, policy_spec, ctx.cuda_index);
+    fill_kv_unit(unit, *step.cache, request, total, policy_spec, ctx.cuda_index, policy.get());
     if (request.emit_attention_map) unit.attention = attention.take();
     // f_hat already spans the whole image: decode it as it stands.
     clock.preview_if_due(unit, request, [&] { return decode_fhat(model, *step.f_hat); });
