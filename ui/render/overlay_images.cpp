@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "engine/cache/policies/policy_catalog.h"
+#include "engine/core/number_parsing.h"
 
 namespace kvs::ui {
 namespace {
@@ -44,17 +45,17 @@ void spanToRects(int64_t begin, int64_t end, int64_t width, QVector<QRect>* out)
   }
 }
 
-std::string paramOrDefault(const kvs::PolicySpecParts& parts, const kvs::PolicyCatalogEntry& entry, const std::string& name) {
+std::string paramOrDefault(const kvs::PolicySpecParts& parts, const kvs::PolicyDescription& entry, const std::string& name) {
   if (auto it = parts.params.find(name); it != parts.params.end()) return it->second;
   for (const auto& p : entry.params)
     if (p.name == name) return p.default_value;
   return {};
 }
 
-int64_t budgetTokens(const kvs::PolicySpecParts& parts, const kvs::PolicyCatalogEntry& entry, int64_t image_tokens) {
-  const auto budget = kvs::parse_param_number(paramOrDefault(parts, entry, "budget"));
+int64_t budgetTokens(const kvs::PolicySpecParts& parts, const kvs::PolicyDescription& entry, int64_t image_tokens) {
+  const auto budget = kvs::parse_number_text(paramOrDefault(parts, entry, "budget"));
   if (budget && *budget > 0) return static_cast<int64_t>(*budget);
-  const auto rho = kvs::parse_param_number(paramOrDefault(parts, entry, "rho"));
+  const auto rho = kvs::parse_number_text(paramOrDefault(parts, entry, "rho"));
   if (!rho) return image_tokens;
   return static_cast<int64_t>(std::floor(*rho * static_cast<double>(image_tokens) + 1e-9));
 }
@@ -173,10 +174,10 @@ QVector<PolicyRegion> policyRegions(const QString& spec_text, const TokenGrid& g
   } catch (const std::exception&) {
     parts.name = spec_text.toStdString();
   }
-  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+  const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
   if (entry && parts.name == "linear") {
-    const int64_t n_init = static_cast<int64_t>(kvs::parse_param_number(paramOrDefault(parts, *entry, "n_init")).value_or(4));
-    const int64_t r = static_cast<int64_t>(kvs::parse_param_number(paramOrDefault(parts, *entry, "r")).value_or(1));
+    const int64_t n_init = static_cast<int64_t>(kvs::parse_number_text(paramOrDefault(parts, *entry, "n_init")).value_or(4));
+    const int64_t r = static_cast<int64_t>(kvs::parse_number_text(paramOrDefault(parts, *entry, "r")).value_or(1));
     const int64_t budget = budgetTokens(parts, *entry, grid.imageTokens());
     PolicyRegion anchors{QStringLiteral("anchors"), QColor(90, 230, 120), {}};
     spanToRects(0, std::min(n_init, done), grid.width, &anchors.rects);
@@ -187,7 +188,7 @@ QVector<PolicyRegion> policyRegions(const QString& spec_text, const TokenGrid& g
     if (done >= budget) spanToRects(std::min(n_init, recent_begin), recent_begin, grid.width, &mid.rects);
     regions << mid << recent << anchors;  // anchors drawn last: they sit inside the mid region's rows
   } else if (entry && parts.name == "streaming") {
-    const int64_t sink = static_cast<int64_t>(kvs::parse_param_number(paramOrDefault(parts, *entry, "sink")).value_or(4));
+    const int64_t sink = static_cast<int64_t>(kvs::parse_number_text(paramOrDefault(parts, *entry, "sink")).value_or(4));
     const int64_t budget = budgetTokens(parts, *entry, grid.imageTokens());
     PolicyRegion sinks{QStringLiteral("sinks"), QColor(90, 230, 120), {}};
     spanToRects(0, std::min(sink, done), grid.width, &sinks.rects);

@@ -47,7 +47,7 @@ QString familyDisplayName(ModelFamily family) {
   return {};
 }
 
-bool policyApplies(const kvs::PolicyCatalogEntry& entry, ModelFamily family) {
+bool policyApplies(const kvs::PolicyDescription& entry, ModelFamily family) {
   return std::find(entry.families.begin(), entry.families.end(), registryFamilyName(family)) != entry.families.end();
 }
 
@@ -65,7 +65,7 @@ QString policyFamilyProblem(const QString& spec, ModelFamily family) {
   } catch (const std::exception&) {
     return {};  // malformed: policy_spec_problem() says how
   }
-  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+  const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
   if (!entry || policyApplies(*entry, family)) return {};
   QStringList servedBy;
   for (const std::string& f : entry->families) servedBy << QString::fromStdString(f);

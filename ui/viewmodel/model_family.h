@@ -11,7 +11,7 @@
 #include <vector>
 
 namespace kvs {
-struct PolicyCatalogEntry;
+struct PolicyDescription;
 }
 
 namespace kvs::ui {
@@ -27,7 +27,7 @@ std::string registryFamilyName(ModelFamily family);
 QString unitNoun(ModelFamily family);         // "line", "scale", "step"
 QString familyDisplayName(ModelFamily family);  // "raster (LlamaGen)", "next-scale (VAR)", "masked (MAR)"
 
-bool policyApplies(const kvs::PolicyCatalogEntry& entry, ModelFamily family);
+bool policyApplies(const kvs::PolicyDescription& entry, ModelFamily family);
 // The registry's policies for the family, in registry order.
 QStringList policiesForFamily(ModelFamily family);
 // Empty when the spec's policy serves the family (or the name is unknown: the

@@ -23,7 +23,7 @@ class QSlider;
 class QSpinBox;
 
 namespace kvs {
-struct PolicyCatalogEntry;
+struct PolicyDescription;
 }
 
 namespace kvs::ui {
@@ -61,7 +61,7 @@ class ParameterPanel : public QWidget {
   void onPolicyChosen();
   void onBudgetModeChanged();
   void refillPolicies();
-  void showBudgetRowFor(const kvs::PolicyCatalogEntry* entry);
+  void showBudgetRowFor(const kvs::PolicyDescription* entry);
   void applyFamilyToSampling();
   void updateBudgetLabel();
   void emitSpec();

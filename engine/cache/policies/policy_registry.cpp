@@ -1,8 +1,6 @@
 #include "engine/cache/policies/policy_registry.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include "engine/cache/policies/amskv_policy.h"
@@ -17,27 +15,10 @@
 #include "engine/cache/policies/snapkv_policy.h"
 #include "engine/cache/policies/streaming_policy.h"
 #include "engine/core/errors.h"
+#include "engine/core/number_parsing.h"
 
 namespace kvs {
 namespace {
-
-bool parse_number(const std::string& text, double* out) {
-  if (text.empty()) return false;
-  const auto slash = text.find('/');
-  char* end = nullptr;
-  errno = 0;
-  if (slash != std::string::npos) {
-    const std::string a = text.substr(0, slash), b = text.substr(slash + 1);
-    double num = 0, den = 0;
-    if (!parse_number(a, &num) || !parse_number(b, &den) || den == 0) return false;
-    *out = num / den;
-    return true;
-  }
-  const double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end == nullptr || *end != '\0' || !std::isfinite(v)) return false;
-  *out = v;
-  return true;
-}
 
 std::string join_names(const std::vector<PolicyParamSpec>& specs) {
   std::string out;
@@ -56,13 +37,13 @@ PolicyParams::PolicyParams(std::map<std::string, std::string> values, const std:
       if (s.name == k) spec = &s;
     if (spec == nullptr)
       throw InvalidArgumentError("policy " + policy + ": unknown parameter '" + k + "' (parameters: " + join_names(specs) + ")");
-    double number = 0;
-    if ((spec->type == ParamType::Real || spec->type == ParamType::Fraction || spec->type == ParamType::Integer) &&
-        !parse_number(v, &number))
-      throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects a number, got '" + v + "'");
-    if (spec->type == ParamType::Integer && number != std::floor(number))
-      throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects an integer, got '" + v + "'");
-    if (spec->type == ParamType::Choice) {
+    if (spec->kind != PolicyParamKind::Choice) {
+      const auto number = parse_number_text(v);
+      if (!number)
+        throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects a number, got '" + v + "'");
+      if (spec->kind == PolicyParamKind::Integer && *number != std::floor(*number))
+        throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects an integer, got '" + v + "'");
+    } else {
       bool ok = false;
       for (const auto& c : spec->choices) ok = ok || c == v;
       if (!ok) {
@@ -76,11 +57,10 @@ PolicyParams::PolicyParams(std::map<std::string, std::string> values, const std:
 }
 
 double PolicyParams::real(const std::string& name) const {
-  double v = 0;
   auto it = values_.find(name);
-  if (it == values_.end() || !parse_number(it->second, &v))
-    throw InvalidArgumentError("policy " + policy_ + ": parameter " + name + " is not set");
-  return v;
+  const auto v = it == values_.end() ? std::nullopt : parse_number_text(it->second);
+  if (!v) throw InvalidArgumentError("policy " + policy_ + ": parameter " + name + " is not set");
+  return *v;
 }
 
 int64_t PolicyParams::integer(const std::string& name) const { return static_cast<int64_t>(std::llround(real(name))); }
@@ -89,11 +69,6 @@ std::string PolicyParams::text(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) throw InvalidArgumentError("policy " + policy_ + ": parameter " + name + " is not set");
   return it->second;
-}
-
-std::vector<PolicyParamSpec> budget_param_specs(const std::string& default_rho) {
-  return {{"rho", ParamType::Fraction, default_rho, "budget as a fraction of the image tokens, B = rho x N (0 < rho <= 1)", {}},
-          {"budget", ParamType::Integer, "0", "budget in image tokens per layer and head (overrides rho when > 0)", {}}};
 }
 
 int64_t resolve_budget_tokens(const PolicyParams& params, const PolicyContext& context, const std::string& policy) {
