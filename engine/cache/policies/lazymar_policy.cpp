@@ -19,8 +19,6 @@ namespace {
 using mar::MarFlops;
 using mar::MarStack;
 
-const std::string kPolicy = "lazymar";
-
 // [rows, heads, n, hd] -> [rows, n, heads * hd]
 at::Tensor to_token_major(const at::Tensor& kv) {
   return kv.permute({0, 2, 1, 3}).reshape({kv.size(0), kv.size(2), kv.size(1) * kv.size(3)});
@@ -95,49 +93,6 @@ double LazyMarParams::retention_ratio(int64_t step, int64_t steps) const {
   const int64_t n = static_cast<int64_t>(table.size());
   const int64_t index = steps > 0 ? std::min(n - 1, std::max<int64_t>(0, step * n / steps)) : 0;
   return table[static_cast<size_t>(index)];
-}
-
-PolicyInfo lazymar_policy_info() {
-  std::vector<PolicyParamSpec> params = {
-      integer_param("start", "5", 0, 4096,
-                    "steps before this 0-based step compute everything, and it is the first refresh (paper: 5 for 64 "
-                    "steps, 4 for 32)"),
-      integer_param("interval", "9", 1, 4096,
-                    "refresh interval tau: a full computation every tau steps from start, the steps between reuse the "
-                    "caches (paper: 9 for 64 steps, 5 for 32)"),
-      choice_param("retention", "official", {"official", "constant"},
-                   "fraction of tokens recomputed at lazy steps: the official 64-step table stretched over the step "
-                   "count, or the constant ratio"),
-      fraction_param("ratio", "1/4", 0.01, 1,
-                     "recomputed fraction of the tokens at lazy steps when retention=constant (0 < ratio <= 1)"),
-      integer_param("extra", "15", 0, 4096,
-                    "tokens recomputed on top of those predicted at this and the previous step (official minimum)"),
-      integer_param("layer", "3", 0, 64,
-                    "0-based decoder block whose value similarity selects the tokens (the last block on shallower "
-                    "decoders)"),
-      choice_param("token_cache", "on", {"on", "off"},
-                   "reuse the features of tokens whose values barely changed (off: every token is recomputed)"),
-      choice_param("condition_cache", "on", {"on", "off"},
-                   "reuse the unconditional-minus-conditional difference so lazy steps run only the conditional "
-                   "branch"),
-      choice_param("head_cache", "off", {"on", "off"},
-                   "diffusion-head cache of the official code: reuse the head's block outputs and CFG difference "
-                   "between full head steps"),
-      integer_param("head_threshold", "7", 1, 1000,
-                    "with head_cache=on, the head runs in full at its first reverse step and every step t with t % "
-                    "head_threshold == 0 (official 7)"),
-  };
-  return {{kPolicy,
-           "LazyMAR (masked models): token cache by layer-3 value similarity + CFG condition cache, periodic refresh; "
-           "optional diffusion-head cache",
-           "Yan et al. 2025 (LazyMAR) §3.2.1 token cache, §3.2.2 condition cache, §4.1 settings; head cache: official "
-           "models/diffloss_cached.py",
-           params, {"masked"}},
-          [](const PolicyParams&, const PolicyContext&) -> std::unique_ptr<CachePolicy> {
-            throw InvalidArgumentError(
-                "policy lazymar is a feature cache for masked (MAR) models; raster and next-scale models take "
-                "KV-cache policies (see kvstudio-cli policies)");
-          }};
 }
 
 bool serves_masked_family(const std::string& name) {
