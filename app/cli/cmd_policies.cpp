@@ -27,7 +27,7 @@ int cmd_policies(const std::vector<std::string>& args) {
       for (const auto& c : param.choices) choices += (choices.empty() ? " {" : "|") + c;
       if (!choices.empty()) choices += "}";
       std::printf("    %-*s default %-*s %s%s\n", name_width, param.name.c_str(), default_width, param.default_value.c_str(),
-                  param.description.c_str(), choices.c_str());
+                  param.help.c_str(), choices.c_str());
     }
   }
   std::puts("\nspec syntax: NAME[:KEY=VALUE,...], e.g. linear:rho=1/6,n_init=4");

@@ -288,9 +288,15 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
     // The CPU kernel reads only each segment's valid entries, and beats BLAS here
     // even when all segments are equal (decode attention is memory-bound).
     at::Tensor qpos = at::tensor(query_positions, kCpuLong);
-    auto r = kernels::ragged_attention_packed(queries.to(at::kFloat).contiguous(), qpos, layer.k, layer.v,
-                                              layer.offsets, layer.lengths, layer.positions, causal, scale,
-                                              want_probs, want_key_mass);
+    kernels::RaggedAttentionResult r;
+    try {
+      r = kernels::ragged_attention_packed(queries.to(at::kFloat).contiguous(), qpos, layer.k, layer.v, layer.offsets,
+                                           layer.lengths, layer.positions, causal, scale, want_probs, want_key_mass);
+    } catch (const kernels::KernelArgumentError& e) {
+      // kernels/ sits below the engine and cannot throw its typed errors; the
+      // message already names the kernel, the argument and what was expected.
+      throw InvalidArgumentError(e.what());
+    }
     result.out = r.out.to(queries.scalar_type());
     if (want_probs) result.probs = r.probs.narrow(-1, 0, hi);
     if (want_key_mass) result.key_mass = r.key_mass.narrow(-1, 0, hi);

@@ -12,7 +12,7 @@
 
 #include "engine/image/png_file.h"
 #include "engine/session/generation_request.h"
-#include "engine/models/generation_session.h"
+#include "engine/session/generation_result.h"
 
 namespace kvs {
 

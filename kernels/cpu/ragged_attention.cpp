@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/errors.h"
+#include "kernels/kernel_error.h"
 
 namespace kvs::kernels {
 namespace {
@@ -36,8 +36,8 @@ std::string segment_name(const RaggedKvView& kv, int64_t segment) {
 
 void require_buffer(const void* pointer, int64_t elements, const char* name) {
   if (pointer == nullptr && elements > 0)
-    throw InvalidArgumentError(std::string("ragged attention: ") + name + " is null but must hold " +
-                               std::to_string(elements) + " elements");
+    throw KernelArgumentError(std::string("ragged attention: ") + name + " is null but must hold " +
+                              std::to_string(elements) + " elements");
 }
 
 void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
@@ -46,20 +46,20 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
                                                    {"n_head", args.n_head},   {"T", args.T}};
   for (const auto& [name, value] : sizes)
     if (value < 0)
-      throw InvalidArgumentError(std::string("ragged attention: ") + name + " is " + std::to_string(value) +
-                                 ", expected a non-negative size");
+      throw KernelArgumentError(std::string("ragged attention: ") + name + " is " + std::to_string(value) +
+                                ", expected a non-negative size");
   // The grouping h -> h / (n_head / kv_heads) needs a whole number of query heads per kv head.
   if (kv.kv_heads == 0 || args.n_head == 0 || args.n_head % kv.kv_heads != 0)
-    throw InvalidArgumentError("ragged attention: n_head " + std::to_string(args.n_head) +
-                               " is not a positive multiple of kv_heads " + std::to_string(kv.kv_heads));
+    throw KernelArgumentError("ragged attention: n_head " + std::to_string(args.n_head) +
+                              " is not a positive multiple of kv_heads " + std::to_string(kv.kv_heads));
   if (!std::isfinite(args.scale))
-    throw InvalidArgumentError("ragged attention: scale " + std::to_string(args.scale) + " is not finite");
+    throw KernelArgumentError("ragged attention: scale " + std::to_string(args.scale) + " is not finite");
 
   const int64_t segments = kv.rows * kv.kv_heads;
   const bool packed = kv.offsets != nullptr;
   if (packed && kv.total_slots < 0)
-    throw InvalidArgumentError("ragged attention: total_slots is " + std::to_string(kv.total_slots) +
-                               ", expected a non-negative size");
+    throw KernelArgumentError("ragged attention: total_slots is " + std::to_string(kv.total_slots) +
+                              ", expected a non-negative size");
   const int64_t cache_elements = (packed ? kv.total_slots : segments * kv.capacity) * kv.head_dim;
   const int64_t query_elements = kv.rows * args.n_head * args.T * kv.head_dim;
   require_buffer(kv.keys, cache_elements, "keys");
@@ -73,13 +73,13 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
   for (int64_t s = 0; s < segments; ++s) {
     const int64_t length = kv.lengths[s];
     if (length < 0 || length > kv.capacity)
-      throw InvalidArgumentError("ragged attention: " + segment_name(kv, s) + " has length " +
-                                 std::to_string(length) + ", expected 0.." + std::to_string(kv.capacity) +
-                                 " (the capacity)");
+      throw KernelArgumentError("ragged attention: " + segment_name(kv, s) + " has length " +
+                                std::to_string(length) + ", expected 0.." + std::to_string(kv.capacity) +
+                                " (the capacity)");
     if (packed && (kv.offsets[s] < 0 || kv.offsets[s] + length > kv.total_slots))
-      throw InvalidArgumentError("ragged attention: " + segment_name(kv, s) + " spans slots " +
-                                 std::to_string(kv.offsets[s]) + ".." + std::to_string(kv.offsets[s] + length) +
-                                 ", outside the " + std::to_string(kv.total_slots) + " slots of the packed buffers");
+      throw KernelArgumentError("ragged attention: " + segment_name(kv, s) + " spans slots " +
+                                std::to_string(kv.offsets[s]) + ".." + std::to_string(kv.offsets[s] + length) +
+                                ", outside the " + std::to_string(kv.total_slots) + " slots of the packed buffers");
   }
 }
 

@@ -9,6 +9,8 @@
 // is torch-free on purpose: plain pointers and sizes that the CUDA twin can share.
 #include <cstdint>
 
+#include "kernels/kernel_error.h"
+
 namespace kvs::kernels {
 
 // One layer of a ragged KV cache. Segment s = row * kv_heads + kv_head holds
@@ -51,7 +53,7 @@ struct RaggedAttentionArgs {
 // everything accumulates in float32. Every element of out, probs and key_mass is
 // written, so the caller may pass uninitialised buffers.
 //
-// Throws kvs::InvalidArgumentError for negative sizes, n_head not a positive
+// Throws kvs::kernels::KernelArgumentError for negative sizes, n_head not a positive
 // multiple of kv_heads, a segment length outside [0, capacity], a packed segment
 // reaching past total_slots, or a missing buffer; nothing is written in that case.
 void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& args);

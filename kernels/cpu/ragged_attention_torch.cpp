@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/errors.h"
 #include "kernels/cpu/ragged_attention.h"
+#include "kernels/kernel_error.h"
 
 namespace kvs::kernels {
 namespace {
@@ -21,24 +21,24 @@ std::string shape_string(at::IntArrayRef shape) {
 void check_tensor(const at::Tensor& tensor, const char* name, at::ScalarType dtype,
                   const std::vector<int64_t>& expected_shape) {
   const std::string prefix = std::string("ragged attention: ") + name;
-  if (!tensor.defined()) throw InvalidArgumentError(prefix + " is undefined");
+  if (!tensor.defined()) throw KernelArgumentError(prefix + " is undefined");
   if (!tensor.device().is_cpu())
-    throw InvalidArgumentError(prefix + " is on " + tensor.device().str() + ", expected the CPU");
+    throw KernelArgumentError(prefix + " is on " + tensor.device().str() + ", expected the CPU");
   if (tensor.scalar_type() != dtype)
-    throw InvalidArgumentError(prefix + " has dtype " + std::string(c10::toString(tensor.scalar_type())) +
-                               ", expected " + c10::toString(dtype));
+    throw KernelArgumentError(prefix + " has dtype " + std::string(c10::toString(tensor.scalar_type())) +
+                              ", expected " + c10::toString(dtype));
   if (tensor.sizes() != at::IntArrayRef(expected_shape))
-    throw InvalidArgumentError(prefix + " has shape " + shape_string(tensor.sizes()) + ", expected " +
-                               shape_string(expected_shape));
+    throw KernelArgumentError(prefix + " has shape " + shape_string(tensor.sizes()) + ", expected " +
+                              shape_string(expected_shape));
 }
 
 // The leading sizes come from keys and queries; a wrong rank there cannot be
 // described as an expected shape yet, so it is reported on its own.
 void check_rank(const at::Tensor& tensor, const char* name, int64_t rank, const char* layout) {
-  if (!tensor.defined()) throw InvalidArgumentError(std::string("ragged attention: ") + name + " is undefined");
+  if (!tensor.defined()) throw KernelArgumentError(std::string("ragged attention: ") + name + " is undefined");
   if (tensor.dim() != rank)
-    throw InvalidArgumentError(std::string("ragged attention: ") + name + " has shape " +
-                               shape_string(tensor.sizes()) + ", expected " + layout);
+    throw KernelArgumentError(std::string("ragged attention: ") + name + " has shape " +
+                              shape_string(tensor.sizes()) + ", expected " + layout);
 }
 
 // Allocates the outputs, fills in the query side of the arguments and runs the kernel.

@@ -4,6 +4,8 @@
 // ragged_attention_cpu(). Shapes follow KvStore's buffers (engine/cache/kv_store.h).
 #include <ATen/core/Tensor.h>
 
+#include "kernels/kernel_error.h"
+
 namespace kvs::kernels {
 
 struct RaggedAttentionResult {
@@ -16,7 +18,7 @@ struct RaggedAttentionResult {
 // [rows, kv_heads]; positions int64 [rows, kv_heads, capacity]; queries float32
 // [rows, n_head, T, D]; query_positions int64 [T]. Semantics are those of
 // ragged_attention_cpu() (kernels/cpu/ragged_attention.h). Throws
-// kvs::InvalidArgumentError naming the offending tensor.
+// kvs::kernels::KernelArgumentError naming the offending tensor.
 RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tensor& query_positions,
                                        const at::Tensor& keys, const at::Tensor& values, const at::Tensor& lengths,
                                        const at::Tensor& positions, bool causal, double scale, bool want_probs,

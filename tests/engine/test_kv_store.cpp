@@ -6,9 +6,11 @@
 #include <ATen/TensorOperators.h>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include "engine/cache/kv_store.h"
+#include "engine/core/errors.h"
 
 using namespace kvs;
 
@@ -173,5 +175,21 @@ TEST(KvStore, SlotsPastASegmentsLengthReadAsZero) {
     at::Tensor q = at::ones({1, 2, 1, 4}, at::TensorOptions().dtype(dtype));
     const KvAttention a = store.attend(0, q, {9}, true, false, false);
     EXPECT_TRUE(at::isfinite(a.out.to(at::kFloat)).all().item<bool>()) << dtype;
+  }
+}
+
+// The ragged kernel lives below the engine and throws its own error type; the
+// store hands it on as the engine's InvalidArgumentError with the kernel's message.
+TEST(KvStore, KernelArgumentErrorsReachCallersAsInvalidArgumentErrors) {
+  KvStore store(1, 1, 2, 4, 8, kFloat);
+  append_tokens(store, 0, 0, 3);
+  at::Tensor wrong_head_dim = at::ones({1, 2, 1, 3}, kFloat);
+  try {
+    store.attend(0, wrong_head_dim, {3}, true);
+    FAIL() << "expected an InvalidArgumentError";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("ragged attention: queries has shape [1, 2, 1, 3], expected [1, 2, 1, 4]"),
+              std::string::npos)
+        << e.what();
   }
 }

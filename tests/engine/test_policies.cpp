@@ -6,11 +6,14 @@
 #include <ATen/TensorOperators.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "engine/cache/policies/linear_policy.h"
+#include "engine/cache/policies/policy_catalog.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
+#include "engine/core/number_parsing.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/raster_generation.h"
@@ -130,6 +133,30 @@ TEST(PolicyRegistry, ClearErrorsForBadSpecsAndImpossibleBudgets) {
   EXPECT_NE(test::policy_error("linear:rho", c).find("expected key=value"), std::string::npos);
   EXPECT_EQ(make_policy("linear:rho=1/6", test::small_policy_context(24))->budget_tokens(), 96);  // 576/6, whole lines
   EXPECT_EQ(make_policy("linear:rho=1/5", test::small_policy_context(16))->budget_tokens(), 48);  // 51 -> 3 lines
+}
+
+// The window reads the registry's own descriptions (not a copy that could drift),
+// and every default it shows lies inside the range its spin box allows.
+TEST(PolicyCatalog, IsTheRegistrysDescriptionsWithDefaultsInsideTheirRanges) {
+  ASSERT_EQ(policy_catalog().size(), policy_registry().size());
+  size_t i = 0;
+  for (const PolicyDescription& entry : policy_catalog()) {
+    EXPECT_EQ(&entry, static_cast<const PolicyDescription*>(&policy_registry()[i++])) << entry.name;
+    EXPECT_EQ(find_policy_entry(entry.name), &entry);
+    for (const PolicyParamSpec& p : entry.params) {
+      const std::string what = entry.name + "." + p.name;
+      EXPECT_FALSE(p.help.empty()) << what;
+      if (p.kind == PolicyParamKind::Choice) {
+        EXPECT_NE(std::find(p.choices.begin(), p.choices.end(), p.default_value), p.choices.end()) << what;
+        continue;
+      }
+      const auto value = parse_number_text(p.default_value);
+      ASSERT_TRUE(value.has_value()) << what;
+      EXPECT_LE(p.minimum, *value) << what;
+      EXPECT_GE(p.maximum, *value) << what;
+    }
+  }
+  EXPECT_EQ(find_policy_entry("bogus"), nullptr);
 }
 
 // Every policy, on the bundled demo model (16x16 tokens) with CFG: after every

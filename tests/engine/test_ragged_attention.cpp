@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "engine/core/errors.h"
 #include "kernels/cpu/ragged_attention.h"
 #include "kernels/cpu/ragged_attention_torch.h"
 
@@ -128,12 +127,12 @@ std::vector<int64_t> uneven_lengths(int64_t segments, int64_t capacity) {
   return lengths;
 }
 
-// Runs `f` and returns the InvalidArgumentError message ("" if nothing was thrown).
+// Runs `f` and returns the KernelArgumentError message ("" if nothing was thrown).
 template <typename F>
 std::string error_of(F f) {
   try {
     f();
-  } catch (const InvalidArgumentError& e) {
+  } catch (const kernels::KernelArgumentError& e) {
     return e.what();
   }
   return "";

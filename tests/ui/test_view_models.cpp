@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "engine/cache/policies/policy_catalog.h"
+#include "engine/core/number_parsing.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
 #include "engine/models/model_catalog.h"
@@ -329,7 +330,7 @@ class TestViewModels : public QObject {
       }
     QVERIFY(kvs::policy_spec_problem("linear:rho=1/6").empty());
     QVERIFY(!kvs::policy_spec_problem("linear:bogus=1").empty());
-    QCOMPARE(*kvs::parse_param_number("1/4"), 0.25);
+    QCOMPARE(*kvs::parse_number_text("1/4"), 0.25);
     QCOMPARE(kvs::join_policy_spec(kvs::split_policy_spec("linear:r=2,n_init=4")), std::string("linear:n_init=4,r=2"));
   }
 

@@ -35,7 +35,7 @@ QString unitNoun(const kvs::FamilyDescription& family) { return QString::fromStd
 
 QString familyDisplayName(const kvs::FamilyDescription& family) { return QString::fromStdString(family.display_name); }
 
-bool policyApplies(const kvs::PolicyCatalogEntry& entry, const kvs::FamilyDescription& family) {
+bool policyApplies(const kvs::PolicyDescription& entry, const kvs::FamilyDescription& family) {
   return !family.policy_family.empty() &&
          std::find(entry.families.begin(), entry.families.end(), family.policy_family) != entry.families.end();
 }
@@ -54,7 +54,7 @@ QString policyFamilyProblem(const QString& spec, const kvs::FamilyDescription& f
   } catch (const std::exception&) {
     return {};  // malformed: policy_spec_problem() says how
   }
-  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+  const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
   if (!entry || policyApplies(*entry, family)) return {};
   QStringList servedBy;
   for (const std::string& f : entry->families) servedBy << QString::fromStdString(f);
@@ -80,7 +80,7 @@ bool calibratedPolicy(const QString& spec, const kvs::FamilyDescription& family)
          family.calibrated_policies.end();
 }
 
-bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return family.unit == kvs::GenerationUnit::Step; }
+bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return !family.discrete_tokens; }
 
 int64_t ScaleLayout::tokens(int64_t scale) const {
   if (scale < 0 || scale >= scales()) return 0;

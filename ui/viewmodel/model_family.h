@@ -16,7 +16,7 @@
 #include "engine/session/family_description.h"
 
 namespace kvs {
-struct PolicyCatalogEntry;
+struct PolicyDescription;
 }
 
 namespace kvs::ui {
@@ -31,7 +31,7 @@ bool knownFamily(const std::string& name);
 QString unitNoun(const kvs::FamilyDescription& family);         // "line", "scale", "step"
 QString familyDisplayName(const kvs::FamilyDescription& family);  // "raster (LlamaGen)"
 
-bool policyApplies(const kvs::PolicyCatalogEntry& entry, const kvs::FamilyDescription& family);
+bool policyApplies(const kvs::PolicyDescription& entry, const kvs::FamilyDescription& family);
 // The registry's policies for the family, in registry order.
 QStringList policiesForFamily(const kvs::FamilyDescription& family);
 // Empty when the spec's policy serves the family (or the name is unknown: the
@@ -44,9 +44,7 @@ QStringList comparePresets(const kvs::FamilyDescription& family);
 bool calibratedPolicy(const QString& spec, const kvs::FamilyDescription& family);
 
 // Whether the family samples continuous tokens (no token ids: top-k / top-p do
-// not apply, and GenerationResult::tokens holds the generation order). The
-// description states it through its unit: the families that decode step by step
-// over the whole grid are the continuous ones.
+// not apply, and GenerationResult::tokens holds the generation order).
 bool samplesContinuousTokens(const kvs::FamilyDescription& family);
 
 // A next-scale sequence: scale s holds sides[s]^2 tokens, scales one after another.

@@ -22,6 +22,7 @@
 #include <cmath>
 
 #include "engine/cache/policies/policy_catalog.h"
+#include "engine/core/number_parsing.h"
 #include "ui/widgets/policy_form.h"
 
 namespace kvs::ui {
@@ -34,7 +35,7 @@ enum BudgetMode { kRho = 0, kTokens = 1 };
 // not at all (full, AMS-KV's token counts, LazyMAR's feature caches).
 enum class BudgetKind { None, RhoOrTokens, CacheShare };
 
-BudgetKind budgetKindOf(const kvs::PolicyCatalogEntry* entry) {
+BudgetKind budgetKindOf(const kvs::PolicyDescription* entry) {
   if (!entry) return BudgetKind::None;
   if (entry->has_budget()) return BudgetKind::RhoOrTokens;
   for (const auto& p : entry->params)
@@ -42,7 +43,7 @@ BudgetKind budgetKindOf(const kvs::PolicyCatalogEntry* entry) {
   return BudgetKind::None;
 }
 
-std::string defaultOf(const kvs::PolicyCatalogEntry& entry, const std::string& name) {
+std::string defaultOf(const kvs::PolicyDescription& entry, const std::string& name) {
   for (const auto& p : entry.params)
     if (p.name == name) return p.default_value;
   return {};
@@ -340,7 +341,7 @@ QString ParameterPanel::policySpec() const {
   kvs::PolicySpecParts parts;
   parts.name = policy_combo_->currentData().toString().toStdString();
   parts.params = form_->changedValues();
-  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+  const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
   if (budgetKindOf(entry) == BudgetKind::CacheShare) {
     parts.params["budget"] = QString::number(budget_slider_->value() / 100.0, 'g', 4).toStdString();
   } else if (entry && entry->has_budget()) {
@@ -365,12 +366,12 @@ void ParameterPanel::setPolicySpec(const QString& spec) {
     const QSignalBlocker a(policy_combo_), b(budget_mode_), c(budget_slider_);
     policy_combo_->setCurrentIndex(index);
     form_->setPolicy(QString::fromStdString(parts.name));
-    const kvs::PolicyCatalogEntry* known = kvs::find_policy_entry(parts.name);
-    const auto budget = parts.params.count("budget") ? kvs::parse_param_number(parts.params["budget"]) : std::nullopt;
+    const kvs::PolicyDescription* known = kvs::find_policy_entry(parts.name);
+    const auto budget = parts.params.count("budget") ? kvs::parse_number_text(parts.params["budget"]) : std::nullopt;
     if (budgetKindOf(known) == BudgetKind::CacheShare) {
       budget_mode_->setCurrentIndex(kRho);
       onBudgetModeChanged();
-      const auto share = budget ? budget : kvs::parse_param_number(defaultOf(*known, "budget"));
+      const auto share = budget ? budget : kvs::parse_number_text(defaultOf(*known, "budget"));
       if (share) budget_slider_->setValue(static_cast<int>(std::lround(*share * 100)));
     } else if (budget && *budget > 0) {
       budget_mode_->setCurrentIndex(kTokens);
@@ -379,19 +380,19 @@ void ParameterPanel::setPolicySpec(const QString& spec) {
     } else {
       budget_mode_->setCurrentIndex(kRho);
       onBudgetModeChanged();
-      const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+      const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
       std::string rho_text = parts.params.count("rho") ? parts.params["rho"] : std::string();
       if (rho_text.empty() && entry)
         for (const auto& p : entry->params)
           if (p.name == "rho") rho_text = p.default_value;
-      if (auto rho = kvs::parse_param_number(rho_text)) budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
+      if (auto rho = kvs::parse_number_text(rho_text)) budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
     }
     parts.params.erase("rho");
     parts.params.erase("budget");
     const QSignalBlocker d(form_);
     form_->setValues(parts.params);
   }
-  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(parts.name);
+  const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
   policy_summary_->setText(entry ? QString::fromStdString(entry->summary) : QString());
   showBudgetRowFor(entry);
   updateBudgetLabel();
@@ -401,7 +402,7 @@ void ParameterPanel::setPolicySpec(const QString& spec) {
 void ParameterPanel::onPolicyChosen() {
   const QString name = policy_combo_->currentData().toString();
   form_->setPolicy(name);
-  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(name.toStdString());
+  const kvs::PolicyDescription* entry = kvs::find_policy_entry(name.toStdString());
   policy_summary_->setText(entry ? QString::fromStdString(entry->summary) : QString());
   policy_summary_->setToolTip(entry ? QString::fromStdString(entry->reference) : QString());
   showBudgetRowFor(entry);
@@ -411,7 +412,7 @@ void ParameterPanel::onPolicyChosen() {
       budget_mode_->setCurrentIndex(kRho);
       onBudgetModeChanged();
     }
-    if (auto share = kvs::parse_param_number(defaultOf(*entry, "budget"))) {
+    if (auto share = kvs::parse_number_text(defaultOf(*entry, "budget"))) {
       const QSignalBlocker block(budget_slider_);
       budget_slider_->setValue(static_cast<int>(std::lround(*share * 100)));
     }
@@ -419,7 +420,7 @@ void ParameterPanel::onPolicyChosen() {
   if (entry && entry->has_budget() && budget_mode_->currentData().toInt() == kRho) {
     for (const auto& p : entry->params)
       if (p.name == "rho")
-        if (auto rho = kvs::parse_param_number(p.default_value)) {
+        if (auto rho = kvs::parse_number_text(p.default_value)) {
           const QSignalBlocker block(budget_slider_);
           budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
         }
@@ -428,7 +429,7 @@ void ParameterPanel::onPolicyChosen() {
   emitSpec();
 }
 
-void ParameterPanel::showBudgetRowFor(const kvs::PolicyCatalogEntry* entry) {
+void ParameterPanel::showBudgetRowFor(const kvs::PolicyDescription* entry) {
   const BudgetKind kind = budgetKindOf(entry);
   budget_row_->setVisible(kind != BudgetKind::None);
   // A share of the whole cache has no token form: rho/tokens is the raster pair.

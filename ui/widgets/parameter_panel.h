@@ -24,7 +24,7 @@ class QSlider;
 class QSpinBox;
 
 namespace kvs {
-struct PolicyCatalogEntry;
+struct PolicyDescription;
 }
 
 namespace kvs::ui {
@@ -62,7 +62,7 @@ class ParameterPanel : public QWidget {
   void onPolicyChosen();
   void onBudgetModeChanged();
   void refillPolicies();
-  void showBudgetRowFor(const kvs::PolicyCatalogEntry* entry);
+  void showBudgetRowFor(const kvs::PolicyDescription* entry);
   void applyFamilyToSampling();
   void updateBudgetLabel();
   void emitSpec();

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "engine/cache/policies/policy_catalog.h"
+#include "engine/core/number_parsing.h"
 
 namespace kvs::ui {
 namespace {
@@ -29,9 +30,9 @@ void PolicyForm::setPolicy(const QString& name) {
   name_ = name;
   while (form_->rowCount() > 0) form_->removeRow(0);
   fields_.clear();
-  const kvs::PolicyCatalogEntry* entry = kvs::find_policy_entry(name.toStdString());
+  const kvs::PolicyDescription* entry = kvs::find_policy_entry(name.toStdString());
   if (!entry) return;
-  for (const kvs::PolicyParamInfo& p : entry->params) {
+  for (const kvs::PolicyParamSpec& p : entry->params) {
     if (isBudgetParam(p.name)) continue;
     Field f;
     f.name = p.name;
@@ -47,7 +48,7 @@ void PolicyForm::setPolicy(const QString& name) {
     } else if (p.kind == kvs::PolicyParamKind::Integer) {
       auto* spin = new QSpinBox(this);
       spin->setRange(static_cast<int>(p.minimum), static_cast<int>(std::min(p.maximum, 1e9)));
-      spin->setValue(static_cast<int>(kvs::parse_param_number(p.default_value).value_or(0)));
+      spin->setValue(static_cast<int>(kvs::parse_number_text(p.default_value).value_or(0)));
       connect(spin, &QSpinBox::valueChanged, this, &PolicyForm::changed);
       f.editor = spin;
     } else {
@@ -55,7 +56,7 @@ void PolicyForm::setPolicy(const QString& name) {
       spin->setDecimals(4);
       spin->setRange(p.minimum, p.maximum);
       spin->setSingleStep(p.maximum <= 1 ? 0.05 : 1.0);
-      spin->setValue(kvs::parse_param_number(p.default_value).value_or(0));
+      spin->setValue(kvs::parse_number_text(p.default_value).value_or(0));
       connect(spin, &QDoubleSpinBox::valueChanged, this, &PolicyForm::changed);
       f.editor = spin;
     }
@@ -78,15 +79,15 @@ std::string PolicyForm::valueOf(const Field& f) const {
 void PolicyForm::setValue(Field& f, const std::string& value) {
   const QSignalBlocker block(f.editor);
   if (auto* combo = qobject_cast<QComboBox*>(f.editor)) combo->setCurrentText(QString::fromStdString(value));
-  else if (auto* spin = qobject_cast<QSpinBox*>(f.editor)) spin->setValue(static_cast<int>(kvs::parse_param_number(value).value_or(0)));
-  else if (auto* spin = qobject_cast<QDoubleSpinBox*>(f.editor)) spin->setValue(kvs::parse_param_number(value).value_or(0));
+  else if (auto* spin = qobject_cast<QSpinBox*>(f.editor)) spin->setValue(static_cast<int>(kvs::parse_number_text(value).value_or(0)));
+  else if (auto* spin = qobject_cast<QDoubleSpinBox*>(f.editor)) spin->setValue(kvs::parse_number_text(value).value_or(0));
 }
 
 std::map<std::string, std::string> PolicyForm::changedValues() const {
   std::map<std::string, std::string> out;
   for (const Field& f : fields_) {
     const std::string v = valueOf(f);
-    const auto def = kvs::parse_param_number(f.default_value), now = kvs::parse_param_number(v);
+    const auto def = kvs::parse_number_text(f.default_value), now = kvs::parse_number_text(v);
     const bool same = (def && now) ? std::abs(*def - *now) < 1e-9 : v == f.default_value;
     if (!same) out[f.name] = v;
   }

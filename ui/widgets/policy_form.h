@@ -11,7 +11,7 @@
 class QFormLayout;
 
 namespace kvs {
-struct PolicyCatalogEntry;
+struct PolicyDescription;
 }
 
 namespace kvs::ui {

@@ -134,23 +134,23 @@ void AmsKvPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t unit) 
 
 PolicyInfo amskv_policy_info() {
   std::vector<PolicyParamSpec> params = {
-      {"cds", ParamType::Integer, "2", "condensed scales: the first scales every layer always keeps", {}},
-      {"c_max", ParamType::Integer, "0", "budget of cache-demanding layers in tokens (0 = last two scales + condensed)", {}},
-      {"c_min", ParamType::Integer, "0", "budget every layer starts with in tokens (0 = penultimate scale + condensed)", {}},
-      {"theta", ParamType::Real, "-0.008", "a layer becomes cache-demanding when its inter-scale key similarity falls below this", {}},
+      integer_param("cds", "2", 0, 1e6, "condensed scales: the first scales every layer always keeps"),
+      integer_param("c_max", "0", 0, 1e6, "budget of cache-demanding layers in tokens (0 = last two scales + condensed)"),
+      integer_param("c_min", "0", 0, 1e6, "budget every layer starts with in tokens (0 = penultimate scale + condensed)"),
+      // A similarity: negative thresholds (the default among them) must fit the range.
+      real_param("theta", "-0.008", -1, 1,
+                 "a layer becomes cache-demanding when its inter-scale key similarity falls below this"),
   };
-  PolicyInfo info{"amskv", "AMS-KV: condensed scales + rolling local scales; low key-similarity layers get a larger budget",
-                  "Xu et al. 2026 (AMS-KV, AAAI-26), Algorithms 1-2", params,
-                  [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
-                    AmsKvOptions o;
-                    o.condensed_scales = p.integer("cds");
-                    o.c_max = p.integer("c_max");
-                    o.c_min = p.integer("c_min");
-                    o.theta = p.real("theta");
-                    return std::make_unique<AmsKvPolicy>(c, o);
-                  }};
-  info.families = {"scale"};
-  return info;
+  return {{"amskv", "AMS-KV: condensed scales + rolling local scales; low key-similarity layers get a larger budget",
+           "Xu et al. 2026 (AMS-KV, AAAI-26), Algorithms 1-2", params, {"scale"}},
+          [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
+            AmsKvOptions o;
+            o.condensed_scales = p.integer("cds");
+            o.c_max = p.integer("c_max");
+            o.c_min = p.integer("c_min");
+            o.theta = p.real("theta");
+            return std::make_unique<AmsKvPolicy>(c, o);
+          }};
 }
 
 }  // namespace kvs

@@ -3,10 +3,9 @@
 namespace kvs {
 
 PolicyInfo full_policy_info() {
-  PolicyInfo info{"full", "no eviction: the uncompressed KV cache (masked models: full recomputation every step)", "-", {},
-                  [](const PolicyParams&, const PolicyContext& c) { return std::make_unique<FullPolicy>(c); }};
-  info.families = {"raster", "scale", "masked"};
-  return info;
+  return {{"full", "no eviction: the uncompressed KV cache (masked models: full recomputation every step)", "-", {},
+           {"raster", "scale", "masked"}},
+          [](const PolicyParams&, const PolicyContext& c) { return std::make_unique<FullPolicy>(c); }};
 }
 
 }  // namespace kvs

@@ -58,16 +58,18 @@ void H2OPolicy::after_token(KvStore& store, int64_t) {
 
 PolicyInfo h2o_policy_info() {
   auto params = budget_param_specs("1/4");
-  params.push_back({"recent", ParamType::Fraction, "1/2", "fraction of the budget kept as a recent window (the rest: heavy hitters)", {}});
-  params.push_back({"cfg_decision", ParamType::Choice, "cond", "CFG pairs: score on the conditional row, or on both rows", {"cond", "both"}});
-  return {"h2o", "H2O: heavy hitters by accumulated attention + a recent window, evicting every token",
-          "Zhang et al. 2023 (H2O) §3-4, baseline in LineAR §4.2 / HeadKV §5.2", params,
+  params.push_back(
+      fraction_param("recent", "1/2", 0, 1, "fraction of the budget kept as a recent window (the rest: heavy hitters)"));
+  params.push_back(
+      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: score on the conditional row, or on both rows"));
+  return {{"h2o", "H2O: heavy hitters by accumulated attention + a recent window, evicting every token",
+           "Zhang et al. 2023 (H2O) §3-4, baseline in LineAR §4.2 / HeadKV §5.2", params,
+           // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+           {"raster"}},
           [](const PolicyParams& p, const PolicyContext& c) {
             return std::make_unique<H2OPolicy>(c, resolve_budget_tokens(p, c, "h2o"), p.real("recent"),
                                                p.text("cfg_decision") == "both");
-          },
-          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
-          {"raster"}};
+          }};
 }
 
 }  // namespace kvs

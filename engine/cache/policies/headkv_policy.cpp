@@ -269,16 +269,30 @@ void HeadKvPolicy::compress(KvStore& store, int64_t layer, int64_t token_index) 
 
 PolicyInfo headkv_policy_info() {
   auto params = budget_param_specs("1/6");
-  params.push_back({"threshold", ParamType::Integer, "100", "cache length (condition included) at which heads are grouped; no compression before", {}});
-  params.push_back({"tau", ParamType::Real, "0.9", "attention mass the span must hold, accumulated backwards (0 < tau <= 1)", {}});
-  params.push_back({"local_window", ParamType::Integer, "0", "local window W in tokens: heads needing a shorter span are local and keep only W recent tokens (0 = two lines)", {}});
-  params.push_back({"recent_lines", ParamType::Integer, "2", "recent lines R always kept by global heads", {}});
-  params.push_back({"alpha", ParamType::Fraction, "0.5", "long-range share of the history in Stratified Token Eviction (reconstruction: the paper's default was lost)", {}});
-  params.push_back({"match_total", ParamType::Choice, "true", "global heads get the budget local heads leave, so the mean per head is B (false: global heads get B)", {"true", "false"}});
-  params.push_back({"cond_mass", ParamType::Choice, "exclude", "condition token's attention in grouping: left out, counted as covered, or reached last", {"exclude", "free", "include"}});
-  params.push_back({"cfg_decision", ParamType::Choice, "cond", "CFG pairs: decide on the conditional row, or on both rows", {"cond", "both"}});
-  return {"headkv", "HeadKV: local heads keep a sliding window, global heads recent lines + stratified eviction",
-          "Liang et al., HeadKV §4", params, [](const PolicyParams& p, const PolicyContext& c) {
+  params.push_back(integer_param("threshold", "100", 0, 65536,
+                                 "cache length (condition included) at which heads are grouped; no compression before"));
+  params.push_back(
+      real_param("tau", "0.9", 0.01, 1, "attention mass the span must hold, accumulated backwards (0 < tau <= 1)"));
+  params.push_back(integer_param("local_window", "0", 0, 65536,
+                                 "local window W in tokens: heads needing a shorter span are local and keep only W "
+                                 "recent tokens (0 = two lines)"));
+  params.push_back(integer_param("recent_lines", "2", 0, 64, "recent lines R always kept by global heads"));
+  params.push_back(fraction_param("alpha", "0.5", 0, 1,
+                                  "long-range share of the history in Stratified Token Eviction (reconstruction: the "
+                                  "paper's default was lost)"));
+  params.push_back(choice_param("match_total", "true", {"true", "false"},
+                                "global heads get the budget local heads leave, so the mean per head is B (false: "
+                                "global heads get B)"));
+  params.push_back(choice_param(
+      "cond_mass", "exclude", {"exclude", "free", "include"},
+      "condition token's attention in grouping: left out, counted as covered, or reached last"));
+  params.push_back(
+      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: decide on the conditional row, or on both rows"));
+  return {{"headkv", "HeadKV: local heads keep a sliding window, global heads recent lines + stratified eviction",
+           "Liang et al., HeadKV §4", params,
+           // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+           {"raster"}},
+          [](const PolicyParams& p, const PolicyContext& c) {
             HeadKvOptions o;
             o.budget_tokens = resolve_budget_tokens(p, c, "headkv");
             o.threshold = p.integer("threshold");
@@ -291,9 +305,7 @@ PolicyInfo headkv_policy_info() {
             o.cond_mass = cm == "free" ? CondMass::Free : cm == "include" ? CondMass::Include : CondMass::Exclude;
             o.decide_on_both = p.text("cfg_decision") == "both";
             return std::make_unique<HeadKvPolicy>(c, o);
-          },
-          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
-          {"raster"}};
+          }};
 }
 
 }  // namespace kvs

@@ -243,23 +243,25 @@ void HeatKvPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t unit)
 
 PolicyInfo heatkv_policy_info() {
   std::vector<PolicyParamSpec> params = {
-      {"budget", ParamType::Fraction, "0.1", "share b of the cache kept over all heads (the last scale is never cached)", {}},
-      {"sinks", ParamType::Integer, "3", "first scales every head keeps as attention sinks", {}},
-      {"variant", ParamType::Choice, "scale", "scale: each head drops the source scales it needs least; binary: whole heads keep only the sinks", {"scale", "binary"}},
-      {"pruning", ParamType::Choice, "greedy", "greedy: evict early only what keeps the budget after every layer; naive: evict all of a scale's pruning before it starts", {"greedy", "naive"}},
+      fraction_param("budget", "0.1", 0, 1,
+                     "share b of the cache kept over all heads (the last scale is never cached)"),
+      integer_param("sinks", "3", 0, 1e6, "first scales every head keeps as attention sinks"),
+      choice_param("variant", "scale", {"scale", "binary"},
+                   "scale: each head drops the source scales it needs least; binary: whole heads keep only the sinks"),
+      choice_param("pruning", "greedy", {"greedy", "naive"},
+                   "greedy: evict early only what keeps the budget after every layer; naive: evict all of a scale's "
+                   "pruning before it starts"),
   };
-  PolicyInfo info{"heatkv", "HeatKV: calibrated per-head scale importance, pruned to a strict budget after every layer",
-                  "HeatKV §3 (Eq. 2-5, Algorithms 1-2)", params,
-                  [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
-                    HeatKvOptions o;
-                    o.budget = p.real("budget");
-                    o.sinks = p.integer("sinks");
-                    o.binary = p.text("variant") == "binary";
-                    o.naive = p.text("pruning") == "naive";
-                    return std::make_unique<HeatKvPolicy>(c, o);
-                  }};
-  info.families = {"scale"};
-  return info;
+  return {{"heatkv", "HeatKV: calibrated per-head scale importance, pruned to a strict budget after every layer",
+           "HeatKV §3 (Eq. 2-5, Algorithms 1-2)", params, {"scale"}},
+          [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
+            HeatKvOptions o;
+            o.budget = p.real("budget");
+            o.sinks = p.integer("sinks");
+            o.binary = p.text("variant") == "binary";
+            o.naive = p.text("pruning") == "naive";
+            return std::make_unique<HeatKvPolicy>(c, o);
+          }};
 }
 
 }  // namespace kvs

@@ -90,16 +90,18 @@ std::vector<CacheRegion> LinearPolicy::regions(int64_t positions) const {
 
 PolicyInfo linear_policy_info() {
   auto params = budget_param_specs("1/6");
-  params.push_back({"n_init", ParamType::Integer, "4", "initial anchor tokens P_init always kept (N_init)", {}});
-  params.push_back({"r", ParamType::Integer, "1", "recent lines P_rec always kept", {}});
-  params.push_back({"cfg_decision", ParamType::Choice, "cond", "CFG pairs: score on the conditional row, or on both rows", {"cond", "both"}});
-  return {"linear", "LineAR: anchors + recent lines + inter-line guided eviction of n tokens per line",
-          "Qin et al., LineAR §3.3", params, [](const PolicyParams& p, const PolicyContext& c) {
+  params.push_back(integer_param("n_init", "4", 0, 4096, "initial anchor tokens P_init always kept (N_init)"));
+  params.push_back(integer_param("r", "1", 0, 64, "recent lines P_rec always kept"));
+  params.push_back(
+      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: score on the conditional row, or on both rows"));
+  return {{"linear", "LineAR: anchors + recent lines + inter-line guided eviction of n tokens per line",
+           "Qin et al., LineAR §3.3", params,
+           // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+           {"raster"}},
+          [](const PolicyParams& p, const PolicyContext& c) {
             return std::make_unique<LinearPolicy>(c, resolve_budget_tokens(p, c, "linear"), p.integer("n_init"),
                                                   p.integer("r"), p.text("cfg_decision") == "both");
-          },
-          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
-          {"raster"}};
+          }};
 }
 
 }  // namespace kvs

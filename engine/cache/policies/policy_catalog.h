@@ -1,43 +1,49 @@
 #pragma once
-// The policy registry seen through plain structs, for code that must not include
-// ATen (the Qt window; docs/design.md, "Two hard rules"): names, one-line summaries and typed
-// parameters with defaults, ranges and one-sentence help. Built on top of
-// policy_registry() so that the window, the CLI and the benchmarks list exactly
-// the same policies and parameters.
+// The policy registry seen without ATen, for code that must not include it (the
+// Qt window, docs/design.md): the registry's own descriptions (names, one-line
+// summaries, typed parameters with defaults, ranges and one sentence of help;
+// policy_description.h), not a copy, so that the window, the CLI and the
+// benchmarks list exactly the same policies and parameters.
 //
 // Ranges are UI hints (slider and spin-box bounds); the registry stays the one
-// validator (policy_spec_problem() and the session check every spec).
+// validator (policy_spec_problem() and the session check every spec). Numbers in
+// parameter values parse with kvs::parse_number_text (engine/core/number_parsing.h).
+#include <cstddef>
 #include <map>
-#include <optional>
 #include <string>
-#include <vector>
+
+#include "engine/cache/policies/policy_description.h"
 
 namespace kvs {
 
-enum class PolicyParamKind { Integer, Real, Fraction, Choice };
+// Every registered policy's description, in registry order ("full" first).
+// Iterating yields const PolicyDescription&.
+class PolicyCatalog {
+ public:
+  class Iterator {
+   public:
+    explicit Iterator(size_t index) : index_(index) {}
+    const PolicyDescription& operator*() const;
+    const PolicyDescription* operator->() const { return &**this; }
+    Iterator& operator++() {
+      ++index_;
+      return *this;
+    }
+    bool operator==(const Iterator& other) const = default;
 
-struct PolicyParamInfo {
-  std::string name;
-  PolicyParamKind kind = PolicyParamKind::Real;
-  std::string default_value;         // as the registry writes it ("1/6", "4", "cond")
-  double minimum = 0, maximum = 1;   // numeric kinds
-  std::string help;                  // one sentence
-  std::vector<std::string> choices;  // Choice
+   private:
+    size_t index_;
+  };
+
+  size_t size() const;
+  const PolicyDescription& operator[](size_t index) const;
+  Iterator begin() const { return Iterator(0); }
+  Iterator end() const { return Iterator(size()); }
 };
 
-struct PolicyCatalogEntry {
-  std::string name;       // "linear"
-  std::string summary;    // one line
-  std::string reference;  // paper and section
-  std::vector<PolicyParamInfo> params;
-  std::vector<std::string> families;  // "raster", "scale", "masked" (see PolicyInfo::families)
-  bool has_budget() const;  // takes the shared rho / budget parameters
-};
-
-// Every registered policy, in registry order ("full" first).
-const std::vector<PolicyCatalogEntry>& policy_catalog();
+PolicyCatalog policy_catalog();
 // nullptr when unknown.
-const PolicyCatalogEntry* find_policy_entry(const std::string& name);
+const PolicyDescription* find_policy_entry(const std::string& name);
 
 // A spec split into its name and parameters ("linear:rho=1/6" -> linear, {rho: 1/6}).
 struct PolicySpecParts {
@@ -52,8 +58,5 @@ std::string join_policy_spec(const PolicySpecParts& parts);
 // Empty when the name and parameters are valid; else the registry's message.
 // Budgets that need the model's grid are checked when a run starts.
 std::string policy_spec_problem(const std::string& spec);
-
-// "1/6", "0.25", "4" -> number; nullopt for anything else.
-std::optional<double> parse_param_number(const std::string& text);
 
 }  // namespace kvs

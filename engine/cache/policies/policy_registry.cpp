@@ -1,8 +1,6 @@
 #include "engine/cache/policies/policy_registry.h"
 
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 
 #include "engine/cache/policies/amskv_policy.h"
@@ -10,39 +8,68 @@
 #include "engine/cache/policies/h2o_policy.h"
 #include "engine/cache/policies/headkv_policy.h"
 #include "engine/cache/policies/heatkv_policy.h"
-#include "engine/models/mar/lazymar_policy.h"
 #include "engine/cache/policies/linear_policy.h"
 #include "engine/cache/policies/random_policy.h"
 #include "engine/cache/policies/rkv_policy.h"
 #include "engine/cache/policies/snapkv_policy.h"
 #include "engine/cache/policies/streaming_policy.h"
 #include "engine/core/errors.h"
+#include "engine/core/number_parsing.h"
 
 namespace kvs {
 namespace {
-
-bool parse_number(const std::string& text, double* out) {
-  if (text.empty()) return false;
-  const auto slash = text.find('/');
-  char* end = nullptr;
-  errno = 0;
-  if (slash != std::string::npos) {
-    const std::string a = text.substr(0, slash), b = text.substr(slash + 1);
-    double num = 0, den = 0;
-    if (!parse_number(a, &num) || !parse_number(b, &den) || den == 0) return false;
-    *out = num / den;
-    return true;
-  }
-  const double v = std::strtod(text.c_str(), &end);
-  if (errno != 0 || end == nullptr || *end != '\0' || !std::isfinite(v)) return false;
-  *out = v;
-  return true;
-}
 
 std::string join_names(const std::vector<PolicyParamSpec>& specs) {
   std::string out;
   for (const auto& s : specs) out += (out.empty() ? "" : ", ") + s.name;
   return out.empty() ? "none" : out;
+}
+
+// LazyMAR's feature caches are built by the masked family (make_masked_feature_cache,
+// lazymar_policy.h, a floor above this one); the registry holds only what it
+// states about itself, so that the CLI, the window and the family's checks list
+// and validate it with every other policy.
+PolicyInfo lazymar_policy_info() {
+  std::vector<PolicyParamSpec> params = {
+      integer_param("start", "5", 0, 4096,
+                    "steps before this 0-based step compute everything, and it is the first refresh (paper: 5 for 64 "
+                    "steps, 4 for 32)"),
+      integer_param("interval", "9", 1, 4096,
+                    "refresh interval tau: a full computation every tau steps from start, the steps between reuse the "
+                    "caches (paper: 9 for 64 steps, 5 for 32)"),
+      choice_param("retention", "official", {"official", "constant"},
+                   "fraction of tokens recomputed at lazy steps: the official 64-step table stretched over the step "
+                   "count, or the constant ratio"),
+      fraction_param("ratio", "1/4", 0.01, 1,
+                     "recomputed fraction of the tokens at lazy steps when retention=constant (0 < ratio <= 1)"),
+      integer_param("extra", "15", 0, 4096,
+                    "tokens recomputed on top of those predicted at this and the previous step (official minimum)"),
+      integer_param("layer", "3", 0, 64,
+                    "0-based decoder block whose value similarity selects the tokens (the last block on shallower "
+                    "decoders)"),
+      choice_param("token_cache", "on", {"on", "off"},
+                   "reuse the features of tokens whose values barely changed (off: every token is recomputed)"),
+      choice_param("condition_cache", "on", {"on", "off"},
+                   "reuse the unconditional-minus-conditional difference so lazy steps run only the conditional "
+                   "branch"),
+      choice_param("head_cache", "off", {"on", "off"},
+                   "diffusion-head cache of the official code: reuse the head's block outputs and CFG difference "
+                   "between full head steps"),
+      integer_param("head_threshold", "7", 1, 1000,
+                    "with head_cache=on, the head runs in full at its first reverse step and every step t with t % "
+                    "head_threshold == 0 (official 7)"),
+  };
+  return {{"lazymar",
+           "LazyMAR (masked models): token cache by layer-3 value similarity + CFG condition cache, periodic refresh; "
+           "optional diffusion-head cache",
+           "Yan et al. 2025 (LazyMAR) §3.2.1 token cache, §3.2.2 condition cache, §4.1 settings; head cache: official "
+           "models/diffloss_cached.py",
+           params, {"masked"}},
+          [](const PolicyParams&, const PolicyContext&) -> std::unique_ptr<CachePolicy> {
+            throw InvalidArgumentError(
+                "policy lazymar is a feature cache for masked (MAR) models; raster and next-scale models take "
+                "KV-cache policies (see kvstudio-cli policies)");
+          }};
 }
 
 }  // namespace
@@ -56,13 +83,13 @@ PolicyParams::PolicyParams(std::map<std::string, std::string> values, const std:
       if (s.name == k) spec = &s;
     if (spec == nullptr)
       throw InvalidArgumentError("policy " + policy + ": unknown parameter '" + k + "' (parameters: " + join_names(specs) + ")");
-    double number = 0;
-    if ((spec->type == ParamType::Real || spec->type == ParamType::Fraction || spec->type == ParamType::Integer) &&
-        !parse_number(v, &number))
-      throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects a number, got '" + v + "'");
-    if (spec->type == ParamType::Integer && number != std::floor(number))
-      throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects an integer, got '" + v + "'");
-    if (spec->type == ParamType::Choice) {
+    if (spec->kind != PolicyParamKind::Choice) {
+      const auto number = parse_number_text(v);
+      if (!number)
+        throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects a number, got '" + v + "'");
+      if (spec->kind == PolicyParamKind::Integer && *number != std::floor(*number))
+        throw InvalidArgumentError("policy " + policy + ": parameter " + k + " expects an integer, got '" + v + "'");
+    } else {
       bool ok = false;
       for (const auto& c : spec->choices) ok = ok || c == v;
       if (!ok) {
@@ -76,11 +103,10 @@ PolicyParams::PolicyParams(std::map<std::string, std::string> values, const std:
 }
 
 double PolicyParams::real(const std::string& name) const {
-  double v = 0;
   auto it = values_.find(name);
-  if (it == values_.end() || !parse_number(it->second, &v))
-    throw InvalidArgumentError("policy " + policy_ + ": parameter " + name + " is not set");
-  return v;
+  const auto v = it == values_.end() ? std::nullopt : parse_number_text(it->second);
+  if (!v) throw InvalidArgumentError("policy " + policy_ + ": parameter " + name + " is not set");
+  return *v;
 }
 
 int64_t PolicyParams::integer(const std::string& name) const { return static_cast<int64_t>(std::llround(real(name))); }
@@ -89,11 +115,6 @@ std::string PolicyParams::text(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) throw InvalidArgumentError("policy " + policy_ + ": parameter " + name + " is not set");
   return it->second;
-}
-
-std::vector<PolicyParamSpec> budget_param_specs(const std::string& default_rho) {
-  return {{"rho", ParamType::Fraction, default_rho, "budget as a fraction of the image tokens, B = rho x N (0 < rho <= 1)", {}},
-          {"budget", ParamType::Integer, "0", "budget in image tokens per layer and head (overrides rho when > 0)", {}}};
 }
 
 int64_t resolve_budget_tokens(const PolicyParams& params, const PolicyContext& context, const std::string& policy) {

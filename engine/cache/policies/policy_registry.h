@@ -1,8 +1,9 @@
 #pragma once
-// Name -> factory, with typed, documented parameters and defaults. The CLI, the
-// GUI (its policy form is generated from this) and the benchmarks all list and
-// build policies through here. A spec string reads "name:key=value,key=value",
-// e.g. "linear:rho=1/6,n_init=4" or "streaming:budget=96".
+// Name -> factory: every policy's description (policy_description.h: typed,
+// documented parameters with defaults) and its create function. The CLI, the
+// GUI (its policy form is generated from the descriptions) and the benchmarks
+// all list and build policies through here. A spec string reads
+// "name:key=value,key=value", e.g. "linear:rho=1/6,n_init=4" or "streaming:budget=96".
 #include <functional>
 #include <map>
 #include <memory>
@@ -10,18 +11,9 @@
 #include <vector>
 
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/policy_description.h"
 
 namespace kvs {
-
-enum class ParamType { Integer, Real, Fraction, Choice };
-
-struct PolicyParamSpec {
-  std::string name;
-  ParamType type = ParamType::Real;
-  std::string default_value;  // as text ("1/6", "4", "cond")
-  std::string description;
-  std::vector<std::string> choices;  // for Choice
-};
 
 class PolicyParams {
  public:
@@ -39,18 +31,10 @@ class PolicyParams {
   std::string policy_;
 };
 
-struct PolicyInfo {
-  std::string name;
-  std::string summary;
-  std::string reference;  // paper and section
-  std::vector<PolicyParamSpec> params;
+struct PolicyInfo : PolicyDescription {
   // Builds the KV-cache policy (raster and next-scale families). A policy that
   // serves only the masked family (a feature cache, e.g. lazymar) throws here.
   std::function<std::unique_ptr<CachePolicy>(const PolicyParams&, const PolicyContext&)> create;
-  // The model families the policy serves: "raster", "scale" (only where the
-  // policy's supports_units() is true, or "full"), "masked" (MAR: "full" and the
-  // feature caches, built by make_masked_feature_cache in lazymar_policy.h).
-  std::vector<std::string> families = {"raster", "scale"};
 };
 
 const std::vector<PolicyInfo>& policy_registry();
@@ -64,9 +48,9 @@ struct PolicySpec {
 PolicySpec parse_policy_spec(const std::string& text);  // throws InvalidArgumentError
 std::unique_ptr<CachePolicy> make_policy(const std::string& spec, const PolicyContext& context);
 
-// Budget parameters shared by the compressing policies: rho (fraction of the image
-// tokens) or budget (tokens). Resolves B and checks 0 < rho <= 1.
+// Budget parameters shared by the compressing policies (budget_param_specs():
+// rho, a fraction of the image tokens, or budget, in tokens). Resolves B and
+// checks 0 < rho <= 1.
 int64_t resolve_budget_tokens(const PolicyParams& params, const PolicyContext& context, const std::string& policy);
-std::vector<PolicyParamSpec> budget_param_specs(const std::string& default_rho);
 
 }  // namespace kvs

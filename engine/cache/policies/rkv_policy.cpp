@@ -59,19 +59,22 @@ void RkvPolicy::after_token(KvStore& store, int64_t token_index) {
 
 PolicyInfo rkv_policy_info() {
   auto params = budget_param_specs("1/4");
-  params.push_back({"lambda", ParamType::Real, "0.1", "weight of importance against redundancy, Z = lambda I - (1 - lambda) R", {}});
-  params.push_back({"window", ParamType::Integer, "0", "observation window in queries (0: one line; R-KV's alpha is 8), always kept", {}});
-  params.push_back({"kernel", ParamType::Integer, "7", "max-pooling kernel of the importance over slot order (odd)", {}});
-  params.push_back({"cfg_decision", ParamType::Choice, "cond", "CFG pairs: score on the conditional row, or on both rows", {"cond", "both"}});
-  return {"rkv", "R-KV: importance minus key redundancy; cut to B - n at each line end",
-          "Cai et al. 2025 (R-KV) §3, baseline in LineAR §4.2 / HeadKV §5.2", params,
+  params.push_back(
+      real_param("lambda", "0.1", 0, 1, "weight of importance against redundancy, Z = lambda I - (1 - lambda) R"));
+  params.push_back(integer_param("window", "0", 0, 65536,
+                                 "observation window in queries (0: one line; R-KV's alpha is 8), always kept"));
+  params.push_back(integer_param("kernel", "7", 1, 63, "max-pooling kernel of the importance over slot order (odd)"));
+  params.push_back(
+      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: score on the conditional row, or on both rows"));
+  return {{"rkv", "R-KV: importance minus key redundancy; cut to B - n at each line end",
+           "Cai et al. 2025 (R-KV) §3, baseline in LineAR §4.2 / HeadKV §5.2", params,
+           // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+           {"raster"}},
           [](const PolicyParams& p, const PolicyContext& c) {
             const int64_t window = p.integer("window") == 0 ? c.grid_width : p.integer("window");
             return std::make_unique<RkvPolicy>(c, resolve_budget_tokens(p, c, "rkv"), p.real("lambda"), window,
                                                p.integer("kernel"), p.text("cfg_decision") == "both");
-          },
-          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
-          {"raster"}};
+          }};
 }
 
 }  // namespace kvs

@@ -135,17 +135,19 @@ void SnapKvPolicy::after_token(KvStore& store, int64_t token_index) {
 
 PolicyInfo snapkv_policy_info() {
   auto params = budget_param_specs("1/4");
-  params.push_back({"window", ParamType::Integer, "0", "observation window in queries (0: one line), always kept", {}});
-  params.push_back({"kernel", ParamType::Integer, "7", "max-pooling kernel over slot order (odd)", {}});
-  params.push_back({"cfg_decision", ParamType::Choice, "cond", "CFG pairs: score on the conditional row, or on both rows", {"cond", "both"}});
-  return {"snapkv", "SnapKV: observation-window attention votes, max-pooled; cut to B - n at each line end",
-          "Li et al. 2024 (SnapKV) §4", params, [](const PolicyParams& p, const PolicyContext& c) {
+  params.push_back(integer_param("window", "0", 0, 65536, "observation window in queries (0: one line), always kept"));
+  params.push_back(integer_param("kernel", "7", 1, 63, "max-pooling kernel over slot order (odd)"));
+  params.push_back(
+      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: score on the conditional row, or on both rows"));
+  return {{"snapkv", "SnapKV: observation-window attention votes, max-pooled; cut to B - n at each line end",
+           "Li et al. 2024 (SnapKV) §4", params,
+           // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
+           {"raster"}},
+          [](const PolicyParams& p, const PolicyContext& c) {
             const int64_t window = p.integer("window") == 0 ? c.grid_width : p.integer("window");
             return std::make_unique<SnapKvPolicy>(c, resolve_budget_tokens(p, c, "snapkv"), window, p.integer("kernel"),
                                                   p.text("cfg_decision") == "both");
-          },
-          // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
-          {"raster"}};
+          }};
 }
 
 }  // namespace kvs

@@ -60,10 +60,12 @@ std::vector<CacheRegion> StreamingPolicy::regions(int64_t positions) const {
 
 PolicyInfo streaming_policy_info() {
   auto params = budget_param_specs("1/4");
-  params.push_back({"sink", ParamType::Integer, "4", "first image tokens kept as attention sinks (the condition token is always kept)", {}});
-  params.push_back({"sink_scales", ParamType::Integer, "3", "VAR models: first scales kept as attention sinks (replaces sink)", {}});
-  return {"streaming", "StreamingLLM: attention sinks + a window of the most recent tokens",
-          "Xiao et al. 2023 (StreamingLLM), baseline in LineAR §4 / HeadKV §5", params,
+  params.push_back(integer_param("sink", "4", 0, 4096,
+                                 "first image tokens kept as attention sinks (the condition token is always kept)"));
+  params.push_back(
+      integer_param("sink_scales", "3", 0, 1e6, "VAR models: first scales kept as attention sinks (replaces sink)"));
+  return {{"streaming", "StreamingLLM: attention sinks + a window of the most recent tokens",
+           "Xiao et al. 2023 (StreamingLLM), baseline in LineAR §4 / HeadKV §5", params},
           [](const PolicyParams& p, const PolicyContext& c) {
             return std::make_unique<StreamingPolicy>(c, resolve_budget_tokens(p, c, "streaming"), p.integer("sink"),
                                                      p.integer("sink_scales"));

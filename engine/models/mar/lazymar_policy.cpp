@@ -19,8 +19,6 @@ namespace {
 using mar::MarFlops;
 using mar::MarStack;
 
-const std::string kPolicy = "lazymar";
-
 // [rows, heads, n, hd] -> [rows, n, heads * hd]
 at::Tensor to_token_major(const at::Tensor& kv) {
   return kv.permute({0, 2, 1, 3}).reshape({kv.size(0), kv.size(2), kv.size(1) * kv.size(3)});
@@ -95,39 +93,6 @@ double LazyMarParams::retention_ratio(int64_t step, int64_t steps) const {
   const int64_t n = static_cast<int64_t>(table.size());
   const int64_t index = steps > 0 ? std::min(n - 1, std::max<int64_t>(0, step * n / steps)) : 0;
   return table[static_cast<size_t>(index)];
-}
-
-PolicyInfo lazymar_policy_info() {
-  std::vector<PolicyParamSpec> params = {
-      {"start", ParamType::Integer, "5",
-       "steps before this 0-based step compute everything, and it is the first refresh (paper: 5 for 64 steps, 4 for 32)", {}},
-      {"interval", ParamType::Integer, "9",
-       "refresh interval tau: a full computation every tau steps from start, the steps between reuse the caches (paper: 9 for 64 steps, 5 for 32)", {}},
-      {"retention", ParamType::Choice, "official",
-       "fraction of tokens recomputed at lazy steps: the official 64-step table stretched over the step count, or the constant ratio",
-       {"official", "constant"}},
-      {"ratio", ParamType::Fraction, "1/4", "recomputed fraction of the tokens at lazy steps when retention=constant (0 < ratio <= 1)", {}},
-      {"extra", ParamType::Integer, "15", "tokens recomputed on top of those predicted at this and the previous step (official minimum)", {}},
-      {"layer", ParamType::Integer, "3", "0-based decoder block whose value similarity selects the tokens (the last block on shallower decoders)", {}},
-      {"token_cache", ParamType::Choice, "on", "reuse the features of tokens whose values barely changed (off: every token is recomputed)", {"on", "off"}},
-      {"condition_cache", ParamType::Choice, "on", "reuse the unconditional-minus-conditional difference so lazy steps run only the conditional branch", {"on", "off"}},
-      {"head_cache", ParamType::Choice, "off",
-       "diffusion-head cache of the official code: reuse the head's block outputs and CFG difference between full head steps", {"on", "off"}},
-      {"head_threshold", ParamType::Integer, "7",
-       "with head_cache=on, the head runs in full at its first reverse step and every step t with t % head_threshold == 0 (official 7)", {}},
-  };
-  PolicyInfo info{kPolicy,
-                  "LazyMAR (masked models): token cache by layer-3 value similarity + CFG condition cache, periodic refresh; "
-                  "optional diffusion-head cache",
-                  "Yan et al. 2025 (LazyMAR) §3.2.1 token cache, §3.2.2 condition cache, §4.1 settings; head cache: official "
-                  "models/diffloss_cached.py", params,
-                  [](const PolicyParams&, const PolicyContext&) -> std::unique_ptr<CachePolicy> {
-                    throw InvalidArgumentError(
-                        "policy lazymar is a feature cache for masked (MAR) models; raster and next-scale models take "
-                        "KV-cache policies (see kvstudio-cli policies)");
-                  }};
-  info.families = {"masked"};
-  return info;
 }
 
 bool serves_masked_family(const std::string& name) {

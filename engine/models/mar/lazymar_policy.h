@@ -94,8 +94,6 @@ struct LazyMarParams {
 // The official per-step retention table (64 entries).
 const std::vector<double>& lazymar_official_retention();
 
-PolicyInfo lazymar_policy_info();
-
 class LazyMarCache : public mar::MarFeatureCache {
  public:
   // `flops` (may be null) receives the FLOPs this cache executes.
