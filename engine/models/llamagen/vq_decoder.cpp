@@ -4,7 +4,7 @@
 #include <ATen/TensorOperators.h>
 
 #include "engine/core/errors.h"
-#include "engine/models/llamagen/vq_blocks.h"
+#include "engine/models/blocks/conv_blocks.h"
 
 namespace kvs::llamagen {
 
@@ -20,22 +20,22 @@ VqDecoder::VqDecoder(VqConfig config, const std::map<std::string, at::Tensor>& w
   codebook_ = embedding;
 }
 
-const at::Tensor& VqDecoder::w(const std::string& name) const { return vq_blocks::weight(weights_, name); }
+const at::Tensor& VqDecoder::w(const std::string& name) const { return conv_blocks::weight(weights_, name); }
 
 at::Tensor VqDecoder::conv(const at::Tensor& x, const std::string& prefix, int64_t padding) const {
-  return vq_blocks::conv(weights_, x, prefix, padding);
+  return conv_blocks::conv(weights_, x, prefix, padding);
 }
 
 at::Tensor VqDecoder::group_norm(const at::Tensor& x, const std::string& prefix) const {
-  return vq_blocks::group_norm(weights_, x, prefix);
+  return conv_blocks::group_norm(weights_, x, prefix);
 }
 
 at::Tensor VqDecoder::resnet_block(const at::Tensor& x, const std::string& p) const {
-  return vq_blocks::resnet_block(weights_, x, p);
+  return conv_blocks::resnet_block(weights_, x, p);
 }
 
 at::Tensor VqDecoder::attn_block(const at::Tensor& x, const std::string& p) const {
-  return vq_blocks::attn_block(weights_, x, p);
+  return conv_blocks::attn_block(weights_, x, p);
 }
 
 at::Tensor VqDecoder::decode_codes(const at::Tensor& codes, int64_t grid_h, int64_t grid_w) const {

@@ -6,11 +6,11 @@
 #include <algorithm>
 
 #include "engine/core/errors.h"
-#include "engine/models/llamagen/vq_blocks.h"
+#include "engine/models/blocks/conv_blocks.h"
 
 namespace kvs::mar {
 
-namespace blocks = llamagen::vq_blocks;
+namespace blocks = conv_blocks;
 
 KlVaeDecoder::KlVaeDecoder(const KlVaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device)
     : config_(config), device_(device) {

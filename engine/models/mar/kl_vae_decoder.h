@@ -6,7 +6,7 @@
 // attn_resolutions (none for kl16), nearest-2x upsampling + conv above level 0 —
 // GroupNorm, swish, conv_out). ResnetBlock, AttnBlock (separate q/k/v convs) and
 // GroupNorm(32, eps 1e-6) are the same blocks as LlamaGen's VQ decoder
-// (engine/models/llamagen/vq_blocks.h), shared rather than copied.
+// (engine/models/blocks/conv_blocks.h), shared rather than copied.
 #include <ATen/core/Tensor.h>
 
 #include <map>

@@ -5,11 +5,11 @@
 
 #include <cmath>
 
-#include "engine/models/llamagen/vq_blocks.h"
+#include "engine/models/blocks/conv_blocks.h"
 
 namespace kvs::var {
 
-namespace blocks = llamagen::vq_blocks;
+namespace blocks = conv_blocks;
 
 VaeDecoder::VaeDecoder(const VqvaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device)
     : config_(config) {

@@ -4,7 +4,7 @@
 // resolution upwards (num_res_blocks + 1 ResnetBlocks each, self-attention after
 // each block of the lowest level, nearest-2x upsampling + conv above level 0),
 // GroupNorm, SiLU, conv_out. ResnetBlock and GroupNorm are the same blocks as
-// LlamaGen's tokenizer (engine/models/llamagen/vq_blocks.h); only the attention
+// LlamaGen's tokenizer (engine/models/blocks/conv_blocks.h); only the attention
 // block differs (one fused qkv convolution).
 #include <ATen/core/Tensor.h>
 

@@ -8,11 +8,11 @@
 
 #include "engine/core/errors.h"
 #include "engine/models/llamagen/llamagen_weights.h"
-#include "engine/models/llamagen/vq_blocks.h"
+#include "engine/models/blocks/conv_blocks.h"
 #include "engine/models/llamagen/vq_decoder.h"
 
 namespace kvs::training {
-namespace blocks = llamagen::vq_blocks;
+namespace blocks = conv_blocks;
 
 void VqModelConfig::validate() const {
   arch.validate();

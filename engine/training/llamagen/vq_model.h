@@ -3,7 +3,7 @@
 // vq_model.py VQModel): Encoder -> quant_conv -> VectorQuantizer -> post_quant_conv
 // -> Decoder, with the official state-dict names, so that the decoder half is
 // exactly what the engine's VqDecoder loads (and runs: decoding goes through
-// VqDecoder::decode_latent, the encoder through the shared vq_blocks).
+// VqDecoder::decode_latent, the encoder through the shared conv_blocks).
 //
 // VectorQuantizer as upstream: nearest codebook entry by squared distance, with
 // z and the codebook L2-normalised when codebook_l2_norm; losses

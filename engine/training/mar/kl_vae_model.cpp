@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "engine/core/errors.h"
-#include "engine/models/llamagen/vq_blocks.h"
+#include "engine/models/blocks/conv_blocks.h"
 #include "engine/models/mar/kl_vae_decoder.h"
 #include "engine/models/mar/mar_weights.h"
 
@@ -19,7 +19,7 @@ namespace kvs::training {
 using io::add_conv;
 using io::add_norm;
 using io::add_resnet;
-namespace blocks = llamagen::vq_blocks;
+namespace blocks = conv_blocks;
 namespace {
 
 bool has_attention(const mar::KlVaeConfig& c, int64_t resolution) {

@@ -11,7 +11,7 @@
 // attn_resolutions) and a pad(0,1,0,1) + stride-2 conv below all but the last,
 // mid block (ResnetBlock, attention, ResnetBlock), GroupNorm, swish, conv_out to
 // 2 * embed_dim; quant_conv is a 1x1 conv 2E -> 2E. Blocks are the engine's
-// (llamagen::vq_blocks, the same ResnetBlock/AttnBlock as vae.py).
+// (conv_blocks, the same ResnetBlock/AttnBlock as vae.py).
 //
 // The encoder and quant_conv are training-only: bundles (like the MAR converter's
 // output for kl16.ckpt) carry post_quant_conv and the decoder, so the encoder

@@ -7,13 +7,13 @@
 #include <c10/core/GradMode.h>
 
 #include "engine/core/errors.h"
-#include "engine/models/llamagen/vq_blocks.h"
+#include "engine/models/blocks/conv_blocks.h"
 #include "engine/models/var/multiscale_vqvae.h"
 #include "engine/models/var/vae_decoder.h"
 #include "engine/models/var/var_weights.h"
 
 namespace kvs::training {
-namespace blocks = llamagen::vq_blocks;
+namespace blocks = conv_blocks;
 
 void VarVaeModelConfig::validate() const {
   arch.validate();

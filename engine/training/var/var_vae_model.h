@@ -10,7 +10,7 @@
 // from one dict): conv_in, per level num_res_blocks ResnetBlocks (self-attention after
 // each block of the lowest resolution) and a stride-2 conv below all but the last,
 // mid block (ResnetBlock, attention, ResnetBlock), GroupNorm, SiLU, conv_out to Cvae.
-// Blocks are the engine's (llamagen::vq_blocks, var::vae_attn_block).
+// Blocks are the engine's (conv_blocks, var::vae_attn_block).
 //
 // Quantiser training path, as VectorQuantizer2.forward: starting from the residual
 // f_rest = sg(f), for every scale si: ids = nearest codes of the area-downsampled

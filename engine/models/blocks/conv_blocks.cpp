@@ -1,4 +1,4 @@
-#include "engine/models/llamagen/vq_blocks.h"
+#include "engine/models/blocks/conv_blocks.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -7,7 +7,7 @@
 
 #include "engine/core/errors.h"
 
-namespace kvs::llamagen::vq_blocks {
+namespace kvs::conv_blocks {
 
 const at::Tensor& weight(const Weights& w, const std::string& name) {
   auto it = w.find(name);
@@ -42,4 +42,4 @@ at::Tensor attn_block(const Weights& w, const at::Tensor& x, const std::string& 
   return x + conv(w, out, p + ".proj_out", 0);
 }
 
-}  // namespace kvs::llamagen::vq_blocks
+}  // namespace kvs::conv_blocks

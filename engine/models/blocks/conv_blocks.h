@@ -1,16 +1,18 @@
 #pragma once
-// The building blocks of LlamaGen's VQ tokenizer (tokenizer/tokenizer_image/
-// vq_model.py: ResnetBlock, AttnBlock, Normalize, conv layers), as functions over
-// a VQModel state_dict (name -> tensor). The engine's VqDecoder and the training
-// tool's encoder (engine/training) share them, so both sides of the tokenizer run
-// one implementation; with weights that require grad they build autograd graphs.
+// The convolutional building blocks of the taming / LDM autoencoders (ResnetBlock,
+// AttnBlock, Normalize, conv layers, as in LlamaGen's tokenizer/tokenizer_image/
+// vq_model.py, VAR's basic_vae.py and MAR's vae.py), as functions over a state
+// dict (name -> tensor). The three families' image decoders and the training
+// tool's encoders share them, so every tokenizer runs one implementation; with
+// weights that require grad they build autograd graphs. A floor of its own below
+// the families, so that none of them includes another.
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <map>
 #include <string>
 
-namespace kvs::llamagen::vq_blocks {
+namespace kvs::conv_blocks {
 
 using Weights = std::map<std::string, at::Tensor>;
 
@@ -25,4 +27,4 @@ at::Tensor resnet_block(const Weights& w, const at::Tensor& x, const std::string
 // AttnBlock: single-head self-attention over all positions.
 at::Tensor attn_block(const Weights& w, const at::Tensor& x, const std::string& prefix);
 
-}  // namespace kvs::llamagen::vq_blocks
+}  // namespace kvs::conv_blocks
