@@ -5,8 +5,8 @@
 #                                 model at once; without a display (or without the GUI
 #                                 build) it falls back to kvstudio-cli generate
 #   installer/quickstart.sh test  install what is missing, build, run the whole test suite
-#                                 (unit, conformance, CLI; again under ASan+UBSan; and
-#                                 a bounded fuzzing run);
+#                                 (the format check, unit, conformance, CLI; again under
+#                                 ASan+UBSan; and a bounded fuzzing run);
 #                                 exits non-zero on any failure
 # Extra arguments after `run` go to `kvstudio-cli generate` (e.g. --class 7 --seed 3).
 # KVSTUDIO_HEADLESS=1 makes `run` use the command line even with a display.
@@ -68,6 +68,8 @@ fi
 
 step "tests"
 status=0
+# The sources follow .clang-format (a listing of the files that differ, no changes).
+bash installer/check-format.sh || status=1
 ctest --preset "$preset" || status=1
 
 if [[ "${KVSTUDIO_SKIP_ASAN:-0}" != "1" ]]; then

@@ -12,12 +12,12 @@
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
-#include "engine/models/family_registry.h"
 #include "app/cli/default_paths.h"
 #include "engine/bench/bench_chart.h"
 #include "engine/bench/policy_bench.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
+#include "engine/models/family_registry.h"
 
 namespace kvs::cli {
 namespace {
@@ -95,8 +95,8 @@ void print_table(const std::vector<BenchRecord>& records) {
   // Scale units (VAR): a whole scale passes through every layer's cache, so the
   // peak within a unit matters as much as what is kept at the end.
   const bool scales = family && family->unit == GenerationUnit::Scale;
-  std::vector<std::string> header{"policy", "KV MiB", "% full", "alloc MiB", "alloc/log", "tok/s",
-                                  "speedup", "agree %", "PSNR dB", "SSIM"};
+  std::vector<std::string> header{"policy", "KV MiB",  "% full",  "alloc MiB", "alloc/log",
+                                  "tok/s",  "speedup", "agree %", "PSNR dB",   "SSIM"};
   if (scales) header.insert(header.begin() + 3, {"peak MiB", "peak % full"});
   if (masked) header = {"policy", "GFLOPs/img", "% full FLOPs", "s/img", "speedup", "PSNR dB", "SSIM"};
   if (judged) header.insert(header.end(), {"class acc %", "demo-FID"});
@@ -110,13 +110,14 @@ void print_table(const std::vector<BenchRecord>& records) {
       if (judged) rows.back().insert(rows.back().end(), {fixed(100.0 * r.class_accuracy, 1), fixed(r.demo_fid, 2)});
       continue;
     }
-    rows.push_back({r.policy, fixed(r.kv_bytes_logical / mib, 2),
-                    fixed(r.kv_bytes_full > 0 ? 100.0 * r.kv_bytes_logical / r.kv_bytes_full : NAN, 1),
-                    fixed(r.kv_bytes_allocated / mib, 2),
-                    fixed(r.kv_bytes_logical > 0 ? static_cast<double>(r.kv_bytes_allocated) / r.kv_bytes_logical : NAN, 2),
-                    fixed(r.tokens_per_s, 1), fixed(r.speedup_vs_full, 2), fixed(100.0 * r.token_agreement, 1),
-                    // every image equal to the reference: PSNR is infinite
-                    r.identical_images == r.images ? "inf" : fixed(r.psnr, 2), fixed(r.ssim, 4)});
+    rows.push_back(
+        {r.policy, fixed(r.kv_bytes_logical / mib, 2),
+         fixed(r.kv_bytes_full > 0 ? 100.0 * r.kv_bytes_logical / r.kv_bytes_full : NAN, 1),
+         fixed(r.kv_bytes_allocated / mib, 2),
+         fixed(r.kv_bytes_logical > 0 ? static_cast<double>(r.kv_bytes_allocated) / r.kv_bytes_logical : NAN, 2),
+         fixed(r.tokens_per_s, 1), fixed(r.speedup_vs_full, 2), fixed(100.0 * r.token_agreement, 1),
+         // every image equal to the reference: PSNR is infinite
+         r.identical_images == r.images ? "inf" : fixed(r.psnr, 2), fixed(r.ssim, 4)});
     if (scales)
       rows.back().insert(rows.back().begin() + 3,
                          {fixed(r.kv_bytes_peak / mib, 2),
@@ -139,10 +140,10 @@ void print_table(const std::vector<BenchRecord>& records) {
                 records[0].device.c_str(), static_cast<int>(records[0].grid_height),
                 static_cast<int>(records[0].grid_width),
                 records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",
-                static_cast<long long>(records[0].images),
-                static_cast<long long>(records[0].batch),
-                records[0].rounds > 1 ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
-                                      : "");
+                static_cast<long long>(records[0].images), static_cast<long long>(records[0].batch),
+                records[0].rounds > 1
+                    ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
+                    : "");
 }
 
 }  // namespace
@@ -157,7 +158,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     std::fputs(kHelp, stdout);
     return 0;
   }
-  if (p.has("--model") && p.has("--random")) throw InvalidArgumentError("options --model and --random exclude each other");
+  if (p.has("--model") && p.has("--random"))
+    throw InvalidArgumentError("options --model and --random exclude each other");
   BenchOptions options;
   if (p.has("--random")) options.random_arch = p.get("--random", "");
   else options.model_path = p.get("--model", default_model_path());
@@ -165,7 +167,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   options.batch = p.get_int("--batch", 1);
   if (options.batch < 1 || options.batch > 64) throw InvalidArgumentError("option --batch must be between 1 and 64");
   options.images = p.get_int("--images", options.batch);
-  if (options.images < 1 || options.images > 100000) throw InvalidArgumentError("option --images must be between 1 and 100000");
+  if (options.images < 1 || options.images > 100000)
+    throw InvalidArgumentError("option --images must be between 1 and 100000");
   options.seed = p.get_u64("--seed", 0);
   if (p.has("--classes")) options.classes = parse_id_list("--classes", p.get("--classes", ""));
   if (p.has("--cfg")) options.cfg = p.get_double("--cfg", 0);
@@ -174,11 +177,13 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (p.has("--top-p")) options.top_p = p.get_double("--top-p", 0);
   if (p.has("--steps")) {
     options.steps = p.get_int("--steps", 0);
-    if (options.steps < 1 || options.steps > 4096) throw InvalidArgumentError("option --steps must be between 1 and 4096");
+    if (options.steps < 1 || options.steps > 4096)
+      throw InvalidArgumentError("option --steps must be between 1 and 4096");
   }
   options.warmup = !p.flag("--no-warmup");
   options.rounds = p.get_int("--rounds", 1);
-  if (options.rounds < 1 || options.rounds > 100) throw InvalidArgumentError("option --rounds must be between 1 and 100");
+  if (options.rounds < 1 || options.rounds > 100)
+    throw InvalidArgumentError("option --rounds must be between 1 and 100");
   options.device = p.get("--device", "auto");
   options.threads = static_cast<int>(p.get_int("--threads", 0));
   const std::string json_path = p.get("--json", "");
@@ -191,17 +196,18 @@ int cmd_bench(const std::vector<std::string>& args) {
   auto progress = [&](const BenchProgress& b) {
     if (quiet) return;
     if (b.run_finished) {
-      const std::string round =
-          b.rounds > 1 ? " (round " + std::to_string(b.round + 1) + "/" + std::to_string(b.rounds) + ")" : std::string();
+      const std::string round = b.rounds > 1
+                                    ? " (round " + std::to_string(b.round + 1) + "/" + std::to_string(b.rounds) + ")"
+                                    : std::string();
       std::fprintf(stderr, "%s[%lld/%lld] %-28s run %lld/%lld%s done in %.2f s\n", tty ? "\r\033[K" : "",
                    static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
                    static_cast<long long>(b.run_index + 1), static_cast<long long>(b.run_count), round.c_str(),
                    b.run_elapsed_ms / 1000.0);
     } else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total)) {
-      std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s run %lld/%lld  token %lld/%lld", static_cast<long long>(b.policy_index + 1),
-                   static_cast<long long>(b.policy_count), b.policy.c_str(), static_cast<long long>(b.run_index + 1),
-                   static_cast<long long>(b.run_count), static_cast<long long>(b.tokens_done),
-                   static_cast<long long>(b.tokens_total));
+      std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s run %lld/%lld  token %lld/%lld",
+                   static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
+                   static_cast<long long>(b.run_index + 1), static_cast<long long>(b.run_count),
+                   static_cast<long long>(b.tokens_done), static_cast<long long>(b.tokens_total));
     }
     std::fflush(stderr);
   };

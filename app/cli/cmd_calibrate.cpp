@@ -39,7 +39,8 @@ std::vector<int64_t> parse_classes(const std::string& text) {
 }  // namespace
 
 int cmd_calibrate(const std::vector<std::string>& args) {
-  ArgParser p(args, {"--policy", "--model", "--classes", "--images", "--seed", "--cfg", "--out", "--device", "--threads"},
+  ArgParser p(args,
+              {"--policy", "--model", "--classes", "--images", "--seed", "--cfg", "--out", "--device", "--threads"},
               {"--help", "--quiet"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);

@@ -12,12 +12,14 @@ int cmd_convert(const std::vector<std::string>& args) {
   ArgParser p(args, {kAnyValueOption}, {"--help", "--quiet"}, 0);
   if (p.flag("--help")) {
     for (const ModelFamily* f : model_families())
-      std::printf("usage: kvstudio-cli convert --family %s %s\n", f->name().c_str(), f->description().convert_usage.c_str());
+      std::printf("usage: kvstudio-cli convert --family %s %s\n", f->name().c_str(),
+                  f->description().convert_usage.c_str());
     return 0;
   }
   const std::string name = p.require("--family");
   const ModelFamily* family = lookup_model_family(name);
-  if (!family) throw InvalidArgumentError("unknown --family '" + name + "' (supported: " + supported_family_names() + ")");
+  if (!family)
+    throw InvalidArgumentError("unknown --family '" + name + "' (supported: " + supported_family_names() + ")");
   const FamilyOptions options = family_options(p, {"--family"});
   const bool quiet = p.flag("--quiet");
   const std::string report = family->convert(options, [&](double f, const std::string& stage) {

@@ -13,10 +13,10 @@
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
 #include "engine/io/model_bundle.h"
-#include "engine/session/generation_metadata.h"
 #include "engine/models/family_registry.h"
 #include "engine/models/generation_session.h"
 #include "engine/models/model_catalog.h"
+#include "engine/session/generation_metadata.h"
 
 namespace kvs::cli {
 namespace {
@@ -91,10 +91,12 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.cfg_interval = p.get_int("--cfg-interval", -1);
   request.steps = p.get_int("--steps", defaults.steps.value_or(0));
   request.cfg_schedule = p.get("--cfg-schedule", defaults.cfg_schedule.value_or(std::string()));
-  for (const auto& [option, field] : {std::pair<const char*, const char*>{"--steps", "steps"}, {"--cfg-schedule", "cfg_schedule"},
+  for (const auto& [option, field] : {std::pair<const char*, const char*>{"--steps", "steps"},
+                                      {"--cfg-schedule", "cfg_schedule"},
                                       {"--cfg-interval", "cfg_interval"}})
     if (p.has(option) && !family.has_request_option(field))
-      throw InvalidArgumentError(std::string("option ") + option + " does not apply to " + family.display_name + " models");
+      throw InvalidArgumentError(std::string("option ") + option + " does not apply to " + family.display_name +
+                                 " models");
   request.sampling.temperature = p.get_double("--temperature", defaults.temperature.value_or(1.0));
   request.sampling.top_k = p.get_int("--top-k", defaults.top_k.value_or(0));
   request.sampling.top_p = p.get_double("--top-p", defaults.top_p.value_or(1.0));
@@ -139,9 +141,12 @@ int cmd_generate(const std::vector<std::string>& args) {
     std::fprintf(stderr, "done in %.2f s (%.1f tokens/s per image)\n", result.elapsed_ms / 1000.0,
                  result.tokens_per_second);
   else if (!p.flag("--quiet"))
-    std::fprintf(stderr, "done in %.2f s (%.1f tokens/s per image; KV cache %s: %.2f MiB retained of %.2f MiB full, peak %.2f MiB allocated)\n",
+    std::fprintf(stderr,
+                 "done in %.2f s (%.1f tokens/s per image; KV cache %s: %.2f MiB retained of %.2f MiB full, peak %.2f "
+                 "MiB allocated)\n",
                  result.elapsed_ms / 1000.0, result.tokens_per_second, result.policy.c_str(),
-                 result.kv_bytes_logical_final / 1048576.0, result.kv_bytes_full / 1048576.0, result.kv_bytes_peak / 1048576.0);
+                 result.kv_bytes_logical_final / 1048576.0, result.kv_bytes_full / 1048576.0,
+                 result.kv_bytes_peak / 1048576.0);
   return 0;
 }
 

@@ -42,7 +42,8 @@ void print_provenance_and_quality(const io::ModelBundle& bundle) {
     };
     for (const char* key : {"source", "note"})
       if (p.contains(key) && p[key].is_string()) line(p[key].get<std::string>());
-    if (p.contains("created_by") && p["created_by"].is_string()) line("written by " + p["created_by"].get<std::string>());
+    if (p.contains("created_by") && p["created_by"].is_string())
+      line("written by " + p["created_by"].get<std::string>());
     for (const auto& [key, value] : p.items()) {
       const auto pos = key.rfind("_training");
       if (pos == std::string::npos || pos + 9 != key.size() || !value.is_object()) continue;
@@ -56,10 +57,11 @@ void print_provenance_and_quality(const io::ModelBundle& bundle) {
   if (m.contains("quality") && m["quality"].is_object()) {
     const nlohmann::json& q = m["quality"];
     auto number = [&](const char* key) { return q.contains(key) && q[key].is_number() ? q[key].get<double>() : NAN; };
-    std::printf("quality:      tokenizer PSNR %.2f dB, classifier accuracy %.1f %%, generated class accuracy %.1f %%,\n"
-                "              demo-FID %.2f (%lld generated images)\n",
-                number("tokenizer_psnr_db"), 100 * number("classifier_accuracy"), 100 * number("generated_class_accuracy"),
-                number("demo_fid"), static_cast<long long>(q.value("generated_images", int64_t{0})));
+    std::printf(
+        "quality:      tokenizer PSNR %.2f dB, classifier accuracy %.1f %%, generated class accuracy %.1f %%,\n"
+        "              demo-FID %.2f (%lld generated images)\n",
+        number("tokenizer_psnr_db"), 100 * number("classifier_accuracy"), 100 * number("generated_class_accuracy"),
+        number("demo_fid"), static_cast<long long>(q.value("generated_images", int64_t{0})));
   }
 }
 
@@ -68,8 +70,9 @@ void print_provenance_and_quality(const io::ModelBundle& bundle) {
 int cmd_info(const std::vector<std::string>& args) {
   ArgParser p(args, {}, {"--help", "--json"}, 1);
   if (p.flag("--help")) {
-    std::puts("usage: kvstudio-cli info [<model bundle>] [--json]\n"
-              "  prints architecture, parameter count and KV-cache bytes per token; checks the weights");
+    std::puts(
+        "usage: kvstudio-cli info [<model bundle>] [--json]\n"
+        "  prints architecture, parameter count and KV-cache bytes per token; checks the weights");
     return 0;
   }
   const std::string path = p.positional().empty() ? default_model_path() : p.positional()[0];

@@ -12,8 +12,9 @@ namespace kvs::cli {
 int cmd_inspect(const std::vector<std::string>& args) {
   ArgParser p(args, {}, {"--help", "--json"}, 1);
   if (p.flag("--help") || p.positional().empty()) {
-    std::puts("usage: kvstudio-cli inspect <image.png> [--json]\n"
-              "  prints the generation parameters stored in a PNG made by KV Studio");
+    std::puts(
+        "usage: kvstudio-cli inspect <image.png> [--json]\n"
+        "  prints the generation parameters stored in a PNG made by KV Studio");
     return p.flag("--help") ? 0 : 2;
   }
   const std::string path = p.positional()[0];

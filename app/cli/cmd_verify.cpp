@@ -9,9 +9,10 @@ namespace kvs::cli {
 int cmd_verify(const std::vector<std::string>& args) {
   ArgParser p(args, {"--device"}, {"--help"}, 1);
   if (p.flag("--help") || p.positional().empty()) {
-    std::puts("usage: kvstudio-cli verify <case.json> [--device cpu|cuda|auto]\n"
-              "  runs every check of a conformance case (official outputs on tiny configs) and\n"
-              "  exits non-zero if any fails");
+    std::puts(
+        "usage: kvstudio-cli verify <case.json> [--device cpu|cuda|auto]\n"
+        "  runs every check of a conformance case (official outputs on tiny configs) and\n"
+        "  exits non-zero if any fails");
     return p.flag("--help") ? 0 : 2;
   }
   const ConformanceReport report = run_conformance_case(p.positional()[0], p.get("--device", "cpu"));
@@ -28,8 +29,8 @@ int cmd_verify(const std::vector<std::string>& args) {
                   c.note.c_str());
     } else {
       std::printf("  %-4s %-26s max |err| %.3g (atol %.3g), %lld/%lld over%s%s\n", status, c.tensor.c_str(),
-                  c.max_abs_error, c.atol, (long long)c.mismatches, (long long)c.elements,
-                  c.note.empty() ? "" : "  — ", c.note.c_str());
+                  c.max_abs_error, c.atol, (long long)c.mismatches, (long long)c.elements, c.note.empty() ? "" : "  — ",
+                  c.note.c_str());
     }
   }
   std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);

@@ -45,11 +45,12 @@ std::vector<int> parse_scene_classes(const std::string& list) {
 int cmd_world(const std::vector<std::string>& args) {
   ArgParser p(args, {"--out", "--size", "--per-class", "--seed", "--classes"}, {"--help", "--list"}, 0);
   if (p.flag("--help")) {
-    std::puts("usage: kvstudio-cli world --out FILE.png [--size 256] [--per-class 8] [--seed S] [--classes a,b,...]\n"
-              "       kvstudio-cli world --list\n"
-              "  The procedural image world the demo models are trained on: --out writes a labelled grid,\n"
-              "  one row per class; sample j of each row is the scene for seed S + j. --list prints the\n"
-              "  classes (label, name, description). Classes are given by name or label.");
+    std::puts(
+        "usage: kvstudio-cli world --out FILE.png [--size 256] [--per-class 8] [--seed S] [--classes a,b,...]\n"
+        "       kvstudio-cli world --list\n"
+        "  The procedural image world the demo models are trained on: --out writes a labelled grid,\n"
+        "  one row per class; sample j of each row is the scene for seed S + j. --list prints the\n"
+        "  classes (label, name, description). Classes are given by name or label.");
     return 0;
   }
   const auto& classes = world::scene_classes();
@@ -63,8 +64,8 @@ int cmd_world(const std::vector<std::string>& args) {
   world::SceneGridOptions options;
   const int64_t size = p.get_int("--size", 256);
   if (size < world::kMinSceneSize || size > 1024)
-    throw InvalidArgumentError(std::string("--size must be ") + std::to_string(world::kMinSceneSize) + "..1024 px, got " +
-                               std::to_string(size));
+    throw InvalidArgumentError(std::string("--size must be ") + std::to_string(world::kMinSceneSize) +
+                               "..1024 px, got " + std::to_string(size));
   const int64_t per_class = p.get_int("--per-class", 8);
   if (per_class < 1 || per_class > 64)
     throw InvalidArgumentError(std::string("--per-class must be 1..64, got ") + std::to_string(per_class));
@@ -77,8 +78,8 @@ int cmd_world(const std::vector<std::string>& args) {
   for (const int c : options.classes.empty() ? std::vector<int>{} : options.classes)
     rows += (rows.empty() ? "" : ",") + classes[static_cast<std::size_t>(c)].name;
   const std::string parameters = std::string("KV Studio procedural world grid: size ") + std::to_string(size) +
-                                 ", per class " + std::to_string(per_class) + ", seed " +
-                                 std::to_string(options.seed) + ", classes " + (rows.empty() ? "all" : rows);
+                                 ", per class " + std::to_string(per_class) + ", seed " + std::to_string(options.seed) +
+                                 ", classes " + (rows.empty() ? "all" : rows);
   write_png(out, grid, {{"parameters", parameters}});
   std::printf("%s (%dx%d, %zu classes x %d samples)\n", out.c_str(), grid.width, grid.height,
               options.classes.empty() ? classes.size() : options.classes.size(), options.per_class);

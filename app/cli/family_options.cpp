@@ -2,7 +2,6 @@
 
 #include <map>
 
-
 namespace kvs::cli {
 
 FamilyOptions family_options(const ArgParser& parser, const std::vector<std::string>& consumed) {

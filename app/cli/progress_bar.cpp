@@ -51,8 +51,8 @@ void ProgressBar::on_event(const GenerationEvent& event) {
     if (per_scale_)
       std::fprintf(stderr, "generating %lld image(s) in %lld scales up to %lldx%lld tokens with %s on %s\n",
                    static_cast<long long>(s->batch), static_cast<long long>(s->units_total),
-                   static_cast<long long>(s->grid_height), static_cast<long long>(s->grid_width),
-                   s->model_name.c_str(), s->device.c_str());
+                   static_cast<long long>(s->grid_height), static_cast<long long>(s->grid_width), s->model_name.c_str(),
+                   s->device.c_str());
     else
       std::fprintf(stderr, "generating %lld image(s) of %lldx%lld tokens with %s on %s\n",
                    static_cast<long long>(s->batch), static_cast<long long>(s->grid_height),

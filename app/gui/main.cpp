@@ -47,12 +47,12 @@ void applyDarkTheme(QApplication& app) {
   p.setColor(QPalette::Disabled, QPalette::ButtonText, QColor(120, 124, 134));
   p.setColor(QPalette::Disabled, QPalette::WindowText, QColor(120, 124, 134));
   app.setPalette(p);
-  app.setStyleSheet(QStringLiteral(
-      "QDockWidget::title{background:#2a2e36;padding:4px 8px;color:#c9d1d9}"
-      "QGroupBox{border:1px solid #3a3f4b;border-radius:6px;margin-top:14px;padding-top:6px}"
-      "QGroupBox::title{subcontrol-origin:margin;left:8px;padding:0 4px;color:#c9d1d9;font-weight:bold}"
-      "QTabBar::tab{padding:6px 16px}"
-      "QToolTip{border:1px solid #3a3f4b}"));
+  app.setStyleSheet(
+      QStringLiteral("QDockWidget::title{background:#2a2e36;padding:4px 8px;color:#c9d1d9}"
+                     "QGroupBox{border:1px solid #3a3f4b;border-radius:6px;margin-top:14px;padding-top:6px}"
+                     "QGroupBox::title{subcontrol-origin:margin;left:8px;padding:0 4px;color:#c9d1d9;font-weight:bold}"
+                     "QTabBar::tab{padding:6px 16px}"
+                     "QToolTip{border:1px solid #3a3f4b}"));
 }
 
 }  // namespace
@@ -71,37 +71,67 @@ int main(int argc, char** argv) {
   kvs::ui::registerEngineMetaTypes();
 
   QCommandLineParser parser;
-  parser.setApplicationDescription(QStringLiteral("KV Studio: autoregressive image generation with a compressed, visible KV cache"));
+  parser.setApplicationDescription(
+      QStringLiteral("KV Studio: autoregressive image generation with a compressed, visible KV cache"));
   parser.addHelpOption();
   parser.addVersionOption();
-  const QCommandLineOption model({QStringLiteral("model")}, QStringLiteral("Model bundle folder (default: the last used, else the demo)"), QStringLiteral("DIR"));
-  const QCommandLineOption threads({QStringLiteral("threads")}, QStringLiteral("CPU threads for generation (default: all cores)"), QStringLiteral("N"), QStringLiteral("0"));
-  const QCommandLineOption runOnce({QStringLiteral("run-once")}, QStringLiteral("Generate (or compare) with the defaults, save a screenshot, exit"));
-  const QCommandLineOption policy({QStringLiteral("policy")}, QStringLiteral("Policy spec for --run-once, e.g. linear:rho=0.25"), QStringLiteral("SPEC"));
-  const QCommandLineOption compare({QStringLiteral("compare")}, QStringLiteral("Compare these policy specs (comma-separated) in --run-once"), QStringLiteral("LIST"));
+  const QCommandLineOption model({QStringLiteral("model")},
+                                 QStringLiteral("Model bundle folder (default: the last used, else the demo)"),
+                                 QStringLiteral("DIR"));
+  const QCommandLineOption threads({QStringLiteral("threads")},
+                                   QStringLiteral("CPU threads for generation (default: all cores)"),
+                                   QStringLiteral("N"), QStringLiteral("0"));
+  const QCommandLineOption runOnce({QStringLiteral("run-once")},
+                                   QStringLiteral("Generate (or compare) with the defaults, save a screenshot, exit"));
+  const QCommandLineOption policy({QStringLiteral("policy")},
+                                  QStringLiteral("Policy spec for --run-once, e.g. linear:rho=0.25"),
+                                  QStringLiteral("SPEC"));
+  const QCommandLineOption compare({QStringLiteral("compare")},
+                                   QStringLiteral("Compare these policy specs (comma-separated) in --run-once"),
+                                   QStringLiteral("LIST"));
   const QCommandLineOption compareSchedule({QStringLiteral("compare-schedule")},
-                                           QStringLiteral("Compare panes: auto (at once on a GPU), together or one-after-another"),
+                                           QStringLiteral(
+                                               "Compare panes: auto (at once on a GPU), together or one-after-another"),
                                            QStringLiteral("WHEN"));
-  const QCommandLineOption switchPolicy({QStringLiteral("switch-policy")},
-                                        QStringLiteral("In --run-once, switch to SPEC while generating, after line LINE (default 4)"),
-                                        QStringLiteral("SPEC[@LINE]"));
-  const QCommandLineOption screenshot({QStringLiteral("screenshot")}, QStringLiteral("Where --run-once saves the window (PNG)"), QStringLiteral("FILE"));
-  const QCommandLineOption summary({QStringLiteral("summary")}, QStringLiteral("Where --run-once writes its JSON summary (default: next to the screenshot)"), QStringLiteral("FILE"));
-  const QCommandLineOption debugOverlay({QStringLiteral("debug-overlay")}, QStringLiteral("Show the F12 debug overlay"));
-  const QCommandLineOption differences({QStringLiteral("differences")}, QStringLiteral("Compare: show difference heatmaps against the full cache"));
-  const QCommandLineOption captureLine({QStringLiteral("capture-line")}, QStringLiteral("In --run-once, take the screenshot when line N arrives"), QStringLiteral("N"), QStringLiteral("0"));
+  const QCommandLineOption switchPolicy(
+      {QStringLiteral("switch-policy")},
+      QStringLiteral("In --run-once, switch to SPEC while generating, after line LINE (default 4)"),
+      QStringLiteral("SPEC[@LINE]"));
+  const QCommandLineOption screenshot({QStringLiteral("screenshot")},
+                                      QStringLiteral("Where --run-once saves the window (PNG)"),
+                                      QStringLiteral("FILE"));
+  const QCommandLineOption summary({QStringLiteral("summary")},
+                                   QStringLiteral(
+                                       "Where --run-once writes its JSON summary (default: next to the screenshot)"),
+                                   QStringLiteral("FILE"));
+  const QCommandLineOption debugOverlay({QStringLiteral("debug-overlay")},
+                                        QStringLiteral("Show the F12 debug overlay"));
+  const QCommandLineOption differences({QStringLiteral("differences")},
+                                       QStringLiteral("Compare: show difference heatmaps against the full cache"));
+  const QCommandLineOption captureLine({QStringLiteral("capture-line")},
+                                       QStringLiteral("In --run-once, take the screenshot when line N arrives"),
+                                       QStringLiteral("N"), QStringLiteral("0"));
   const QCommandLineOption seed({QStringLiteral("seed")}, QStringLiteral("Seed"), QStringLiteral("N"));
   const QCommandLineOption classId({QStringLiteral("class")}, QStringLiteral("Class id"), QStringLiteral("N"));
-  const QCommandLineOption steps({QStringLiteral("steps")}, QStringLiteral("Masked (MAR) models: decoding steps"), QStringLiteral("N"));
-  const QCommandLineOption timeout({QStringLiteral("timeout")}, QStringLiteral("--run-once gives up after this many seconds (default 300)"), QStringLiteral("S"), QStringLiteral("300"));
+  const QCommandLineOption steps({QStringLiteral("steps")}, QStringLiteral("Masked (MAR) models: decoding steps"),
+                                 QStringLiteral("N"));
+  const QCommandLineOption timeout({QStringLiteral("timeout")},
+                                   QStringLiteral("--run-once gives up after this many seconds (default 300)"),
+                                   QStringLiteral("S"), QStringLiteral("300"));
   const QCommandLineOption size({QStringLiteral("size")}, QStringLiteral("Window size WxH"), QStringLiteral("WxH"));
-  const QCommandLineOption tab({QStringLiteral("tab")}, QStringLiteral("In --run-once, the tab to screenshot: generate, compare or history"), QStringLiteral("NAME"));
-  const QCommandLineOption attention({QStringLiteral("attention")},
-                                     QStringLiteral("Layer and KV head of the attention map and retained mask, e.g. 3:4 (default: mean over all)"),
-                                     QStringLiteral("LAYER:HEAD"));
-  const QCommandLineOption generateNow({QStringLiteral("generate")}, QStringLiteral("Start generating as soon as the window opens"));
-  parser.addOptions({model, threads, runOnce, policy, compare, compareSchedule, switchPolicy, screenshot, summary, debugOverlay, differences, captureLine,
-                     seed, classId, steps, timeout, size, generateNow, tab, attention});
+  const QCommandLineOption tab({QStringLiteral("tab")},
+                               QStringLiteral("In --run-once, the tab to screenshot: generate, compare or history"),
+                               QStringLiteral("NAME"));
+  const QCommandLineOption attention(
+      {QStringLiteral("attention")},
+      QStringLiteral("Layer and KV head of the attention map and retained mask, e.g. 3:4 (default: mean over all)"),
+      QStringLiteral("LAYER:HEAD"));
+  const QCommandLineOption generateNow({QStringLiteral("generate")},
+                                       QStringLiteral("Start generating as soon as the window opens"));
+  parser.addOptions({model,           threads,      runOnce,     policy,  compare,
+                     compareSchedule, switchPolicy, screenshot,  summary, debugOverlay,
+                     differences,     captureLine,  seed,        classId, steps,
+                     timeout,         size,         generateNow, tab,     attention});
   parser.process(app);
 
   if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
@@ -111,7 +141,8 @@ int main(int argc, char** argv) {
   QStringList compareSpecs;
   if (parser.isSet(compare)) {
     try {
-      for (const std::string& s : kvs::split_policy_list(parser.value(compare).toStdString())) compareSpecs << QString::fromStdString(s);
+      for (const std::string& s : kvs::split_policy_list(parser.value(compare).toStdString()))
+        compareSpecs << QString::fromStdString(s);
     } catch (const kvs::Error& e) {
       std::fprintf(stderr, "kvstudio: --compare: %s\n", e.what());
       return 2;
@@ -122,7 +153,8 @@ int main(int argc, char** argv) {
     bool ok = false;
     schedule = kvs::ui::parseCompareSchedulePreference(parser.value(compareSchedule), &ok);
     if (!ok) {
-      std::fprintf(stderr, "kvstudio: --compare-schedule: unknown value '%s' (expected auto, together or one-after-another)\n",
+      std::fprintf(stderr,
+                   "kvstudio: --compare-schedule: unknown value '%s' (expected auto, together or one-after-another)\n",
                    qPrintable(parser.value(compareSchedule)));
       return 2;
     }
@@ -154,7 +186,8 @@ int main(int argc, char** argv) {
     bool okLayer = false, okHead = lh.size() == 2;
     const int64_t layer = lh.value(0).toLongLong(&okLayer), head = okHead ? lh.value(1).toLongLong(&okHead) : -1;
     if (!okLayer || !okHead || !window.selectLayerHead(layer, head)) {
-      std::fprintf(stderr, "kvstudio: --attention: '%s' is not LAYER:HEAD of the open model (%lld layers, %lld KV heads)\n",
+      std::fprintf(stderr,
+                   "kvstudio: --attention: '%s' is not LAYER:HEAD of the open model (%lld layers, %lld KV heads)\n",
                    qPrintable(parser.value(attention)), static_cast<long long>(window.model().n_layer),
                    static_cast<long long>(window.model().kv_heads));
       return 2;
@@ -182,7 +215,9 @@ int main(int argc, char** argv) {
   ro.debugOverlay = parser.isSet(debugOverlay);
   ro.differences = parser.isSet(differences);
   ro.timeoutSeconds = parser.value(timeout).toInt();
-  if (parser.isSet(tab)) ro.tab = QStringList{QStringLiteral("generate"), QStringLiteral("compare"), QStringLiteral("history")}.indexOf(parser.value(tab));
+  if (parser.isSet(tab))
+    ro.tab = QStringList{QStringLiteral("generate"), QStringLiteral("compare"), QStringLiteral("history")}.indexOf(
+        parser.value(tab));
   kvs::gui::RunOnce driver(&window, ro);
   QTimer::singleShot(200, &driver, &kvs::gui::RunOnce::start);
   return app.exec();

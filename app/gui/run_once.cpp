@@ -2,13 +2,13 @@
 
 #include <QApplication>
 #include <QCheckBox>
-#include <QTableWidget>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QPixmap>
+#include <QTableWidget>
 #include <QTimer>
 
 #include <cmath>
@@ -56,15 +56,12 @@ RunOnce::RunOnce(kvs::ui::MainWindow* window, RunOnceOptions options, QObject* p
 }
 
 void RunOnce::start() {
-  QTimer::singleShot(options_.timeoutSeconds * 1000, this, [this] {
-    finish(false, QStringLiteral("timed out after %1 s").arg(options_.timeoutSeconds));
-  });
+  QTimer::singleShot(options_.timeoutSeconds * 1000, this,
+                     [this] { finish(false, QStringLiteral("timed out after %1 s").arg(options_.timeoutSeconds)); });
   if (options_.debugOverlay) window_->setDebugOverlayVisible(true);
   auto settle = [this](bool ok) {
     // Let queued events land and the last frame paint before the screenshot.
-    QTimer::singleShot(600, this, [this, ok] {
-      finish(ok, ok ? QString() : window_->banner()->message());
-    });
+    QTimer::singleShot(600, this, [this, ok] { finish(ok, ok ? QString() : window_->banner()->message()); });
   };
   if (!options_.compare.isEmpty()) {
     connect(window_, &kvs::ui::MainWindow::compareFinished, this, settle);
@@ -106,7 +103,8 @@ bool RunOnce::capture() {
   canvas_nonblank_ = canvas_stddev_ > 4.0;
   if (!options_.compare.isEmpty()) {
     double best = 0;
-    for (int i = 0; i < window_->compare()->paneCount(); ++i) best = std::max(best, greyStddev(window_->compare()->pane(i)->preview()));
+    for (int i = 0; i < window_->compare()->paneCount(); ++i)
+      best = std::max(best, greyStddev(window_->compare()->pane(i)->preview()));
     canvas_stddev_ = best;
     canvas_nonblank_ = best > 4.0;
   }
@@ -146,7 +144,8 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
     o["policy_final"] = r->activePolicy();
     QJsonArray markers;
     for (const auto& m : r->policyMarkers())
-      markers.append(QJsonObject{{"unit", static_cast<qint64>(m.unit)}, {"policy", m.policy}, {"accepted", m.accepted}});
+      markers.append(
+          QJsonObject{{"unit", static_cast<qint64>(m.unit)}, {"policy", m.policy}, {"accepted", m.accepted}});
     o["policy_markers"] = markers;
     const auto& mem = r->memory();
     QJsonObject memory;
@@ -163,7 +162,8 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
       int64_t reused_steps = 0;
       for (const auto& s : mem) {
         flops += s.flops;
-        if (s.recomputed_tokens >= 0 && s.recomputed_tokens < r->started().grid_height * r->started().grid_width) ++reused_steps;
+        if (s.recomputed_tokens >= 0 && s.recomputed_tokens < r->started().grid_height * r->started().grid_width)
+          ++reused_steps;
       }
       memory["flops_total"] = flops;
       memory["steps_with_reused_tokens"] = static_cast<qint64>(reused_steps);
@@ -194,13 +194,16 @@ QJsonObject RunOnce::summary(bool ok, const QString& message) const {
                               {"flops", row.flops}});
     c["panes"] = panes;
     c["rows"] = rows;
-    c["schedule"] = window_->compare()->schedule() == kvs::ui::CompareSchedule::Together ? "together" : "one-after-another";
+    c["schedule"] = window_->compare()->schedule() == kvs::ui::CompareSchedule::Together ? "together"
+                                                                                         : "one-after-another";
     c["max_panes_streaming_at_once"] = window_->compare()->maxPanesStreamingAtOnce();
-    c["table_rows"] = window_->compareView()->findChild<QTableWidget*>(QStringLiteral("compareTable")) ? rows.size() : 0;
+    c["table_rows"] = window_->compareView()->findChild<QTableWidget*>(QStringLiteral("compareTable")) ? rows.size()
+                                                                                                       : 0;
     j["compare"] = c;
   }
   auto* debug = window_->debugOverlay();
-  j["debug_overlay"] = QJsonObject{{"visible", window_->debugOverlayVisible()}, {"frames", debug ? debug->framesRendered() : 0}};
+  j["debug_overlay"] = QJsonObject{{"visible", window_->debugOverlayVisible()},
+                                   {"frames", debug ? debug->framesRendered() : 0}};
   return j;
 }
 
@@ -215,7 +218,9 @@ void RunOnce::finish(bool ok, const QString& message) {
   QFile f(options_.summary);
   if (f.open(QIODevice::WriteOnly | QIODevice::Truncate)) f.write(QJsonDocument(summary(ok, message)).toJson());
   else std::fprintf(stderr, "kvstudio: cannot write %s\n", qPrintable(options_.summary));
-  if (!ok) std::fprintf(stderr, "kvstudio --run-once failed: %s\n", qPrintable(message.isEmpty() ? QStringLiteral("see the log") : message));
+  if (!ok)
+    std::fprintf(stderr, "kvstudio --run-once failed: %s\n",
+                 qPrintable(message.isEmpty() ? QStringLiteral("see the log") : message));
   else std::printf("%s\n", qPrintable(QFileInfo(options_.screenshot).absoluteFilePath()));
   std::fflush(stdout);
   window_->close();

@@ -16,16 +16,16 @@ class MainWindow;
 namespace kvs::gui {
 
 struct RunOnceOptions {
-  QString screenshot;       // PNG of the whole window (required)
-  QString summary;          // JSON (default: the screenshot path with .json)
-  QString policy;           // policy spec for Generate
-  QStringList compare;      // specs: run a comparison instead
-  QString switchPolicy;     // change to this spec while running…
-  int switchAtLine = 4;     // …after this line (1-based)
-  int captureLine = 0;      // > 0: take the screenshot when this line arrives (mid-run)
+  QString screenshot;    // PNG of the whole window (required)
+  QString summary;       // JSON (default: the screenshot path with .json)
+  QString policy;        // policy spec for Generate
+  QStringList compare;   // specs: run a comparison instead
+  QString switchPolicy;  // change to this spec while running…
+  int switchAtLine = 4;  // …after this line (1-based)
+  int captureLine = 0;   // > 0: take the screenshot when this line arrives (mid-run)
   bool debugOverlay = false;
-  bool differences = false; // compare: show difference heatmaps
-  int tab = -1;             // >= 0: show this tab for the screenshot (0 Generate, 1 Compare, 2 History)
+  bool differences = false;  // compare: show difference heatmaps
+  int tab = -1;              // >= 0: show this tab for the screenshot (0 Generate, 1 Compare, 2 History)
   int timeoutSeconds = 300;
 };
 

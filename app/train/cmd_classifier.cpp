@@ -20,9 +20,7 @@ constexpr RecipeDefaults kRecipe{.steps = 800,
 }  // namespace
 
 int cmd_classifier(const std::vector<std::string>& args, const std::string& command_line) {
-  cli::ArgParser p(args,
-                   with_common_options({"--image-size", "--channels"}),
-                   with_common_flags({"--no-augment"}), 0);
+  cli::ArgParser p(args, with_common_options({"--image-size", "--channels"}), with_common_flags({"--no-augment"}), 0);
   if (p.flag("--help")) {
     std::printf(
         "usage: kvstudio-train classifier --work DIR [options]\n"

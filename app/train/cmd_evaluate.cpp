@@ -9,8 +9,8 @@ namespace kvs::train_app {
 
 int cmd_evaluate(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
-                   {"--bundle", "--work", "--classifier", "--generated", "--reference", "--batch", "--seed", "--threads",
-                    "--device", "--samples", "--samples-per-class", "--samples-scale"},
+                   {"--bundle", "--work", "--classifier", "--generated", "--reference", "--batch", "--seed",
+                    "--threads", "--device", "--samples", "--samples-per-class", "--samples-scale"},
                    {"--no-write", "--help"}, 0);
   if (p.flag("--help")) {
     std::puts(

@@ -1,18 +1,18 @@
 // kvstudio-train export: a work folder -> a model bundle (resources/models/NAME).
+#include <algorithm>
 #include <cstdio>
 
 #include "app/cli/arg_parser.h"
 #include "app/train/train_commands.h"
 #include "engine/core/errors.h"
-#include "engine/training/llamagen/bundle_export.h"
-#include "engine/training/mar/mar_bundle_export.h"
-#include "engine/training/var/var_bundle_export.h"
+#include "engine/training/trainable_families.h"
 
 namespace kvs::train_app {
 
 int cmd_export(const std::vector<std::string>& args, const std::string& command_line) {
-  cli::ArgParser p(args, {"--work", "--out", "--family", "--name", "--dtype", "--classifier", "--cfg", "--temperature", "--top-k",
-                    "--top-p", "--steps", "--cfg-schedule", "--num-sampling-steps"},
+  cli::ArgParser p(args,
+                   {"--work", "--out", "--family", "--name", "--dtype", "--classifier", "--cfg", "--temperature",
+                    "--top-k", "--top-p", "--steps", "--cfg-schedule", "--num-sampling-steps"},
                    {"--no-ema", "--help"}, 0);
   if (p.flag("--help")) {
     std::puts(
@@ -39,29 +39,35 @@ int cmd_export(const std::vector<std::string>& args, const std::string& command_
   training::BundleExportOptions o;
   o.work_dir = p.require("--work");
   o.out_dir = p.require("--out");
-  const std::string family = p.get("--family", "llamagen");
-  if (family != "llamagen" && family != "var" && family != "mar")
-    throw InvalidArgumentError("--family must be llamagen, var or mar, got '" + family + "'");
-  o.name = p.get("--name", family + "-demo");
+  const std::string family_name = p.get("--family", "llamagen");
+  const training::TrainableFamily& family = training::find_trainable_family(family_name);
+  o.name = p.get("--name", family_name + "-demo");
   o.classifier_file = p.get("--classifier", "");
   o.dtype = p.get("--dtype", "f16");
-  o.sampling_defaults = {{"cfg_scale", p.get_double("--cfg", 4.0)},
-                         {"temperature", p.get_double("--temperature", 1.0)},
-                         {"top_k", p.get_int("--top-k", 0)},
-                         {"top_p", p.get_double("--top-p", 1.0)}};
-  if (family == "mar") {
-    // MAR's sampler: the masked session reads steps, cfg (ramped by cfg_schedule) and temperature.
-    o.sampling_defaults = {{"cfg_scale", p.get_double("--cfg", 3.0)},
-                           {"cfg_schedule", p.get("--cfg-schedule", "linear")},
-                           {"temperature", p.get_double("--temperature", 1.0)},
-                           {"steps", p.get_int("--steps", 32)}};
-    o.use_ema = !p.flag("--no-ema");
-    o.diffusion_steps = p.get("--num-sampling-steps", "");
+  // The family's sampling defaults, each overridden by its option.
+  o.sampling_defaults = family.sampling_defaults;
+  const std::vector<std::pair<const char*, const char*>> sampling_options = {
+      {"--cfg", "cfg_scale"}, {"--temperature", "temperature"},  {"--top-k", "top_k"}, {"--top-p", "top_p"},
+      {"--steps", "steps"},   {"--cfg-schedule", "cfg_schedule"}};
+  for (const auto& [option, key] : sampling_options) {
+    if (!p.has(option)) continue;
+    if (!o.sampling_defaults.contains(key))
+      throw InvalidArgumentError(std::string("option ") + option + " does not apply to --family " + family_name);
+    const nlohmann::json& fallback = o.sampling_defaults[key];
+    if (fallback.is_string()) o.sampling_defaults[key] = p.get(option, "");
+    else if (fallback.is_number_integer()) o.sampling_defaults[key] = p.get_int(option, 0);
+    else o.sampling_defaults[key] = p.get_double(option, 0);
   }
+  for (const char* option : {"--no-ema", "--num-sampling-steps"}) {
+    const bool given = p.has(option) || p.flag(option);
+    const auto& own = family.export_options;
+    if (given && std::find(own.begin(), own.end(), option) == own.end())
+      throw InvalidArgumentError(std::string("option ") + option + " does not apply to --family " + family_name);
+  }
+  o.use_ema = !p.flag("--no-ema");
+  o.diffusion_steps = p.get("--num-sampling-steps", "");
   o.command = command_line;
-  if (family == "mar") training::export_mar_bundle(o);
-  else if (family == "var") training::export_var_bundle(o);
-  else training::export_llamagen_bundle(o);
+  family.export_bundle(o);
   std::printf("wrote %s (%s, %s weights)\n", o.out_dir.c_str(), o.name.c_str(), o.dtype.c_str());
   return 0;
 }

@@ -21,8 +21,7 @@ constexpr RecipeDefaults kRecipe{.steps = 1600,
 }  // namespace
 
 int cmd_gpt(const std::vector<std::string>& args, const std::string& command_line) {
-  cli::ArgParser p(args,
-                   with_common_options({"--vq", "--dim", "--layers", "--heads", "--class-dropout"}),
+  cli::ArgParser p(args, with_common_options({"--vq", "--dim", "--layers", "--heads", "--class-dropout"}),
                    with_common_flags({}), 0);
   if (p.flag("--help")) {
     std::printf(

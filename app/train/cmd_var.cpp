@@ -23,7 +23,8 @@ constexpr RecipeDefaults kRecipe{.steps = 2000,
 
 int cmd_var(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
-                   with_common_options({"--vae", "--depth", "--dim", "--heads", "--mlp-ratio", "--cond-drop", "--alng"}),
+                   with_common_options(
+                       {"--vae", "--depth", "--dim", "--heads", "--mlp-ratio", "--cond-drop", "--alng"}),
                    with_common_flags({}), 0);
   const var::VarConfig demo = var::demo_var_config();
   if (p.flag("--help")) {

@@ -16,7 +16,8 @@ constexpr RecipeDefaults kRecipe = kTokenizerRecipe;
 int cmd_var_vae(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
                    with_common_options({"--ch", "--ch-mult", "--res-blocks", "--cvae", "--vocab-size", "--patch-nums",
-                                        "--quant-resi", "--share-quant-resi", "--beta", "--restart-every", "--restart-until"}),
+                                        "--quant-resi", "--share-quant-resi", "--beta", "--restart-every",
+                                        "--restart-until"}),
                    with_common_flags({"--no-flip"}), 0);
   const var::VqvaeConfig demo = var::demo_vqvae_config();
   if (p.flag("--help")) {

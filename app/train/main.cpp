@@ -76,10 +76,14 @@ int main(int argc, char** argv) {
     const std::string line = join_command(args);
     using Command = int (*)(const std::vector<std::string>&, const std::string&);
     const std::pair<const char*, Command> table[] = {
-        {"vq", kvs::train_app::cmd_vq},         {"classifier", kvs::train_app::cmd_classifier},
-        {"gpt", kvs::train_app::cmd_gpt},       {"export", kvs::train_app::cmd_export},
-        {"evaluate", kvs::train_app::cmd_evaluate}, {"var-vae", kvs::train_app::cmd_var_vae},
-        {"var", kvs::train_app::cmd_var},         {"kl-vae", kvs::train_app::cmd_kl_vae},
+        {"vq", kvs::train_app::cmd_vq},
+        {"classifier", kvs::train_app::cmd_classifier},
+        {"gpt", kvs::train_app::cmd_gpt},
+        {"export", kvs::train_app::cmd_export},
+        {"evaluate", kvs::train_app::cmd_evaluate},
+        {"var-vae", kvs::train_app::cmd_var_vae},
+        {"var", kvs::train_app::cmd_var},
+        {"kl-vae", kvs::train_app::cmd_kl_vae},
         {"mar", kvs::train_app::cmd_mar},
     };
     for (const auto& [name, fn] : table)

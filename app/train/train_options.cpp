@@ -129,8 +129,7 @@ std::string summary_line(const std::string& kind, const training::TrainSummary& 
 int finish_training(const std::string& kind, const training::TrainSummary& s, const std::string& eval_label,
                     int decimals, const std::string& unit) {
   std::printf("%s\n", summary_line(kind, s).c_str());
-  if (!s.final_eval.empty())
-    std::printf("%s: %.*f%s\n", eval_label.c_str(), decimals, s.final_eval[0], unit.c_str());
+  if (!s.final_eval.empty()) std::printf("%s: %.*f%s\n", eval_label.c_str(), decimals, s.final_eval[0], unit.c_str());
   return s.finished ? 0 : 130;
 }
 

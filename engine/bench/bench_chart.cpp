@@ -12,8 +12,8 @@ namespace kvs {
 namespace {
 
 // Colours are given as RGB: the image is converted to RgbImage without a channel swap.
-const cv::Scalar kText(30, 30, 30), kGrid(215, 215, 215), kKv(52, 101, 164), kAlloc(150, 180, 220),
-    kSpeed(78, 154, 6), kBackground(255, 255, 255);
+const cv::Scalar kText(30, 30, 30), kGrid(215, 215, 215), kKv(52, 101, 164), kAlloc(150, 180, 220), kSpeed(78, 154, 6),
+    kBackground(255, 255, 255);
 constexpr int kWidth = 960, kLabelWidth = 250, kRight = 120, kRow = 30, kBar = 18, kTitle = 40, kPanelGap = 30;
 constexpr int kFont = cv::FONT_HERSHEY_SIMPLEX;
 
@@ -32,7 +32,8 @@ std::string fit_label(const std::string& s, double scale, int max_width) {
 // One horizontal bar panel; returns the y below it.
 template <typename ValueFn, typename LabelFn>
 int panel(cv::Mat& img, int top, const std::string& title, const std::vector<BenchRecord>& records, double max_value,
-          ValueFn value, LabelFn label, const cv::Scalar& colour, const std::function<double(const BenchRecord&)>& thin) {
+          ValueFn value, LabelFn label, const cv::Scalar& colour,
+          const std::function<double(const BenchRecord&)>& thin) {
   text(img, title, 12, top + 24, 0.6, 1);
   const int plot_left = kLabelWidth, plot_width = kWidth - kLabelWidth - kRight;
   const int rows_top = top + kTitle;
@@ -87,12 +88,14 @@ RgbImage draw_bench_chart(const std::vector<BenchRecord>& records) {
     max_speed = std::max(max_speed, r.tokens_per_s);
   }
   int y = 36;
-  y = panel(img, y, "KV cache retained at the end, % of full (thin bar: allocated)", records, max_share, kv_share,
-            [](const BenchRecord& r) { return format("%.1f %%", kv_share(r)); }, kKv, alloc_share);
-  panel(img, y, "Generation speed, image tokens/s", records, max_speed * 1.05,
-        [](const BenchRecord& r) { return r.tokens_per_s; },
-        [](const BenchRecord& r) { return format("%.1f", r.tokens_per_s) + format(" (x%.2f)", r.speedup_vs_full); },
-        kSpeed, {});
+  y = panel(
+      img, y, "KV cache retained at the end, % of full (thin bar: allocated)", records, max_share, kv_share,
+      [](const BenchRecord& r) { return format("%.1f %%", kv_share(r)); }, kKv, alloc_share);
+  panel(
+      img, y, "Generation speed, image tokens/s", records, max_speed * 1.05,
+      [](const BenchRecord& r) { return r.tokens_per_s; },
+      [](const BenchRecord& r) { return format("%.1f", r.tokens_per_s) + format(" (x%.2f)", r.speedup_vs_full); },
+      kSpeed, {});
 
   RgbImage out;
   out.width = img.cols;

@@ -63,8 +63,8 @@ std::unique_ptr<DemoQualityJudge> DemoQualityJudge::for_bundle(const io::ModelBu
     std::vector<RgbImage> held_out;
     for (const auto& [c, count] : per_class)
       for (int64_t j = 0; j < count; ++j)
-        held_out.push_back(world::render_scene(static_cast<int>(c), world::kHeldOutSeedBase + static_cast<uint64_t>(j),
-                                               image_size));
+        held_out.push_back(
+            world::render_scene(static_cast<int>(c), world::kHeldOutSeedBase + static_cast<uint64_t>(j), image_size));
     impl->reference_count = static_cast<int64_t>(held_out.size());
     if (impl->reference_count >= 2)
       impl->reference = feature_stats(impl->classifier->classify_u8(rgb_images_to_tensor(held_out)).features);

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -9,7 +10,6 @@
 #include <limits>
 #include <random>
 #include <system_error>
-#include <unistd.h>
 
 #include "engine/bench/demo_quality_judge.h"
 #include "engine/cache/policies/policy_registry.h"
@@ -38,8 +38,8 @@ const ModelFamily& family_of_architecture(const std::string& text) {
     if (text.rfind(f->name() + "-", 0) == 0) return *f;
     examples += (examples.empty() ? "" : ", ") + f->name() + "-demo";
   }
-  throw InvalidArgumentError("--random: unknown architecture '" + text + "' (expected <family>-<size>, e.g. " + examples +
-                             "; families: " + supported_family_names() + ")");
+  throw InvalidArgumentError("--random: unknown architecture '" + text + "' (expected <family>-<size>, e.g. " +
+                             examples + "; families: " + supported_family_names() + ")");
 }
 
 // A temporary bundle folder, removed when the benchmark ends (also on errors).
@@ -142,7 +142,8 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"kv_bytes_full", r.kv_bytes_full},
           {"process_peak_bytes", r.process_peak_bytes},
           {"process_peak_is_own", r.process_peak_is_own},
-          {"device_peak_bytes", r.device_peak_bytes >= 0 ? nlohmann::json(r.device_peak_bytes) : nlohmann::json(nullptr)},
+          {"device_peak_bytes",
+           r.device_peak_bytes >= 0 ? nlohmann::json(r.device_peak_bytes) : nlohmann::json(nullptr)},
           {"rounds", r.rounds},
           {"process_rss_delta_bytes", r.process_rss_delta_bytes},
           {"generation_ms", r.generation_ms},
@@ -185,7 +186,8 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   for (const auto& text : options.policies) {
     PolicySpec spec = parse_policy_spec(text);
     find_policy(spec.name);
-    const bool seen = std::any_of(specs.begin(), specs.end(), [&](const PolicySpec& s) { return s.text() == spec.text(); });
+    const bool seen = std::any_of(specs.begin(), specs.end(),
+                                  [&](const PolicySpec& s) { return s.text() == spec.text(); });
     if (!seen) specs.push_back(spec);
   }
 
@@ -244,7 +246,8 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   // Every policy is built once on the real geometry (both batch sizes the runs
   // use), so impossible budgets are refused before the first (possibly long) run.
   for (int64_t b : {options.batch, (options.images - 1) % options.batch + 1})
-    for (const auto& spec : specs) family.check_policy(bundle, spec.text(), PolicyCheck{b, base.cfg_scale, options.seed});
+    for (const auto& spec : specs)
+      family.check_policy(bundle, spec.text(), PolicyCheck{b, base.cfg_scale, options.seed});
   {
     GenerationRequest check = base;
     check.model_path = ".";
@@ -340,8 +343,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
 
   // Quality in miniature, for bundles that ship an evaluation classifier.
   std::unique_ptr<DemoQualityJudge> judge;
-  if (!all[0].images.empty())
-    judge = DemoQualityJudge::for_bundle(bundle, classes, all[0].images[0].width);
+  if (!all[0].images.empty()) judge = DemoQualityJudge::for_bundle(bundle, classes, all[0].images[0].width);
 
   std::vector<BenchRecord> records;
   const std::vector<std::vector<int32_t>>& ref_tokens = all[0].tokens;
@@ -383,7 +385,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
       rec.demo_fid = q.demo_fid;
       rec.quality_reference_images = judge->reference_images();
     }
-    rec.speedup_vs_full = records.empty() ? 1.0
+    rec.speedup_vs_full = records.empty()               ? 1.0
                           : records[0].tokens_per_s > 0 ? rec.tokens_per_s / records[0].tokens_per_s
                                                         : 0.0;
     records.push_back(std::move(rec));

@@ -52,21 +52,21 @@
 namespace kvs {
 
 struct BenchOptions {
-  std::string model_path;   // a bundle folder, or
-  std::string random_arch;  // "llamagen-B@384", "llamagen-XL@256", "llamagen-demo", "var-d16", "var-demo",
-                            // "mar-demo", "mar-B", "mar-L", "mar-H": seeded random
-                            // weights written (f16) to a temporary bundle, removed afterwards
+  std::string model_path;             // a bundle folder, or
+  std::string random_arch;            // "llamagen-B@384", "llamagen-XL@256", "llamagen-demo", "var-d16", "var-demo",
+                                      // "mar-demo", "mar-B", "mar-L", "mar-H": seeded random
+                                      // weights written (f16) to a temporary bundle, removed afterwards
   std::vector<std::string> policies;  // specs, e.g. "linear:rho=1/6,n_init=4"
   int64_t batch = 1;                  // images per generation run
   int64_t images = 1;                 // images per policy
   uint64_t seed = 0;
-  std::vector<int64_t> classes;       // cycled over the images; empty: 0, 1, 2, ...
+  std::vector<int64_t> classes;  // cycled over the images; empty: 0, 1, 2, ...
   // Unset: the model's sampling_defaults, else CFG 4, temperature 1, no top-k/top-p.
   std::optional<double> cfg, temperature, top_p;
   std::optional<int64_t> top_k;
-  bool warmup = true;                 // one untimed full-cache run first (thread pools,
-                                      // allocator and caches warm up; else the first policy
-                                      // measured, full, would pay for them)
+  bool warmup = true;  // one untimed full-cache run first (thread pools,
+                       // allocator and caches warm up; else the first policy
+                       // measured, full, would pay for them)
   // Timing rounds: every round runs each policy once, in turn, and a policy's
   // speed is its fastest round. Interleaving spreads a busy machine's noise
   // evenly over the policies instead of charging it to whichever ran then;
@@ -78,32 +78,32 @@ struct BenchOptions {
 };
 
 struct BenchRecord {
-  std::string policy;                          // canonical spec
-  std::map<std::string, std::string> params;   // the spec's parameters as written
+  std::string policy;                         // canonical spec
+  std::map<std::string, std::string> params;  // the spec's parameters as written
   int64_t kv_bytes_logical = 0;
   int64_t kv_bytes_allocated = 0;
   int64_t kv_bytes_peak = 0;
   int64_t kv_bytes_full = 0;
-  int64_t process_peak_bytes = 0;              // VmHWM after the policy's runs (see above)
-  bool process_peak_is_own = false;            // VmHWM was reset before the policy's runs
-  int64_t device_peak_bytes = -1;              // GPU: the caching allocator's peak over the policy's
-                                               // runs (weights included); -1 (JSON null) on the CPU
-  int64_t process_rss_delta_bytes = 0;         // RSS after minus before the policy's runs
-  double generation_ms = 0;                    // summed over runs (the fastest round)
-  int64_t rounds = 1;                          // timing rounds (BenchOptions::rounds)
-  double tokens_per_s = 0;                     // image tokens of all images / generation time
+  int64_t process_peak_bytes = 0;       // VmHWM after the policy's runs (see above)
+  bool process_peak_is_own = false;     // VmHWM was reset before the policy's runs
+  int64_t device_peak_bytes = -1;       // GPU: the caching allocator's peak over the policy's
+                                        // runs (weights included); -1 (JSON null) on the CPU
+  int64_t process_rss_delta_bytes = 0;  // RSS after minus before the policy's runs
+  double generation_ms = 0;             // summed over runs (the fastest round)
+  int64_t rounds = 1;                   // timing rounds (BenchOptions::rounds)
+  double tokens_per_s = 0;              // image tokens of all images / generation time
   double speedup_vs_full = 0;
   double token_agreement = 0;
-  double psnr = 0;                             // NaN when every image equals the full cache's
+  double psnr = 0;  // NaN when every image equals the full cache's
   double ssim = 0;
-  int64_t identical_images = 0;                // images whose tokens equal the full cache's
-  double class_accuracy = 0;                   // fraction; NaN without an evaluation classifier
-  double demo_fid = 0;                         // NaN without an evaluation classifier or < 2 images
-  int64_t quality_reference_images = 0;        // held-out images demo_fid is measured against
-  double flops = 0;                            // masked models: FLOPs per image (see above); NaN otherwise
-  double flops_vs_full = 0;                    // flops / the full run's flops; NaN when not counted
-  int64_t steps = 0;                           // masked models: decoding steps; 0 otherwise
-  std::string family;                          // "llamagen" | "var" | "mar"
+  int64_t identical_images = 0;          // images whose tokens equal the full cache's
+  double class_accuracy = 0;             // fraction; NaN without an evaluation classifier
+  double demo_fid = 0;                   // NaN without an evaluation classifier or < 2 images
+  int64_t quality_reference_images = 0;  // held-out images demo_fid is measured against
+  double flops = 0;                      // masked models: FLOPs per image (see above); NaN otherwise
+  double flops_vs_full = 0;              // flops / the full run's flops; NaN when not counted
+  int64_t steps = 0;                     // masked models: decoding steps; 0 otherwise
+  std::string family;                    // "llamagen" | "var" | "mar"
   int64_t images = 0, batch = 0;
   std::string model, device;
   int64_t grid_height = 0, grid_width = 0;

@@ -21,9 +21,7 @@ at::Tensor offsets_of(const at::Tensor& capacities) {
   return (at::cumsum(flat, 0) - flat).view(capacities.sizes()).contiguous();
 }
 
-bool all_equal(const at::Tensor& t) {
-  return t.numel() == 0 || t.min().item<int64_t>() == t.max().item<int64_t>();
-}
+bool all_equal(const at::Tensor& t) { return t.numel() == 0 || t.min().item<int64_t>() == t.max().item<int64_t>(); }
 
 }  // namespace
 
@@ -72,7 +70,9 @@ std::vector<int64_t> KvStore::positions(int64_t layer, int64_t row, int64_t head
   return std::vector<int64_t>(p, p + n);
 }
 
-int64_t KvStore::max_length_of(const Layer& layer) { return layer.lengths.numel() ? layer.lengths.max().item<int64_t>() : 0; }
+int64_t KvStore::max_length_of(const Layer& layer) {
+  return layer.lengths.numel() ? layer.lengths.max().item<int64_t>() : 0;
+}
 
 void KvStore::repack(Layer& layer, const at::Tensor& new_capacities, const std::vector<std::vector<int64_t>>& kept) {
   const int64_t segments = rows_ * kv_heads_;
@@ -119,7 +119,8 @@ void KvStore::repack(Layer& layer, const at::Tensor& new_capacities, const std::
   layer.regular = all_equal(layer.capacities);
 }
 
-void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor& v, const std::vector<int64_t>& positions) {
+void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor& v,
+                     const std::vector<int64_t>& positions) {
   Layer& layer = layers_.at(layer_index);
   const int64_t t = k.size(2);
   if (static_cast<int64_t>(positions.size()) != t) throw Error("KvStore::append: positions do not match tokens");
@@ -145,7 +146,8 @@ void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor&
     const int64_t capacity = stride;
     layer.k.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, lo, t).copy_(k);
     layer.v.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, lo, t).copy_(v);
-    layer.positions.narrow(2, lo, t).copy_(at::tensor(positions, kCpuLong).view({1, 1, t}).expand({rows_, kv_heads_, t}));
+    layer.positions.narrow(2, lo, t).copy_(
+        at::tensor(positions, kCpuLong).view({1, 1, t}).expand({rows_, kv_heads_, t}));
   } else {
     // Ragged: every segment continues at its own length; one scatter per buffer.
     at::Tensor slot = (layer.offsets + layer.lengths).unsqueeze(-1) + at::arange(t, kCpuLong).view({1, 1, t});
@@ -235,12 +237,14 @@ std::vector<int64_t> KvStore::evicted_first_row_since_last_report() const {
 }
 
 void KvStore::retain_pairs(int64_t layer, const at::Tensor& keep) {
-  if (rows_ % 2 != 0 || keep.size(0) != rows_ / 2) throw Error("KvStore::retain_pairs: needs [rows/2, ...] and even rows");
+  if (rows_ % 2 != 0 || keep.size(0) != rows_ / 2)
+    throw Error("KvStore::retain_pairs: needs [rows/2, ...] and even rows");
   retain(layer, at::cat({keep, keep}, 0));
 }
 
 at::Tensor KvStore::padded(const Layer& layer, const at::Tensor& buffer, int64_t length) const {
-  if (length <= 0 || buffer.size(0) == 0) return at::zeros({rows_, kv_heads_, std::max<int64_t>(length, 0), head_dim_}, options_);
+  if (length <= 0 || buffer.size(0) == 0)
+    return at::zeros({rows_, kv_heads_, std::max<int64_t>(length, 0), head_dim_}, options_);
   at::Tensor out;
   if (layer.regular) {
     const int64_t capacity = layer.positions.size(2);

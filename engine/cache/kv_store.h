@@ -143,14 +143,14 @@ class KvStore {
 
  private:
   struct Layer {
-    at::Tensor k, v;         // [slots, head_dim], on the compute device
-    at::Tensor offsets;      // int64 [rows, kv_heads], CPU: first slot of each segment
-    at::Tensor capacities;   // int64 [rows, kv_heads], CPU
-    at::Tensor lengths;      // int64 [rows, kv_heads], CPU
-    at::Tensor positions;    // int64 [rows, kv_heads, max capacity], CPU, -1 past the length
+    at::Tensor k, v;        // [slots, head_dim], on the compute device
+    at::Tensor offsets;     // int64 [rows, kv_heads], CPU: first slot of each segment
+    at::Tensor capacities;  // int64 [rows, kv_heads], CPU
+    at::Tensor lengths;     // int64 [rows, kv_heads], CPU
+    at::Tensor positions;   // int64 [rows, kv_heads, max capacity], CPU, -1 past the length
     int64_t appended = 0;
     int64_t evicted_first_row = 0;  // retain() drops from row 0's segments, summed over KV heads
-    bool regular = true;     // all capacities equal (buffers viewable as 4-D)
+    bool regular = true;            // all capacities equal (buffers viewable as 4-D)
   };
   static int64_t max_length_of(const Layer& layer);
   // Moves every segment's first `keep_slots[s]` source slots (given as flat source

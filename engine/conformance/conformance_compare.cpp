@@ -9,8 +9,8 @@
 
 namespace kvs {
 
-ConformanceCheck compare_with_reference(const std::string& name, const nlohmann::ordered_json& spec, const at::Tensor& got_in,
-                                        const at::Tensor& ref_in) {
+ConformanceCheck compare_with_reference(const std::string& name, const nlohmann::ordered_json& spec,
+                                        const at::Tensor& got_in, const at::Tensor& ref_in) {
   ConformanceCheck check;
   check.tensor = name;
   check.role = spec.value("role", "output");
@@ -83,7 +83,8 @@ void check_outputs(const nlohmann::ordered_json& tensors, ConformanceReport& rep
     const nlohmann::ordered_json& spec = it.value();
     const std::string role = spec.value("role", "");
     if (role != "output" && role != "debug") continue;
-    report.checks.push_back(checked_output(name, role, [&](ConformanceCheck& check) { return produce(name, spec, check); }));
+    report.checks.push_back(
+        checked_output(name, role, [&](ConformanceCheck& check) { return produce(name, spec, check); }));
   }
 }
 

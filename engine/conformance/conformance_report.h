@@ -7,12 +7,12 @@
 namespace kvs {
 
 struct ConformanceCheck {
-  std::string tensor;       // io tensor name
-  std::string role;         // output | debug
-  bool exact = false;       // integer tensor: counts mismatches
+  std::string tensor;  // io tensor name
+  std::string role;    // output | debug
+  bool exact = false;  // integer tensor: counts mismatches
   double max_abs_error = 0;
   double atol = 0;
-  int64_t mismatches = 0;   // elements with |got - ref| > atol
+  int64_t mismatches = 0;  // elements with |got - ref| > atol
   int64_t elements = 0;
   bool passed = false;
   bool skipped = false;

@@ -9,7 +9,6 @@
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 
-
 namespace kvs {
 
 DeviceKind parse_device_kind(const std::string& name) {
@@ -32,10 +31,9 @@ DeviceChoice choose_device(DeviceKind requested, int threads) {
   DeviceChoice choice;
   const bool have_cuda = cuda_available();
   if (requested == DeviceKind::Cuda && !have_cuda) {
-    throw DeviceError(
-        "--device cuda requested but no CUDA device is available (this LibTorch " +
-        std::string(at::hasCUDA() ? "has CUDA support but found no GPU" : "was built without CUDA") +
-        "); use --device cpu or auto");
+    throw DeviceError("--device cuda requested but no CUDA device is available (this LibTorch " +
+                      std::string(at::hasCUDA() ? "has CUDA support but found no GPU" : "was built without CUDA") +
+                      "); use --device cpu or auto");
   }
   if (requested == DeviceKind::Cuda || (requested == DeviceKind::Auto && have_cuda)) {
     choice.kind = DeviceKind::Cuda;

@@ -106,7 +106,8 @@ void write_png(const std::string& path, const RgbImage& image, const PngTextChun
   file.reset();
   if (!flushed) {
     std::remove(tmp.c_str());
-    throw FileError("file " + path + ": PNG write failed (" + (ok ? std::string("disk full?") : std::string(error)) + ")");
+    throw FileError("file " + path + ": PNG write failed (" + (ok ? std::string("disk full?") : std::string(error)) +
+                    ")");
   }
   std::error_code ec;
   std::filesystem::rename(tmp, path, ec);

@@ -11,7 +11,8 @@ void require_family(const ModelBundle& bundle, const std::string& family) {
     throw ModelMismatchError("model " + bundle.dir + ": family '" + bundle.family() + "' is not " + family);
 }
 
-void parse_manifest_sections(const ModelBundle& bundle, const std::string& sections, const std::function<void()>& parse) {
+void parse_manifest_sections(const ModelBundle& bundle, const std::string& sections,
+                             const std::function<void()>& parse) {
   try {
     parse();
   } catch (const nlohmann::json::exception& e) {
@@ -45,7 +46,8 @@ std::map<std::string, at::Tensor> tensors_with_prefix(const SafetensorsReader& r
 void require_floating_tensors(const SafetensorsReader& reader, const std::vector<std::string>& integer_buffers) {
   for (const auto& e : reader.index().tensors) {
     const bool floating = e.dtype == DType::F32 || e.dtype == DType::F16 || e.dtype == DType::BF16;
-    if (floating || std::find(integer_buffers.begin(), integer_buffers.end(), e.name) != integer_buffers.end()) continue;
+    if (floating || std::find(integer_buffers.begin(), integer_buffers.end(), e.name) != integer_buffers.end())
+      continue;
     throw ModelMismatchError("file " + reader.path() + ": tensor " + e.name + " has dtype " + dtype_name(e.dtype) +
                              ", expected a floating-point type");
   }

@@ -26,7 +26,8 @@ void require_family(const ModelBundle& bundle, const std::string& family);
 // Runs `parse` (which reads model.json's sections); a missing section or a bad
 // value becomes a FormatError naming model.json and `sections` ("architecture.var
 // or tokenizer").
-void parse_manifest_sections(const ModelBundle& bundle, const std::string& sections, const std::function<void()>& parse);
+void parse_manifest_sections(const ModelBundle& bundle, const std::string& sections,
+                             const std::function<void()>& parse);
 
 // The bundle's class names (may be empty); FormatError when there are some but
 // not `num_classes` of them.

@@ -41,10 +41,11 @@ ModelBundle ModelBundle::open(const std::string& path) {
   };
   require(m.is_object(), "must be a JSON object");
   require(m.value("format", "") == "kvstudio-bundle", "field \"format\" must be \"kvstudio-bundle\"");
-  require(m.contains("format_version") && m["format_version"].is_number_integer(), "missing integer \"format_version\"");
-  require(m["format_version"].get<int>() <= kBundleFormatVersion,
-          "format_version " + m["format_version"].dump() + " is newer than this KV Studio understands (" +
-              std::to_string(kBundleFormatVersion) + ")");
+  require(m.contains("format_version") && m["format_version"].is_number_integer(),
+          "missing integer \"format_version\"");
+  require(m["format_version"].get<int>() <= kBundleFormatVersion, "format_version " + m["format_version"].dump() +
+                                                                      " is newer than this KV Studio understands (" +
+                                                                      std::to_string(kBundleFormatVersion) + ")");
   require(m.contains("family") && m["family"].is_string(), "missing string field \"family\"");
   require(m.contains("architecture") && m["architecture"].is_object(), "missing object \"architecture\"");
   require(m.contains("files") && m["files"].is_object() && m["files"].contains("weights") &&

@@ -23,7 +23,7 @@ struct ModelBundle {
 
   std::string name() const;
   std::string family() const;
-  std::string weights_path() const;  // absolute path of files.weights
+  std::string weights_path() const;              // absolute path of files.weights
   std::vector<std::string> class_names() const;  // may be empty
 
   // Reads and validates DIR/model.json (or a path to model.json itself).

@@ -58,9 +58,9 @@ std::size_t dtype_size(DType dtype) {
 }
 
 bool parse_dtype(const std::string& name, DType* out) {
-  static const std::pair<const char*, DType> kTable[] = {
-      {"F32", DType::F32}, {"F16", DType::F16}, {"BF16", DType::BF16},
-      {"I64", DType::I64}, {"I32", DType::I32}, {"U8", DType::U8}};
+  static const std::pair<const char*, DType> kTable[] = {{"F32", DType::F32},   {"F16", DType::F16},
+                                                         {"BF16", DType::BF16}, {"I64", DType::I64},
+                                                         {"I32", DType::I32},   {"U8", DType::U8}};
   for (const auto& [n, d] : kTable) {
     if (name == n) {
       *out = d;
@@ -164,7 +164,8 @@ SafetensorsIndex parse_safetensors(const uint8_t* data, std::size_t size, const 
 
     const auto& shape = value["shape"];
     if (!shape.is_array()) fail(origin, where + ": shape must be an array");
-    if (shape.size() > 16) fail(origin, where + ": shape has " + std::to_string(shape.size()) + " dimensions (at most 16)");
+    if (shape.size() > 16)
+      fail(origin, where + ": shape has " + std::to_string(shape.size()) + " dimensions (at most 16)");
     // numel * dtype size must not overflow 64 bits: bound it by the data size.
     const uint64_t elem = dtype_size(entry.dtype);
     uint64_t bytes = elem;
@@ -183,13 +184,12 @@ SafetensorsIndex parse_safetensors(const uint8_t* data, std::size_t size, const 
     }
 
     const auto& offsets = value["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2)
-      fail(origin, where + ": data_offsets must be [begin, end]");
+    if (!offsets.is_array() || offsets.size() != 2) fail(origin, where + ": data_offsets must be [begin, end]");
     entry.begin = json_u64(offsets[0], origin, where + " data_offsets[0]");
     entry.end = json_u64(offsets[1], origin, where + " data_offsets[1]");
     if (entry.end < entry.begin)
-      fail(origin, where + " has data_offsets [" + std::to_string(entry.begin) + "," +
-                       std::to_string(entry.end) + "] with end before begin");
+      fail(origin, where + " has data_offsets [" + std::to_string(entry.begin) + "," + std::to_string(entry.end) +
+                       "] with end before begin");
     if (entry.end - entry.begin != bytes)
       fail(origin, where + " with dtype " + dtype_name(entry.dtype) + " and shape " + shape_string(entry.shape) +
                        " needs " + std::to_string(bytes) + " bytes but data_offsets span " +

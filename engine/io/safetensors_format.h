@@ -18,8 +18,8 @@ namespace kvs::io {
 
 enum class DType { F32, F16, BF16, I64, I32, U8 };
 
-const char* dtype_name(DType dtype);       // "F32", ...
-std::size_t dtype_size(DType dtype);       // bytes per element
+const char* dtype_name(DType dtype);  // "F32", ...
+std::size_t dtype_size(DType dtype);  // bytes per element
 bool parse_dtype(const std::string& name, DType* out);
 
 struct TensorEntry {
@@ -35,9 +35,9 @@ struct TensorEntry {
 struct SafetensorsIndex {
   std::vector<TensorEntry> tensors;  // in header order
   std::map<std::string, std::string> metadata;
-  uint64_t header_bytes = 0;   // N
-  uint64_t data_offset = 0;    // 8 + N
-  uint64_t data_bytes = 0;     // file size - data_offset
+  uint64_t header_bytes = 0;  // N
+  uint64_t data_offset = 0;   // 8 + N
+  uint64_t data_bytes = 0;    // file size - data_offset
 
   const TensorEntry* find(const std::string& name) const;
 };

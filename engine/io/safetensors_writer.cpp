@@ -22,7 +22,9 @@ void write_safetensors(const std::string& path, const NamedTensors& tensors,
     at::Tensor c = t.detach().to(at::kCPU).contiguous();
     const DType dtype = from_scalar_type(c.scalar_type());
     const uint64_t bytes = static_cast<uint64_t>(c.numel()) * dtype_size(dtype);
-    header[name] = {{"dtype", dtype_name(dtype)}, {"shape", c.sizes().vec()}, {"data_offsets", {offset, offset + bytes}}};
+    header[name] = {{"dtype", dtype_name(dtype)},
+                    {"shape", c.sizes().vec()},
+                    {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
     contiguous.push_back(std::move(c));
   }

@@ -29,8 +29,18 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 // appended to itself) without recursive destruction or reference-count cycles.
 
 enum class Kind : uint8_t {
-  None, Bool, Int, BigInt, Float, Str, Bytes,
-  Tuple, List, Set, FrozenSet, Dict,
+  None,
+  Bool,
+  Int,
+  BigInt,
+  Float,
+  Str,
+  Bytes,
+  Tuple,
+  List,
+  Set,
+  FrozenSet,
+  Dict,
   Global,   // a class or function named by GLOBAL/STACK_GLOBAL, never resolved
   Object,   // the opaque result of calling/instantiating an unknown Global
   Storage,  // a tensor storage named by a persistent id (not loaded yet)
@@ -39,9 +49,9 @@ enum class Kind : uint8_t {
 
 struct Value {
   Kind kind = Kind::None;
-  int64_t num = 0;     // Bool / Int
-  double real = 0;     // Float
-  std::size_t ref = 0; // index into the arena of its kind
+  int64_t num = 0;      // Bool / Int
+  double real = 0;      // Float
+  std::size_t ref = 0;  // index into the arena of its kind
 };
 
 struct DictData {
@@ -82,17 +92,33 @@ struct TensorData {
 // Storage classes and dtypes that name a tensor's element type in a persistent id.
 std::optional<c10::ScalarType> storage_dtype(const GlobalData& g) {
   if (g.module != "torch") return std::nullopt;
-  static const std::pair<const char*, c10::ScalarType> kTable[] = {
-      {"FloatStorage", at::kFloat},   {"DoubleStorage", at::kDouble},  {"HalfStorage", at::kHalf},
-      {"BFloat16Storage", at::kBFloat16}, {"LongStorage", at::kLong},  {"IntStorage", at::kInt},
-      {"ShortStorage", at::kShort},   {"CharStorage", at::kChar},      {"ByteStorage", at::kByte},
-      {"BoolStorage", at::kBool},     {"UntypedStorage", at::kByte},
-      {"float32", at::kFloat},        {"float", at::kFloat},           {"float64", at::kDouble},
-      {"double", at::kDouble},        {"float16", at::kHalf},          {"half", at::kHalf},
-      {"bfloat16", at::kBFloat16},    {"int64", at::kLong},            {"long", at::kLong},
-      {"int32", at::kInt},            {"int", at::kInt},               {"int16", at::kShort},
-      {"short", at::kShort},          {"int8", at::kChar},             {"uint8", at::kByte},
-      {"bool", at::kBool}};
+  static const std::pair<const char*, c10::ScalarType> kTable[] = {{"FloatStorage", at::kFloat},
+                                                                   {"DoubleStorage", at::kDouble},
+                                                                   {"HalfStorage", at::kHalf},
+                                                                   {"BFloat16Storage", at::kBFloat16},
+                                                                   {"LongStorage", at::kLong},
+                                                                   {"IntStorage", at::kInt},
+                                                                   {"ShortStorage", at::kShort},
+                                                                   {"CharStorage", at::kChar},
+                                                                   {"ByteStorage", at::kByte},
+                                                                   {"BoolStorage", at::kBool},
+                                                                   {"UntypedStorage", at::kByte},
+                                                                   {"float32", at::kFloat},
+                                                                   {"float", at::kFloat},
+                                                                   {"float64", at::kDouble},
+                                                                   {"double", at::kDouble},
+                                                                   {"float16", at::kHalf},
+                                                                   {"half", at::kHalf},
+                                                                   {"bfloat16", at::kBFloat16},
+                                                                   {"int64", at::kLong},
+                                                                   {"long", at::kLong},
+                                                                   {"int32", at::kInt},
+                                                                   {"int", at::kInt},
+                                                                   {"int16", at::kShort},
+                                                                   {"short", at::kShort},
+                                                                   {"int8", at::kChar},
+                                                                   {"uint8", at::kByte},
+                                                                   {"bool", at::kBool}};
   for (const auto& [name, type] : kTable)
     if (g.name == name) return type;
   return std::nullopt;
@@ -449,7 +475,8 @@ int64_t Unpickler::int_arg(const Value& v, const char* what) const {
 }
 
 std::vector<int64_t> Unpickler::int_tuple(const Value& v, const char* what) const {
-  if (v.kind != Kind::Tuple && v.kind != Kind::List) fail(std::string(what) + " is " + describe(v) + ", expected a tuple");
+  if (v.kind != Kind::Tuple && v.kind != Kind::List)
+    fail(std::string(what) + " is " + describe(v) + ", expected a tuple");
   const auto& items = seqs[v.ref];
   if (items.size() > kMaxDims) fail(std::string(what) + " has more than " + std::to_string(kMaxDims) + " dimensions");
   std::vector<int64_t> out;
@@ -515,7 +542,8 @@ Value Unpickler::call(const Value& fn, const Value& args) {
   const bool rebuild_parameter = g->module == "torch._utils" && g->name == "_rebuild_parameter";
   // Arguments of anything else are kept by reference, never copied.
   if (!ordered_dict && !rebuild_tensor_v2 && !rebuild_parameter) return new_object(fn.ref, args);
-  if (seqs[args.ref].size() > 7) fail(g->full() + " called with " + std::to_string(seqs[args.ref].size()) + " arguments");
+  if (seqs[args.ref].size() > 7)
+    fail(g->full() + " called with " + std::to_string(seqs[args.ref].size()) + " arguments");
   const std::vector<Value> a = seqs[args.ref];  // a copy: rebuilding may grow the arenas
   if (ordered_dict) {
     // OrderedDict() or OrderedDict([(k, v), ...]).
@@ -601,7 +629,8 @@ Value Unpickler::load() {
     switch (op_) {
       case 0x80: {  // PROTO
         const uint8_t proto = *take(1);
-        if (proto < 2 || proto > 5) fail("pickle protocol " + std::to_string(proto) + " is not supported (expected 2..5)");
+        if (proto < 2 || proto > 5)
+          fail("pickle protocol " + std::to_string(proto) + " is not supported (expected 2..5)");
         break;
       }
       case 0x95: {  // FRAME: a read-ahead hint; only its length is checked
@@ -625,7 +654,7 @@ Value Unpickler::load() {
         else fail("stack underflow");
         break;
       case '1': pop_mark(); break;  // POP_MARK
-      case '2': {  // DUP
+      case '2': {                   // DUP
         const Value v = top();
         push(v);
         break;
@@ -658,15 +687,17 @@ Value Unpickler::load() {
         push(v);
         break;
       }
-      case 0x8c: push(new_string(Kind::Str, take_string(take_le(1)))); break;  // SHORT_BINUNICODE
-      case 'X': push(new_string(Kind::Str, take_string(take_le(4)))); break;   // BINUNICODE
-      case 0x8d: push(new_string(Kind::Str, take_string(take_le(8)))); break;  // BINUNICODE8
+      case 0x8c: push(new_string(Kind::Str, take_string(take_le(1)))); break;   // SHORT_BINUNICODE
+      case 'X': push(new_string(Kind::Str, take_string(take_le(4)))); break;    // BINUNICODE
+      case 0x8d: push(new_string(Kind::Str, take_string(take_le(8)))); break;   // BINUNICODE8
       case 'C': push(new_string(Kind::Bytes, take_string(take_le(1)))); break;  // SHORT_BINBYTES
       case 'B': push(new_string(Kind::Bytes, take_string(take_le(4)))); break;  // BINBYTES
-      case 0x8e: push(new_string(Kind::Bytes, take_string(take_le(8)))); break;  // BINBYTES8
+      case 0x8e:
+        push(new_string(Kind::Bytes, take_string(take_le(8))));
+        break;  // BINBYTES8
       // Python 2 str: torch.load decodes it as text.
       case 'U': push(new_string(Kind::Str, take_string(take_le(1)))); break;  // SHORT_BINSTRING
-      case 'T': {  // BINSTRING
+      case 'T': {                                                             // BINSTRING
         const int64_t n = static_cast<int32_t>(static_cast<uint32_t>(take_le(4)));
         if (n < 0) fail("negative BINSTRING length");
         push(new_string(Kind::Str, take_string(static_cast<uint64_t>(n))));
@@ -717,7 +748,7 @@ Value Unpickler::load() {
         break;
       }
       case 0x8f: push(new_seq(Kind::Set, {})); break;  // EMPTY_SET
-      case 0x90: {  // ADDITEMS
+      case 0x90: {                                     // ADDITEMS
         const std::vector<Value> items = pop_mark();
         Value& target = top();
         if (target.kind != Kind::Set) fail("cannot add items to " + describe(target));
@@ -727,7 +758,7 @@ Value Unpickler::load() {
         break;
       }
       case 0x91: push(new_seq(Kind::FrozenSet, pop_mark())); break;  // FROZENSET
-      case 'c': {  // GLOBAL "module\nname\n"
+      case 'c': {                                                    // GLOBAL "module\nname\n"
         std::string module = take_line();
         std::string name = take_line();
         push(global(std::move(module), std::move(name)));
@@ -765,12 +796,12 @@ Value Unpickler::load() {
         build(top(), state);
         break;
       }
-      case 'q': memo_put(take_le(1)); break;       // BINPUT
-      case 'r': memo_put(take_le(4)); break;       // LONG_BINPUT
-      case 0x94: memo_put(memo_.size()); break;    // MEMOIZE
+      case 'q': memo_put(take_le(1)); break;        // BINPUT
+      case 'r': memo_put(take_le(4)); break;        // LONG_BINPUT
+      case 0x94: memo_put(memo_.size()); break;     // MEMOIZE
       case 'h': push(memo_get(take_le(1))); break;  // BINGET
       case 'j': push(memo_get(take_le(4))); break;  // LONG_BINGET
-      case 'Q': {  // BINPERSID
+      case 'Q': {                                   // BINPERSID
         const Value pid = pop();
         push(persistent_load(pid));
         break;
@@ -796,8 +827,9 @@ class StorageLoader {
   at::Tensor tensor(const TensorData& t, const std::string& name) {
     const StorageData& s = vm_.storages[t.storage];
     if (!s.dtype)
-      throw FormatError(origin_ + ": tensor " + name + " has storage type " + s.type_name +
-                        ", which is not supported (supported: float32/64, float16, bfloat16, int8/16/32/64, uint8, bool)");
+      throw FormatError(
+          origin_ + ": tensor " + name + " has storage type " + s.type_name +
+          ", which is not supported (supported: float32/64, float16, bfloat16, int8/16/32/64, uint8, bool)");
     return storage(s, name).as_strided(t.sizes, t.strides, t.offset);
   }
 
@@ -818,7 +850,8 @@ class StorageLoader {
     try {
       data = reader_.getRecord(record);
     } catch (const c10::Error& e) {
-      throw FormatError(origin_ + ": cannot read record " + record + " (" + first_line(e.what_without_backtrace()) + ")");
+      throw FormatError(origin_ + ": cannot read record " + record + " (" + first_line(e.what_without_backtrace()) +
+                        ")");
     }
     if (std::get<1>(data) != want)
       throw FormatError(origin_ + ": record " + record + " has " + std::to_string(std::get<1>(data)) +
@@ -831,7 +864,8 @@ class StorageLoader {
       // The record's buffer (from the CPU allocator, so suitably aligned) becomes the
       // tensor's memory without a copy; the deleter keeps it alive.
       auto owner = std::make_shared<at::DataPtr>(std::move(std::get<0>(data)));
-      flat = at::from_blob(owner->get(), {s.numel}, [owner](void*) {}, options);
+      flat = at::from_blob(
+          owner->get(), {s.numel}, [owner](void*) {}, options);
     }
     cache_.emplace(s.key, flat);
     return flat;
@@ -846,7 +880,7 @@ class StorageLoader {
 }  // namespace
 
 std::vector<std::pair<std::string, at::Tensor>> read_torch_state_dict(const std::string& path,
-                                                                    const std::string& what) {
+                                                                      const std::string& what) {
   return read_torch_state_dict_under(path, what, {"model", "module", "state_dict"}).tensors;
 }
 
@@ -892,13 +926,15 @@ TorchStateDict read_torch_state_dict_under(const std::string& path, const std::s
       auto [ptr, n] = reader->getRecord("byteorder");
       const std::string order(static_cast<const char*>(ptr.get()), n);
       if (order != "little")
-        throw FormatError(origin + ": tensors are stored in " + order + "-endian byte order; only little-endian is supported");
+        throw FormatError(origin + ": tensors are stored in " + order +
+                          "-endian byte order; only little-endian is supported");
     }
     auto [pkl, pkl_size] = reader->getRecord("data.pkl");
     Unpickler vm(static_cast<const uint8_t*>(pkl.get()), pkl_size, origin);
     const Value root = vm.load();
     if (root.kind != Kind::Dict)
-      throw FormatError(origin + ": top level is " + vm.describe(root) + ", expected a dict (a state dict or {\"model\": ...})");
+      throw FormatError(origin + ": top level is " + vm.describe(root) +
+                        ", expected a dict (a state dict or {\"model\": ...})");
 
     // {"<key>": sd} for the first of `keys` (e.g. "model", "module", "state_dict") / the state dict itself.
     std::size_t selected = root.ref;
@@ -921,7 +957,8 @@ TorchStateDict read_torch_state_dict_under(const std::string& path, const std::s
     const DictData& sd = vm.dicts[selected];
     out.reserve(sd.items.size());
     for (const auto& [key, value] : sd.items) {
-      if (key.kind != Kind::Str) throw FormatError(origin + ": " + where + " has a key that is " + vm.describe(key) + ", expected a string");
+      if (key.kind != Kind::Str)
+        throw FormatError(origin + ": " + where + " has a key that is " + vm.describe(key) + ", expected a string");
       const std::string& name = vm.strings[key.ref];
       if (!valid_utf8(name)) throw FormatError(origin + ": " + where + " has a key that is not valid UTF-8");
       if (value.kind != Kind::Tensor)

@@ -30,8 +30,7 @@ namespace kvs::io {
 // `what` names the file in messages ("checkpoint", "tokenizer", ...), e.g.
 //   "checkpoint /path/x.pt: not a PyTorch checkpoint (expected the zip format written by torch.save)".
 // Throws FileError (missing/unreadable) or FormatError (anything malformed or unsupported).
-std::vector<std::pair<std::string, at::Tensor>> read_torch_state_dict(const std::string& path,
-                                                                    const std::string& what);
+std::vector<std::pair<std::string, at::Tensor>> read_torch_state_dict(const std::string& path, const std::string& what);
 
 // The same with the candidate keys given: the dict under the first of `keys`
 // whose value is a dict (a key holding None or a non-dict is passed over), else

@@ -52,8 +52,7 @@ double ssim_channel(const cv::Mat& x, const cv::Mat& y) {
   cv::Mat map;
   cv::divide(numerator, denominator, map);
   constexpr int r = 5;  // window radius: 'valid' region as in the reference code
-  if (map.rows >= 2 * r + 1 && map.cols >= 2 * r + 1)
-    map = map(cv::Rect(r, r, map.cols - 2 * r, map.rows - 2 * r));
+  if (map.rows >= 2 * r + 1 && map.cols >= 2 * r + 1) map = map(cv::Rect(r, r, map.cols - 2 * r, map.rows - 2 * r));
   return cv::mean(map)[0];
 }
 

@@ -28,7 +28,9 @@ void ClassifierConfig::validate() const {
 }
 
 nlohmann::json to_json(const ClassifierConfig& c) {
-  return {{"num_classes", c.num_classes}, {"image_size", c.image_size}, {"channels", c.channels},
+  return {{"num_classes", c.num_classes},
+          {"image_size", c.image_size},
+          {"channels", c.channels},
           {"norm_groups", c.norm_groups}};
 }
 
@@ -90,8 +92,8 @@ SceneClassifier::Output SceneClassifier::forward(const at::Tensor& images) const
     const std::string p = "stages." + std::to_string(i) + ".";
     for (const char* k : {"1", "2"}) {
       h = at::conv2d(h, w(p + "conv" + k + ".weight"), w(p + "conv" + k + ".bias"), {1, 1}, {1, 1});
-      h = at::silu(at::group_norm(h, config_.norm_groups, w(p + "norm" + k + ".weight"), w(p + "norm" + k + ".bias"),
-                                  1e-5));
+      h = at::silu(
+          at::group_norm(h, config_.norm_groups, w(p + "norm" + k + ".weight"), w(p + "norm" + k + ".bias"), 1e-5));
     }
     if (i + 1 < stages) h = at::avg_pool2d(h, {2, 2});
   }

@@ -25,7 +25,8 @@ const ModelFamily* lookup_model_family(const std::string& name) {
 
 const ModelFamily& find_model_family(const std::string& name) {
   if (const ModelFamily* f = lookup_model_family(name)) return *f;
-  throw InvalidArgumentError("model family '" + name + "' is not supported (supported: " + supported_family_names() + ")");
+  throw InvalidArgumentError("model family '" + name + "' is not supported (supported: " + supported_family_names() +
+                             ")");
 }
 
 const FamilyDescription* find_family_description(const std::string& name) {

@@ -22,7 +22,8 @@ ModelSamplingDefaults read_sampling_defaults(const nlohmann::json& manifest) {
   if (d.contains("top_p") && d["top_p"].is_number()) out.top_p = d["top_p"].get<double>();
   if (d.contains("top_k") && d["top_k"].is_number_integer()) out.top_k = d["top_k"].get<int64_t>();
   if (d.contains("steps") && d["steps"].is_number_integer()) out.steps = d["steps"].get<int64_t>();
-  if (d.contains("cfg_schedule") && d["cfg_schedule"].is_string()) out.cfg_schedule = d["cfg_schedule"].get<std::string>();
+  if (d.contains("cfg_schedule") && d["cfg_schedule"].is_string())
+    out.cfg_schedule = d["cfg_schedule"].get<std::string>();
   return out;
 }
 

@@ -16,7 +16,8 @@ at::Tensor filter_var_top_k_top_p(const at::Tensor& input, int64_t top_k, double
   if (top_k > 0) {
     // logits < topk(top_k).amin(): ties with the k-th value survive.
     const int64_t k = std::min<int64_t>(top_k, vocab);
-    at::Tensor kth = std::get<0>(at::topk(logits, k, -1, /*largest=*/true, /*sorted=*/false)).amin(-1, /*keepdim=*/true);
+    at::Tensor kth =
+        std::get<0>(at::topk(logits, k, -1, /*largest=*/true, /*sorted=*/false)).amin(-1, /*keepdim=*/true);
     logits.masked_fill_(logits < kth, neg_inf);
   }
   if (top_p > 0 && top_p < 1.0) {

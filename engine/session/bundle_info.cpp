@@ -23,9 +23,10 @@ StoredWeights stored_weights(const std::string& weights_path, const std::vector<
 }
 
 std::string kv_cache_text(int64_t kv_per_token_f32, int64_t tokens) {
-  return format_text("%lld bytes/token in float32 (%lld in fp16/bf16); full image: %.2f MiB per sequence,\n"
-                     "x2 with CFG (conditional + unconditional rows)",
-                     (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2, kv_per_token_f32 * tokens / 1048576.0);
+  return format_text(
+      "%lld bytes/token in float32 (%lld in fp16/bf16); full image: %.2f MiB per sequence,\n"
+      "x2 with CFG (conditional + unconditional rows)",
+      (long long)kv_per_token_f32, (long long)kv_per_token_f32 / 2, kv_per_token_f32 * tokens / 1048576.0);
 }
 
 std::string join_ints(const std::vector<int64_t>& values) {

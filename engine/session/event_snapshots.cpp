@@ -42,8 +42,8 @@ RetainedMasks retained_masks(const KvStore& store, int64_t total_positions) {
       for (int64_t j = 0; j < capacity; ++j) {
         const int64_t position = p[h * capacity + j];
         if (position < 0 || position >= total_positions) continue;
-        masks.bits[static_cast<size_t>((l * masks.kv_heads + h) * masks.words() + position / 64)] |=
-            uint64_t{1} << (position % 64);
+        masks.bits[static_cast<size_t>((l * masks.kv_heads + h) * masks.words() + position / 64)] |= uint64_t{1}
+                                                                                                     << (position % 64);
       }
   }
   return masks;

@@ -3,8 +3,8 @@
 // generation_events.h; shared by the families' session drivers.
 #include <ATen/core/Tensor.h>
 
-#include <cstdint>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <string>

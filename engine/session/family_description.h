@@ -22,11 +22,11 @@ std::string unit_noun(GenerationUnit unit);
 // The per-unit overlays a family's UnitDoneEvents carry (besides memory and
 // timing, which every family reports).
 struct FamilyOverlays {
-  bool attention_map = false;     // UnitDoneEvent::attention (per-position attention of the unit's last query)
-  bool retained_masks = false;    // UnitDoneEvent::retained (which positions each (layer, head) still caches)
-  bool scale_matrix = false;      // attention mass between scales and cached share per head x scale
-  bool recomputed_tokens = false; // UnitDoneEvent::recomputed and predicted_positions (feature caches)
-  bool flops = false;             // UnitDoneEvent::flops (FLOPs executed per unit)
+  bool attention_map = false;      // UnitDoneEvent::attention (per-position attention of the unit's last query)
+  bool retained_masks = false;     // UnitDoneEvent::retained (which positions each (layer, head) still caches)
+  bool scale_matrix = false;       // attention mass between scales and cached share per head x scale
+  bool recomputed_tokens = false;  // UnitDoneEvent::recomputed and predicted_positions (feature caches)
+  bool flops = false;              // UnitDoneEvent::flops (FLOPs executed per unit)
 };
 
 struct FamilyDescription {
@@ -35,7 +35,7 @@ struct FamilyDescription {
   std::string summary;       // one line for `info`: "class-conditional, raster next-token"
   GenerationUnit unit = GenerationUnit::Line;
   Conditioning conditioning = Conditioning::ClassLabel;
-  std::string grid;          // how the image tokens are laid out, one phrase
+  std::string grid;               // how the image tokens are laid out, one phrase
   bool measures_kv_bytes = true;  // generation grows a KV cache the KvStore accounts in bytes
   bool measures_flops = false;    // generation counts its FLOPs (per unit and per image)
   // GenerationResult::tokens are token ids that two runs can compare (false:

@@ -65,13 +65,13 @@ struct UnitDoneEvent {
   // What the uncompressed cache holds once the whole sequence is appended (the
   // scale a chart of this run needs from its first unit on).
   int64_t kv_bytes_full_final = 0;
-  std::string policy;                     // active policy spec
+  std::string policy;                       // active policy spec
   std::vector<int64_t> retained_per_layer;  // image 0: retained entries per layer, summed over KV heads
   // Image 0: the entries per layer the uncompressed cache holds now, summed over
   // KV heads (every layer the same; what retained_per_layer compares with).
   int64_t full_entries_per_layer = 0;
-  std::optional<RetainedMasks> retained;    // when the request asks for cache maps
-  std::optional<AttentionMap> attention;    // when the request asks for attention maps
+  std::optional<RetainedMasks> retained;         // when the request asks for cache maps
+  std::optional<AttentionMap> attention;         // when the request asks for attention maps
   std::optional<std::vector<RgbImage>> preview;  // when previews are requested
   // Masked models (MAR): the token positions (row-major grid index) of image 0
   // predicted in this unit, in generation order; empty for the other families.
@@ -111,7 +111,7 @@ struct PolicyChangedEvent {
   int64_t unit_index = 0;  // the change applies from the unit after this one
   std::string policy;      // the spec now active
   bool accepted = true;
-  std::string message;     // why a change was refused
+  std::string message;  // why a change was refused
 };
 
 struct FinishedEvent {

@@ -38,17 +38,19 @@ PngTextChunks generation_png_chunks(const GenerationRequest& request, const Gene
   const size_t n = result.images.size();
   const int64_t class_id = request.class_ids.at(index);
   const bool named = class_id >= 0 && class_id < static_cast<int64_t>(class_names.size());
-  const std::string class_name = named ? class_names[static_cast<size_t>(class_id)] : "class " + std::to_string(class_id);
+  const std::string class_name = named ? class_names[static_cast<size_t>(class_id)]
+                                       : "class " + std::to_string(class_id);
   const RgbImage& img = result.images.at(index);
   std::ostringstream parameters;
   parameters << class_display_name(class_id, class_names) << "\n"
-             << "Steps: " << result.tokens.at(index).size() << ", Sampler: "
-             << (request.sampling.sample ? "multinomial" : "greedy") << ", CFG scale: " << format_number(request.cfg_scale)
-             << ", CFG interval: " << request.cfg_interval << ", Seed: " << request.seed
-             << ", Temperature: " << format_number(request.sampling.temperature) << ", Top-k: " << request.sampling.top_k
-             << ", Top-p: " << format_number(request.sampling.top_p) << ", Size: " << img.width << "x" << img.height
-             << ", Batch size: " << n << ", Batch pos: " << index << ", Model: " << result.model_name
-             << ", KV policy: " << result.policy << ", Version: KV Studio " << version;
+             << "Steps: " << result.tokens.at(index).size()
+             << ", Sampler: " << (request.sampling.sample ? "multinomial" : "greedy")
+             << ", CFG scale: " << format_number(request.cfg_scale) << ", CFG interval: " << request.cfg_interval
+             << ", Seed: " << request.seed << ", Temperature: " << format_number(request.sampling.temperature)
+             << ", Top-k: " << request.sampling.top_k << ", Top-p: " << format_number(request.sampling.top_p)
+             << ", Size: " << img.width << "x" << img.height << ", Batch size: " << n << ", Batch pos: " << index
+             << ", Model: " << result.model_name << ", KV policy: " << result.policy << ", Version: KV Studio "
+             << version;
   const std::string generator = "KV Studio " + version;
   nlohmann::json meta = {{"generator", generator},
                          {"request", to_json(request)},
@@ -100,7 +102,8 @@ RecalledImage read_generation_png(const std::string& path) {
   try {
     meta = nlohmann::json::parse(meta_text);
   } catch (const nlohmann::json::exception& e) {
-    throw FormatError("file " + path + ": the 'kvstudio' metadata chunk is not valid JSON (" + std::string(e.what()) + ")");
+    throw FormatError("file " + path + ": the 'kvstudio' metadata chunk is not valid JSON (" + std::string(e.what()) +
+                      ")");
   }
   if (!meta.is_object() || !meta.contains("request"))
     throw FormatError("file " + path + ": the 'kvstudio' metadata chunk has no request");

@@ -29,12 +29,12 @@ GenerationRequest request_from_json(const nlohmann::json& j);
 
 struct RecalledImage {
   RgbImage image;
-  GenerationRequest request;   // class_ids holds this image's class only
+  GenerationRequest request;  // class_ids holds this image's class only
   int64_t class_id = 0;
   std::string class_name;
   std::string model_name;
-  std::string kv_policy;       // the policy active when the image finished
-  std::string parameters_text; // the human-readable chunk
+  std::string kv_policy;        // the policy active when the image finished
+  std::string parameters_text;  // the human-readable chunk
 };
 
 // Reads a PNG written by KV Studio. Throws FileError / FormatError (also when the

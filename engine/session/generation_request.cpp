@@ -11,7 +11,8 @@ void GenerationRequest::validate() const {
   if (class_ids.empty()) throw InvalidArgumentError("no class given (use --class <id>)");
   for (int64_t c : class_ids)
     if (c < 0) throw InvalidArgumentError("class id " + std::to_string(c) + " is negative");
-  if (class_ids.size() > 256) throw InvalidArgumentError("batch of " + std::to_string(class_ids.size()) + " is larger than 256");
+  if (class_ids.size() > 256)
+    throw InvalidArgumentError("batch of " + std::to_string(class_ids.size()) + " is larger than 256");
   if (!(cfg_scale >= 0)) throw InvalidArgumentError("cfg scale must be >= 0");
   if (cfg_interval < -1) throw InvalidArgumentError("cfg interval must be >= -1 (-1 = always)");
   if (steps < 0) throw InvalidArgumentError("steps must be >= 0 (0 = the model's default)");

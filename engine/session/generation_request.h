@@ -12,13 +12,13 @@
 namespace kvs {
 
 struct GenerationRequest {
-  std::string model_path;            // bundle folder
-  std::vector<int64_t> class_ids;    // one per image in the batch
+  std::string model_path;          // bundle folder
+  std::vector<int64_t> class_ids;  // one per image in the batch
   uint64_t seed = 0;
-  double cfg_scale = 4.0;            // > 1 enables classifier-free guidance
-  int64_t cfg_interval = -1;         // -1: CFG on every step
-  int64_t steps = 0;                 // masked models (MAR): decoding steps; 0 = the model's default (64)
-  std::string cfg_schedule;          // masked models: "linear" | "constant"; "" = linear
+  double cfg_scale = 4.0;     // > 1 enables classifier-free guidance
+  int64_t cfg_interval = -1;  // -1: CFG on every step
+  int64_t steps = 0;          // masked models (MAR): decoding steps; 0 = the model's default (64)
+  std::string cfg_schedule;   // masked models: "linear" | "constant"; "" = linear
   SamplingParams sampling;
   std::string device = "auto";       // auto | cpu | cuda
   int threads = 0;                   // 0: all hardware threads

@@ -56,7 +56,8 @@ bool ModelFamily::owns_conformance_case(const nlohmann::ordered_json& manifest) 
   return !key.empty() && manifest.contains("constructors") && manifest["constructors"].contains(key);
 }
 
-std::string ModelFamily::calibrate(const io::ModelBundle&, const DeviceChoice&, const CalibrationRequest& request) const {
+std::string ModelFamily::calibrate(const io::ModelBundle&, const DeviceChoice&,
+                                   const CalibrationRequest& request) const {
   throw InvalidArgumentError("policy '" + request.policy + "' needs no calibration on " + description().display_name +
                              " models");
 }

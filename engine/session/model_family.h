@@ -59,7 +59,7 @@ using ProgressCallback = std::function<void(double fraction, const std::string& 
 // What `kvstudio-cli info` prints about a bundle, after the weights were checked.
 struct BundleInfo {
   std::vector<std::pair<std::string, std::string>> lines;  // label, text (text may hold '\n')
-  nlohmann::json json;                                      // the same for --json
+  nlohmann::json json;                                     // the same for --json
 };
 
 // What a running generation needs from the session that drives it.

@@ -13,20 +13,20 @@ namespace kvs {
 struct ModelSamplingDefaults {
   std::optional<double> cfg_scale, temperature, top_p;
   std::optional<int64_t> top_k;
-  std::optional<int64_t> steps;              // masked models: decoding steps
-  std::optional<std::string> cfg_schedule;   // masked models: "linear" | "constant"
+  std::optional<int64_t> steps;             // masked models: decoding steps
+  std::optional<std::string> cfg_schedule;  // masked models: "linear" | "constant"
 };
 
 struct ModelSummary {
-  std::string dir;            // bundle folder
-  std::string name;           // model.json "name" (folder name when unreadable)
-  std::string family;         // "llamagen" | "var" | "mar"
-  std::string architecture;   // one line, e.g. "GPT dim 256 x 6 layers, 8 heads; 16x16 tokens; VQ 1024 codes"
-  std::string note;           // provenance note ("untrained: ...") when present
-  std::string problem;        // non-empty: why the bundle cannot be used
+  std::string dir;           // bundle folder
+  std::string name;          // model.json "name" (folder name when unreadable)
+  std::string family;        // "llamagen" | "var" | "mar"
+  std::string architecture;  // one line, e.g. "GPT dim 256 x 6 layers, 8 heads; 16x16 tokens; VQ 1024 codes"
+  std::string note;          // provenance note ("untrained: ...") when present
+  std::string problem;       // non-empty: why the bundle cannot be used
   int64_t n_layer = 0, n_head = 0, kv_heads = 0, head_dim = 0;
   int64_t grid = 0, condition_tokens = 1, num_classes = 0, image_size = 0;
-  int64_t gpt_parameters = 0;     // the transformer's (GPT, VAR, or MAR with its diffusion head)
+  int64_t gpt_parameters = 0;      // the transformer's (GPT, VAR, or MAR with its diffusion head)
   int64_t kv_bytes_per_token = 0;  // float32 K and V over all layers and KV heads, one sequence
   int64_t weights_bytes = 0;       // size of the weights file on disk
   // Next-scale models (VAR): the side of each scale's token map, coarse to fine

@@ -13,11 +13,11 @@ void check_class_ids(const GenerationRequest& request, int64_t num_classes, cons
 
 void check_attention_selection(const GenerationRequest& request, int64_t layers, int64_t kv_heads) {
   if (request.attention_layer < -1 || request.attention_layer >= layers)
-    throw InvalidArgumentError("attention layer " + std::to_string(request.attention_layer) + " does not exist (model has " +
-                               std::to_string(layers) + " layers; -1 = mean)");
+    throw InvalidArgumentError("attention layer " + std::to_string(request.attention_layer) +
+                               " does not exist (model has " + std::to_string(layers) + " layers; -1 = mean)");
   if (request.attention_head < -1 || request.attention_head >= kv_heads)
-    throw InvalidArgumentError("attention head " + std::to_string(request.attention_head) + " does not exist (model has " +
-                               std::to_string(kv_heads) + " KV heads; -1 = mean)");
+    throw InvalidArgumentError("attention head " + std::to_string(request.attention_head) +
+                               " does not exist (model has " + std::to_string(kv_heads) + " KV heads; -1 = mean)");
 }
 
 }  // namespace kvs

@@ -43,8 +43,7 @@ std::vector<std::pair<std::string, at::Tensor>> AdamW::state_tensors() const {
   return out;
 }
 
-void AdamW::load_state(const std::map<std::string, at::Tensor>& state, int64_t steps_taken,
-                       const std::string& origin) {
+void AdamW::load_state(const std::map<std::string, at::Tensor>& state, int64_t steps_taken, const std::string& origin) {
   c10::NoGradGuard no_grad;
   for (auto& s : slots_) {
     for (auto* slot : {&s.exp_avg, &s.exp_avg_sq}) {

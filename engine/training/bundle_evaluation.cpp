@@ -13,18 +13,13 @@
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/image/png_file.h"
-#include "engine/models/llamagen/llamagen_model.h"
-#include "engine/models/mar/mar_model.h"
-#include "engine/models/var/var_model.h"
+#include "engine/metrics/frechet_distance.h"
+#include "engine/metrics/image_tensors.h"
+#include "engine/metrics/scene_classifier.h"
 #include "engine/models/generation_session.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/classifier_trainer.h"
-#include "engine/metrics/frechet_distance.h"
-#include "engine/metrics/image_tensors.h"
-#include "engine/training/llamagen/tokenizer_psnr.h"
-#include "engine/training/mar/kl_vae_trainer.h"
-#include "engine/metrics/scene_classifier.h"
-#include "engine/training/var/var_vae_trainer.h"
+#include "engine/training/trainable_families.h"
 #include "engine/training/world_data.h"
 
 namespace kvs::training {
@@ -61,48 +56,6 @@ RgbImage image_grid(const at::Tensor& images, int64_t rows, int64_t cols, int sc
   return tensor_to_rgb_image(grid);
 }
 
-// The family-specific parts: class count, image size, and the tokenizer round trip
-// (training encoder from the work folder -> the bundle's own decoder).
-struct LoadedBundle {
-  int64_t classes = 0;
-  int image_size = 0;
-  std::function<double(const at::Tensor& pixels_nhwc)> tokenizer_psnr;
-  std::shared_ptr<void> keep_alive;
-};
-
-LoadedBundle load_for_evaluation(const io::ModelBundle& bundle, const std::string& work_dir, at::Device device) {
-  LoadedBundle b;
-  if (bundle.family() == "llamagen") {
-    auto model = std::make_shared<llamagen::LlamaGenModel>(llamagen::LlamaGenModel::load(bundle, device));
-    b.classes = model->gpt->config().num_classes;
-    b.image_size = static_cast<int>(model->image_size());
-    b.tokenizer_psnr = [model, work_dir, device](const at::Tensor& pixels) {
-      return llamagen_bundle_tokenizer_psnr(work_dir, *model, pixels, device);
-    };
-    b.keep_alive = model;
-  } else if (bundle.family() == "var") {
-    auto model = std::make_shared<var::VarModel>(var::VarModel::load(bundle, device));
-    b.classes = model->transformer->config().num_classes;
-    b.image_size = static_cast<int>(model->image_size());
-    b.tokenizer_psnr = [model, work_dir, device](const at::Tensor& pixels) {
-      return var_bundle_tokenizer_psnr(work_dir, *model->vqvae, pixels, device);
-    };
-    b.keep_alive = model;
-  } else if (bundle.family() == "mar") {
-    auto model = std::make_shared<mar::MarModel>(mar::MarModel::load(bundle, device));
-    b.classes = model->config().class_num;
-    b.image_size = static_cast<int>(model->image_size());
-    b.tokenizer_psnr = [model, work_dir, device](const at::Tensor& pixels) {
-      return kl_vae_bundle_tokenizer_psnr(work_dir, *model->vae, pixels, device);
-    };
-    b.keep_alive = model;
-  } else {
-    throw InvalidArgumentError("model " + bundle.dir + ": evaluate supports the llamagen, var and mar families, not '" +
-                               bundle.family() + "'");
-  }
-  return b;
-}
-
 }  // namespace
 
 nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
@@ -110,7 +63,7 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   const io::ModelBundle bundle = io::ModelBundle::open(o.bundle_dir);
   const DeviceChoice device_choice = choose_device(parse_device_kind(o.device), o.threads);
   const at::Device device = device_choice.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
-  LoadedBundle model = load_for_evaluation(bundle, o.work_dir, device);
+  const EvaluationModel model = find_trainable_family(bundle.family()).load_for_evaluation(bundle, o.work_dir, device);
   const int64_t classes = model.classes;
   const int size = model.image_size;
   if (classes != world_class_count())
@@ -130,8 +83,8 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   const SceneClassifier::Output real = classifier.classify_u8(reference.pixels());
   q["classifier_accuracy"] = accuracy(real.logits, reference.labels());
   q["reference_images"] = reference.size();
-  log().info("evaluate: classifier accuracy on " + std::to_string(reference.size()) + " held-out images: " +
-             std::to_string(q["classifier_accuracy"].get<double>()));
+  log().info("evaluate: classifier accuracy on " + std::to_string(reference.size()) +
+             " held-out images: " + std::to_string(q["classifier_accuracy"].get<double>()));
 
   // Tokenizer: the training encoder's codes through the bundle's own decoder.
   if (!o.work_dir.empty()) {
@@ -147,8 +100,8 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   request.sampling.temperature = defaults.value("temperature", 1.0);
   request.sampling.top_k = defaults.value("top_k", 0);
   request.sampling.top_p = defaults.value("top_p", 1.0);
-  request.steps = defaults.value("steps", int64_t{0});                     // MAR decoding steps
-  request.cfg_schedule = defaults.value("cfg_schedule", std::string());   // MAR guidance ramp
+  request.steps = defaults.value("steps", int64_t{0});                   // MAR decoding steps
+  request.cfg_schedule = defaults.value("cfg_schedule", std::string());  // MAR guidance ramp
   request.device = o.device;
   request.threads = o.threads;
   const int64_t per_class = std::max<int64_t>(1, o.generated / classes);
@@ -198,8 +151,8 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   if (!o.command.empty()) q["command"] = o.command;
   log().info("evaluate: generated-image class accuracy " + std::to_string(q["generated_class_accuracy"].get<double>()) +
              ", demo-FID " + std::to_string(q["demo_fid"].get<double>()) + " (real floor " +
-             std::to_string(q["demo_fid_real_floor"].get<double>()) + "), " +
-             std::to_string(seconds_since(t_start)) + " s in all");
+             std::to_string(q["demo_fid_real_floor"].get<double>()) + "), " + std::to_string(seconds_since(t_start)) +
+             " s in all");
 
   if (!o.samples_png.empty()) {
     const int64_t cols = std::min<int64_t>(o.samples_per_class, per_class);

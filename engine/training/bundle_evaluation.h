@@ -21,19 +21,19 @@ namespace kvs::training {
 
 struct BundleEvaluationOptions {
   std::string bundle_dir;
-  std::string work_dir;          // WORK/vq, WORK/var-vae or WORK/kl-vae (encoder) and the world-image cache; empty: no PSNR
-  std::string classifier_path;   // empty: the bundle's evaluation classifier, else WORK/classifier
-  int64_t generated = 1000;      // generated images (balanced over classes)
-  int64_t reference = 1000;      // held-out real images (balanced over classes)
-  int64_t batch = 100;           // images per GenerationSession run
-  uint64_t seed = 0;             // generation seed of the first batch (batch k uses seed + k)
+  std::string work_dir;  // WORK/vq, WORK/var-vae or WORK/kl-vae (encoder) and the world-image cache; empty: no PSNR
+  std::string classifier_path;  // empty: the bundle's evaluation classifier, else WORK/classifier
+  int64_t generated = 1000;     // generated images (balanced over classes)
+  int64_t reference = 1000;     // held-out real images (balanced over classes)
+  int64_t batch = 100;          // images per GenerationSession run
+  uint64_t seed = 0;            // generation seed of the first batch (batch k uses seed + k)
   int threads = 1;
   std::string device = "cpu";
-  std::string samples_png;       // optional grid of generated samples: one row per class
+  std::string samples_png;  // optional grid of generated samples: one row per class
   int64_t samples_per_class = 8;
-  int samples_scale = 2;         // nearest-neighbour upscaling of the grid
+  int samples_scale = 2;  // nearest-neighbour upscaling of the grid
   bool write_manifest = true;
-  std::string command;           // recorded with the numbers
+  std::string command;  // recorded with the numbers
 };
 
 // Returns the "quality" object (also written into model.json when asked).

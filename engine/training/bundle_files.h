@@ -24,7 +24,7 @@ struct BundleExportOptions {
   // Evaluation classifier: WORK/classifier when it holds a checkpoint, else this
   // classifier file when given (e.g. another demo bundle's), else none.
   std::string classifier_file;
-  std::string command;        // recorded in provenance
+  std::string command;  // recorded in provenance
   // MAR: ship the EMA weights when the run kept them (as the converter takes
   // "model_ema"), and the diffusion head's sampling respacing ("" = the run's config).
   bool use_ema = true;

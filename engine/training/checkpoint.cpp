@@ -82,8 +82,9 @@ nlohmann::json load_checkpoint(const std::string& dir, ParameterSet& params, Ada
   nlohmann::json manifest;
   auto reader = open_weights(dir, manifest);
   params.copy_from(float_tensors_with_prefix(*reader, "model."), reader->path());
-  if (optimizer) optimizer->load_state(float_tensors_with_prefix(*reader, "optim."), manifest.value("optimizer_steps", 0),
-                                       reader->path());
+  if (optimizer)
+    optimizer->load_state(float_tensors_with_prefix(*reader, "optim."), manifest.value("optimizer_steps", 0),
+                          reader->path());
   return manifest;
 }
 

@@ -44,8 +44,7 @@ class ParameterSet {
 
   // Copies `values` into the parameters in place. Every parameter must be present
   // with its shape; extra names are ignored only when `allow_extra`.
-  void copy_from(const std::map<std::string, at::Tensor>& values, const std::string& origin,
-                 bool allow_extra = false);
+  void copy_from(const std::map<std::string, at::Tensor>& values, const std::string& origin, bool allow_extra = false);
 
  private:
   std::vector<NamedParameter> items_;
@@ -59,7 +58,8 @@ at::Tensor default_layer_init(const std::vector<int64_t>& shape, int64_t fan_in,
 // layer default_layer_init by the matching weight's fan-in, norm weights 1 and
 // biases 0 (names containing "norm"), other weights default_layer_init.
 // `special(name, shape)` may return a defined tensor to override (embeddings...).
-using SpecialInit = std::function<at::Tensor(const std::string& name, const std::vector<int64_t>& shape, at::Generator& gen)>;
+using SpecialInit =
+    std::function<at::Tensor(const std::string& name, const std::vector<int64_t>& shape, at::Generator& gen)>;
 ParameterSet init_parameters(const std::vector<io::ExpectedTensor>& expected, uint64_t seed, at::Device device,
                              const SpecialInit& special = {});
 

@@ -159,7 +159,8 @@ TrainSummary run_training(const TrainOptions& options, TrainingTask& task) {
       break;
     }
   }
-  if (step == start && start >= options.steps) log().info(task.kind + ": already trained to step " + std::to_string(start));
+  if (step == start && start >= options.steps)
+    log().info(task.kind + ": already trained to step " + std::to_string(start));
   summary.last_step = std::min(step, options.steps);
   summary.finished = summary.last_step >= options.steps;
   summary.seconds = seconds_since(t_call);

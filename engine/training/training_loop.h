@@ -36,10 +36,10 @@ struct TrainOptions {
   int64_t eval_every = 500;        // <= 0: only at the end
   int64_t checkpoint_every = 500;  // <= 0: only at the end
   bool resume = false;
-  double stop_after_minutes = 0;   // > 0: checkpoint and stop after this long (resume later)
+  double stop_after_minutes = 0;  // > 0: checkpoint and stop after this long (resume later)
   at::Device device = at::kCPU;
-  int render_threads = 1;          // world rendering workers
-  std::string command;             // the command line, kept in the checkpoint for provenance
+  int render_threads = 1;                // world rendering workers
+  std::string command;                   // the command line, kept in the checkpoint for provenance
   std::function<bool()> stop_requested;  // polled between steps (e.g. SIGINT): checkpoint and stop
 };
 
@@ -49,9 +49,9 @@ struct StepResult {
 };
 
 struct TrainingTask {
-  std::string kind;                 // run folder name and checkpoint "kind": vq, gpt, classifier
+  std::string kind;  // run folder name and checkpoint "kind": vq, gpt, classifier
   ParameterSet* params = nullptr;
-  nlohmann::json config;            // must match on resume
+  nlohmann::json config;  // must match on resume
   std::vector<std::string> metric_names;
   std::function<StepResult(int64_t step, at::Generator& gen)> step;
   std::vector<std::string> eval_names;
@@ -67,7 +67,7 @@ struct TrainSummary {
   bool finished = false;                  // reached options.steps
   double seconds = 0;                     // wall time of this call
   double mean_step_ms = 0;
-  std::vector<double> final_eval;         // eval_names at the end (empty if none ran)
+  std::vector<double> final_eval;  // eval_names at the end (empty if none ran)
 };
 
 std::string run_dir(const TrainOptions& options, const std::string& kind);

@@ -28,8 +28,7 @@ struct WorldItem {
 
 // `per_class` items of each of `num_classes` classes, interleaved by class
 // (item i: class i % C, seed split_base + first_index + i / C).
-std::vector<WorldItem> world_items(WorldSplit split, int64_t per_class, int64_t num_classes,
-                                   uint64_t first_index = 0);
+std::vector<WorldItem> world_items(WorldSplit split, int64_t per_class, int64_t num_classes, uint64_t first_index = 0);
 // "[first, end)" for provenance and reports.
 std::string seed_range_text(uint64_t first, uint64_t end);
 // The world's class count and names (label order).
@@ -49,7 +48,7 @@ class WorldImageSet {
   int image_size() const { return size_px_; }
   const std::vector<WorldItem>& items() const { return items_; }
   const at::Tensor& pixels() const { return pixels_; }  // uint8 [N, H, W, 3], CPU
-  at::Tensor labels() const;                             // int64 [N], CPU
+  at::Tensor labels() const;                            // int64 [N], CPU
 
   // Model input for the rows `indices` (int64): float32 [B, 3, H, W] in [-1, 1]
   // (LlamaGen's Normalize(0.5, 0.5)) on `device`; rows with flip[i] true are

@@ -30,7 +30,8 @@ Color hsv(float h, float s, float v) {
 }
 
 Canvas::Canvas(int pixels)
-    : n_(pixels), rgb_(static_cast<std::size_t>(pixels) * pixels * 3, 0.f),
+    : n_(pixels),
+      rgb_(static_cast<std::size_t>(pixels) * pixels * 3, 0.f),
       mask_(static_cast<std::size_t>(pixels) * pixels, 0) {}
 
 namespace {
@@ -113,8 +114,7 @@ void Canvas::glow(Point c, float radius, Color col, float strength) { glow(c, ra
 void Canvas::glow(Point c, float rx, float ry, Color col, float strength) {
   if (rx <= 0.f || ry <= 0.f) return;
   const float n = static_cast<float>(n_);
-  const PixelBox box =
-      clip_box((c.x - 3 * rx) * n, (c.y - 3 * ry) * n, (c.x + 3 * rx) * n, (c.y + 3 * ry) * n, n_, 0);
+  const PixelBox box = clip_box((c.x - 3 * rx) * n, (c.y - 3 * ry) * n, (c.x + 3 * rx) * n, (c.y + 3 * ry) * n, n_, 0);
   const float inv = 1.f / n;
   for (int y = box.y0; y < box.y1; ++y) {
     const float dy = ((static_cast<float>(y) + 0.5f) * inv - c.y) / ry;
@@ -164,7 +164,8 @@ RgbImage Canvas::downsample(int size) const {
       }
     }
     uint8_t* dst = &out.pixels[static_cast<std::size_t>(oy) * size * 3];
-    for (int i = 0; i < size * 3; ++i) dst[i] = static_cast<uint8_t>(clamp01(acc[static_cast<std::size_t>(i)] * norm) * 255.f + 0.5f);
+    for (int i = 0; i < size * 3; ++i)
+      dst[i] = static_cast<uint8_t>(clamp01(acc[static_cast<std::size_t>(i)] * norm) * 255.f + 0.5f);
   }
   return out;
 }

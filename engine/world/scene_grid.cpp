@@ -13,7 +13,8 @@ namespace kvs::world {
 
 RgbImage render_scene_grid(const SceneGridOptions& options) {
   if (options.per_class < 1 || options.per_class > 64)
-    throw InvalidArgumentError(std::string("samples per class must be 1..64, got ") + std::to_string(options.per_class));
+    throw InvalidArgumentError(std::string("samples per class must be 1..64, got ") +
+                               std::to_string(options.per_class));
   std::vector<int> rows = options.classes;
   if (rows.empty())
     for (int c = 0; c < static_cast<int>(scene_classes().size()); ++c) rows.push_back(c);

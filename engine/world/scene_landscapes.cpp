@@ -245,7 +245,8 @@ void paint_lake(Canvas& canvas, SceneRng& rng) {
     return mix(far * 1.15f, far * 0.85f, smoothstep(back.at(x), shore, y));
   });
   if (peaks)
-    canvas.fill_polygon(back.band_to(ridge_curve(rng, back.min_y() + 0.07f, 0.05f, 0.6f, 6)), mix(hex(0xf2f5fa), sky_low, 0.3f));
+    canvas.fill_polygon(back.band_to(ridge_curve(rng, back.min_y() + 0.07f, 0.05f, 0.6f, 6)),
+                        mix(hex(0xf2f5fa), sky_low, 0.3f));
   // A wooded shore: rounded bank with conifers.
   const Color wood = jitter(hex(0x2f5a3a), rng, 0.15f);
   const Curve bank = rolling_curve(rng, shore - 0.02f, 0.015f, 2, 1.f, 3.f);
@@ -385,9 +386,8 @@ void paint_forest(Canvas& canvas, SceneRng& rng) {
       // Ground mist at the foot of each layer gives depth.
       const float mist = light == 1 ? 0.45f : 0.25f;
       const float top = base - height;
-      canvas.paint(top, base + 0.05f, [&](float, float y, Color c) {
-        return mix(c, sky_low, mist * smoothstep(top, base + 0.05f, y));
-      });
+      canvas.paint(top, base + 0.05f,
+                   [&](float, float y, Color c) { return mix(c, sky_low, mist * smoothstep(top, base + 0.05f, y)); });
     }
   }
 }
@@ -448,8 +448,8 @@ void paint_hills(Canvas& canvas, SceneRng& rng) {
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, horizon + 0.1f);
   const int clouds = rng.range(1, 4);
   for (int i = 0; i < clouds; ++i)
-    draw_cloud(canvas, rng, {rng.uniform(0.05f, 0.95f), rng.uniform(0.08f, horizon - 0.12f)},
-               rng.uniform(0.15f, 0.3f), hex(0xffffff), mix(sky_low, sky_top, 0.3f), 0.95f);
+    draw_cloud(canvas, rng, {rng.uniform(0.05f, 0.95f), rng.uniform(0.08f, horizon - 0.12f)}, rng.uniform(0.15f, 0.3f),
+               hex(0xffffff), mix(sky_low, sky_top, 0.3f), 0.95f);
   const float hue = rng.uniform(0.15f, 0.32f);  // late-summer yellow … spring green
   const int layers = 4;
   Curve front;
@@ -482,9 +482,8 @@ void paint_hills(Canvas& canvas, SceneRng& rng) {
       right.push_back({cx + half, cy});
     }
     left.insert(left.end(), right.rbegin(), right.rend());
-    canvas.fill_polygon(left, 1.f, [&](float, float y) {
-      return mix(hex(0xcdbb88), hex(0xe2d3a4), smoothstep(top, 1.f, y));
-    });
+    canvas.fill_polygon(left, 1.f,
+                        [&](float, float y) { return mix(hex(0xcdbb88), hex(0xe2d3a4), smoothstep(top, 1.f, y)); });
   }
 }
 
@@ -496,8 +495,8 @@ void paint_flower_fields(Canvas& canvas, SceneRng& rng) {
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, horizon);
   const int clouds = rng.range(0, 3);
   for (int i = 0; i < clouds; ++i)
-    draw_cloud(canvas, rng, {rng.uniform(0.05f, 0.95f), rng.uniform(0.07f, horizon - 0.12f)},
-               rng.uniform(0.12f, 0.22f), hex(0xffffff), mix(sky_low, sky_top, 0.3f), 0.9f);
+    draw_cloud(canvas, rng, {rng.uniform(0.05f, 0.95f), rng.uniform(0.07f, horizon - 0.12f)}, rng.uniform(0.12f, 0.22f),
+               hex(0xffffff), mix(sky_low, sky_top, 0.3f), 0.9f);
   // Flower colours for the rows (a few per field, repeating).
   static const uint32_t kFlowers[] = {0xd7263d, 0xf5c518, 0xef6fa3, 0x7b3fa0, 0xf6f3ee, 0xf28c28, 0xe3413a};
   const int n_colours = rng.range(2, 4);
@@ -542,8 +541,10 @@ void paint_flower_fields(Canvas& canvas, SceneRng& rng) {
   if (rng.chance(0.55)) {
     const float wx = rng.uniform(0.1f, 0.9f), wh = rng.uniform(0.1f, 0.16f);
     const Color body = jitter(hex(0x5a3d2e), rng, 0.1f);
-    canvas.fill_polygon({{wx - wh * 0.18f, horizon + 0.002f}, {wx + wh * 0.18f, horizon + 0.002f},
-                         {wx + wh * 0.1f, horizon - wh}, {wx - wh * 0.1f, horizon - wh}},
+    canvas.fill_polygon({{wx - wh * 0.18f, horizon + 0.002f},
+                         {wx + wh * 0.18f, horizon + 0.002f},
+                         {wx + wh * 0.1f, horizon - wh},
+                         {wx - wh * 0.1f, horizon - wh}},
                         body);
     canvas.fill_polygon({{wx - wh * 0.14f, horizon - wh}, {wx + wh * 0.14f, horizon - wh}, {wx, horizon - wh * 1.2f}},
                         body * 0.7f);

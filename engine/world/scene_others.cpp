@@ -22,8 +22,8 @@ void draw_building(Canvas& canvas, SceneRng& rng, float x0, float x1, float top,
     const float inset = w * rng.uniform(0.15f, 0.3f);
     canvas.fill_rect(x0 + inset, top - w * rng.uniform(0.15f, 0.35f), x1 - inset, top + 0.005f, wall);
   } else if (roof == 2) {
-    canvas.fill_polygon({{x0 + w * 0.2f, top + 0.002f}, {x1 - w * 0.2f, top + 0.002f}, {(x0 + x1) / 2.f, top - w * 0.8f}},
-                        wall);
+    canvas.fill_polygon(
+        {{x0 + w * 0.2f, top + 0.002f}, {x1 - w * 0.2f, top + 0.002f}, {(x0 + x1) / 2.f, top - w * 0.8f}}, wall);
   } else if (roof == 3) {
     canvas.fill_rect((x0 + x1) / 2.f - 0.005f, top - rng.uniform(0.04f, 0.08f), (x0 + x1) / 2.f + 0.005f, top, wall);
   }
@@ -111,8 +111,7 @@ void paint_tiling(Canvas& canvas, SceneRng& rng) {
     case 0:  // checkerboard
       for (int i = -reach; i < 2 * reach; ++i)
         for (int j = -reach; j < 2 * reach; ++j)
-          if (((i + j) & 1) == 0)
-            canvas.fill_polygon(quad(i * cell, j * cell, (i + 1) * cell, (j + 1) * cell), b);
+          if (((i + j) & 1) == 0) canvas.fill_polygon(quad(i * cell, j * cell, (i + 1) * cell, (j + 1) * cell), b);
       break;
     case 1:  // diamonds (checkerboard at 45° with an inner accent)
       for (int i = -reach; i < 2 * reach; ++i)
@@ -165,10 +164,9 @@ void paint_tiling(Canvas& canvas, SceneRng& rng) {
         const Color col = (k % 3 == 0) ? c : ((k & 1) ? b : a);
         if (rings) canvas.fill_circle(centre, r, col);
         else
-          canvas.fill_polygon(
-              {to_image(centre.x - r, centre.y - r), to_image(centre.x + r, centre.y - r),
-               to_image(centre.x + r, centre.y + r), to_image(centre.x - r, centre.y + r)},
-              col);
+          canvas.fill_polygon({to_image(centre.x - r, centre.y - r), to_image(centre.x + r, centre.y - r),
+                               to_image(centre.x + r, centre.y + r), to_image(centre.x - r, centre.y + r)},
+                              col);
       }
       break;
     }
@@ -261,8 +259,7 @@ void paint_still_life(Canvas& canvas, SceneRng& rng) {
         if (striped && std::sin(std::atan2(ny, nx) * 3.f) > 0.f) base = second;
         return sphere_shade(base, nx, ny);
       });
-      if (kind == 1)
-        canvas.stroke({{c.x, c.y - r * 0.85f}, {c.x + r * 0.2f, c.y - r * 1.25f}}, 0.012f, hex(0x4a3020));
+      if (kind == 1) canvas.stroke({{c.x, c.y - r * 0.85f}, {c.x + r * 0.2f, c.y - r * 1.25f}}, 0.012f, hex(0x4a3020));
     }
   }
 }
@@ -283,8 +280,8 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
     const float spread = rng.uniform(-0.3f, 0.3f) + (x0 - sx) * 1.5f;
     const float w0 = rng.uniform(0.015f, 0.04f), w1 = w0 * rng.uniform(2.f, 4.f);
     const float len = rng.uniform(0.6f, 0.95f);
-    canvas.fill_polygon({{x0 - w0, -0.01f}, {x0 + w0, -0.01f}, {x0 + spread + w1, len}, {x0 + spread - w1, len}},
-                        1.f, [&](float, float y) {
+    canvas.fill_polygon({{x0 - w0, -0.01f}, {x0 + w0, -0.01f}, {x0 + spread + w1, len}, {x0 + spread - w1, len}}, 1.f,
+                        [&](float, float y) {
                           return mix(mix(water.at(y), hex(0xe8fbff), 0.28f), water.at(y), smoothstep(0.f, len, y));
                         });
   }
@@ -292,9 +289,8 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
   // Sandy floor with rocks.
   const Curve floor = rolling_curve(rng, rng.uniform(0.82f, 0.9f), 0.03f, 3, 0.5f, 2.5f);
   const Color sand = mix(jitter(hex(0xd8c08a), rng, 0.08f), mid, 0.3f);
-  canvas.fill_polygon(floor.area_below(), 1.f, [&](float x, float y) {
-    return mix(sand, sand * 0.7f, smoothstep(floor.at(x), 1.f, y));
-  });
+  canvas.fill_polygon(floor.area_below(), 1.f,
+                      [&](float x, float y) { return mix(sand, sand * 0.7f, smoothstep(floor.at(x), 1.f, y)); });
   const int rocks = rng.range(1, 4);
   for (int i = 0; i < rocks; ++i) {
     const float rx = rng.uniform(0.f, 1.f), rr = rng.uniform(0.04f, 0.09f);
@@ -326,7 +322,8 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
     const Point c{rng.uniform(0.1f, 0.9f), rng.uniform(0.2f, 0.7f)};
     const float len = rng.uniform(0.04f, 0.07f);
     const float dir = rng.chance(0.5) ? 1.f : -1.f;
-    canvas.fill_polygon({{c.x - dir * len * 0.8f, c.y}, {c.x - dir * len * 1.45f, c.y - len * 0.45f},
+    canvas.fill_polygon({{c.x - dir * len * 0.8f, c.y},
+                         {c.x - dir * len * 1.45f, c.y - len * 0.45f},
                          {c.x - dir * len * 1.45f, c.y + len * 0.45f}},
                         body * 0.85f);
     canvas.fill_ellipse(c, len, len * 0.45f, 0.f, 1.f, [&](float x, float y) {

@@ -27,9 +27,7 @@ class SceneRng {
   // Uniform in [lo, hi).
   float uniform(float lo, float hi) { return lo + (hi - lo) * static_cast<float>(uniform()); }
   // Uniform integer in [0, n) for n >= 1 (multiply-shift on 32 random bits).
-  int below(int n) {
-    return static_cast<int>(((next_u64() >> 32) * static_cast<uint64_t>(n < 1 ? 1 : n)) >> 32);
-  }
+  int below(int n) { return static_cast<int>(((next_u64() >> 32) * static_cast<uint64_t>(n < 1 ? 1 : n)) >> 32); }
   // Uniform integer in [lo, hi], both ends included.
   int range(int lo, int hi) { return lo + below(hi - lo + 1); }
   bool chance(double p) { return uniform() < p; }

@@ -28,8 +28,7 @@ const std::vector<ClassEntry>& entries() {
       {{"mountains", "snow-capped mountain ranges fading into blue haze under a daytime sky"},
        &detail::paint_mountains},
       {{"lake", "a still lake mirroring a wooded shore, hills and sky"}, &detail::paint_lake},
-      {{"night_sky", "a starry night with the moon, often the Milky Way, over black hills"},
-       &detail::paint_night_sky},
+      {{"night_sky", "a starry night with the moon, often the Milky Way, over black hills"}, &detail::paint_night_sky},
       {{"forest", "rows of conifers receding into mist"}, &detail::paint_forest},
       {{"desert", "sand dunes with sharp sunlit crests under a pale sky and a high sun"}, &detail::paint_desert},
       {{"city_dusk", "a city skyline at dusk with lit windows against an orange-to-violet sky"},
@@ -67,13 +66,15 @@ const std::vector<SceneClass>& scene_classes() {
 RgbImage render_scene(int class_id, uint64_t seed, int size_px) {
   const int n = static_cast<int>(entries().size());
   if (class_id < 0 || class_id >= n)
-    throw InvalidArgumentError(std::string("scene class ") + std::to_string(class_id) + " does not exist: the procedural world has " +
-                               std::to_string(n) + " classes (0.." + std::to_string(n - 1) + ")");
+    throw InvalidArgumentError(std::string("scene class ") + std::to_string(class_id) +
+                               " does not exist: the procedural world has " + std::to_string(n) + " classes (0.." +
+                               std::to_string(n - 1) + ")");
   if (size_px < kMinSceneSize || size_px > kMaxSceneSize)
     throw InvalidArgumentError(std::string("scene size ") + std::to_string(size_px) + " px is out of range: expected " +
                                std::to_string(kMinSceneSize) + ".." + std::to_string(kMaxSceneSize) + " px");
   // One independent stream per (class, seed) pair.
-  detail::SceneRng rng(detail::splitmix64_mix(seed ^ detail::splitmix64_mix(0x5CE7E0000ull + static_cast<uint64_t>(class_id))));
+  detail::SceneRng rng(
+      detail::splitmix64_mix(seed ^ detail::splitmix64_mix(0x5CE7E0000ull + static_cast<uint64_t>(class_id))));
   detail::Canvas canvas(canvas_pixels(size_px));
   entries()[static_cast<std::size_t>(class_id)].paint(canvas, rng);
   return canvas.downsample(size_px);

@@ -73,9 +73,8 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
   for (int64_t s = 0; s < segments; ++s) {
     const int64_t length = kv.lengths[s];
     if (length < 0 || length > kv.capacity)
-      throw KernelArgumentError("ragged attention: " + segment_name(kv, s) + " has length " +
-                                std::to_string(length) + ", expected 0.." + std::to_string(kv.capacity) +
-                                " (the capacity)");
+      throw KernelArgumentError("ragged attention: " + segment_name(kv, s) + " has length " + std::to_string(length) +
+                                ", expected 0.." + std::to_string(kv.capacity) + " (the capacity)");
     if (packed && (kv.offsets[s] < 0 || kv.offsets[s] + length > kv.total_slots))
       throw KernelArgumentError("ragged attention: " + segment_name(kv, s) + " spans slots " +
                                 std::to_string(kv.offsets[s]) + ".." + std::to_string(kv.offsets[s] + length) +
@@ -172,8 +171,8 @@ void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& arg
   // per task) keeps small problems, such as a decode step of a tiny model, on the
   // calling thread.
   constexpr int64_t kGrainWork = 32768;
-  const int64_t work_per_segment =
-      std::max<int64_t>(1, args.n_head / kv.kv_heads * args.T * kv.capacity * std::max<int64_t>(kv.head_dim, 1));
+  const int64_t work_per_segment = std::max<int64_t>(1, args.n_head / kv.kv_heads * args.T * kv.capacity *
+                                                            std::max<int64_t>(kv.head_dim, 1));
   const int64_t grain = std::max<int64_t>(1, kGrainWork / work_per_segment);
   at::parallel_for(0, segments, grain, [&](int64_t begin, int64_t end) {
     std::vector<float> weights;

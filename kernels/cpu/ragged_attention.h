@@ -29,17 +29,17 @@ struct RaggedKvView {
   const int64_t* positions = nullptr;  // [rows * kv_heads * capacity]: original sequence position of each
                                        // entry (only [0, length) of a segment is read)
   int64_t rows = 0, kv_heads = 0, capacity = 0, head_dim = 0;
-  const int64_t* offsets = nullptr;    // packed layout: [rows * kv_heads] first slot of each segment
-  int64_t total_slots = 0;             // packed layout: slots in keys / values
+  const int64_t* offsets = nullptr;  // packed layout: [rows * kv_heads] first slot of each segment
+  int64_t total_slots = 0;           // packed layout: slots in keys / values
 };
 
 struct RaggedAttentionArgs {
-  const float* queries = nullptr;          // [rows, n_head, T, head_dim] contiguous
+  const float* queries = nullptr;  // [rows, n_head, T, head_dim] contiguous
   int64_t n_head = 0, T = 0;
   const int64_t* query_positions = nullptr;  // [T] sequence positions of the T queries (same for all rows/heads)
-  bool causal = false;                     // if true, a query at position p ignores entries with position > p
-  float scale = 1.0f;                      // usually 1/sqrt(head_dim)
-  float* out = nullptr;                    // [rows, n_head, T, head_dim]
+  bool causal = false;                       // if true, a query at position p ignores entries with position > p
+  float scale = 1.0f;                        // usually 1/sqrt(head_dim)
+  float* out = nullptr;                      // [rows, n_head, T, head_dim]
   float* probs = nullptr;     // optional (nullptr = off): [rows, n_head, T, capacity]; the softmax weight of
                               // each valid entry, 0 elsewhere
   float* key_mass = nullptr;  // optional (nullptr = off): [rows, kv_heads, capacity]; probs summed over the

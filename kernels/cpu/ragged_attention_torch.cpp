@@ -37,8 +37,8 @@ void check_tensor(const at::Tensor& tensor, const char* name, at::ScalarType dty
 void check_rank(const at::Tensor& tensor, const char* name, int64_t rank, const char* layout) {
   if (!tensor.defined()) throw KernelArgumentError(std::string("ragged attention: ") + name + " is undefined");
   if (tensor.dim() != rank)
-    throw KernelArgumentError(std::string("ragged attention: ") + name + " has shape " +
-                              shape_string(tensor.sizes()) + ", expected " + layout);
+    throw KernelArgumentError(std::string("ragged attention: ") + name + " has shape " + shape_string(tensor.sizes()) +
+                              ", expected " + layout);
 }
 
 // Allocates the outputs, fills in the query side of the arguments and runs the kernel.
@@ -103,8 +103,8 @@ RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tens
 RaggedAttentionResult ragged_attention_packed(const at::Tensor& queries, const at::Tensor& query_positions,
                                               const at::Tensor& keys, const at::Tensor& values,
                                               const at::Tensor& offsets, const at::Tensor& lengths,
-                                              const at::Tensor& positions, bool causal, double scale,
-                                              bool want_probs, bool want_key_mass) {
+                                              const at::Tensor& positions, bool causal, double scale, bool want_probs,
+                                              bool want_key_mass) {
   check_rank(keys, "keys", 2, "[total_slots, head_dim]");
   check_rank(positions, "positions", 3, "[rows, kv_heads, capacity]");
   check_rank(queries, "queries", 4, "[rows, n_head, T, head_dim]");

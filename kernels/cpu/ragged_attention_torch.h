@@ -32,7 +32,7 @@ RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tens
 RaggedAttentionResult ragged_attention_packed(const at::Tensor& queries, const at::Tensor& query_positions,
                                               const at::Tensor& keys, const at::Tensor& values,
                                               const at::Tensor& offsets, const at::Tensor& lengths,
-                                              const at::Tensor& positions, bool causal, double scale,
-                                              bool want_probs, bool want_key_mass);
+                                              const at::Tensor& positions, bool causal, double scale, bool want_probs,
+                                              bool want_key_mass);
 
 }  // namespace kvs::kernels

@@ -86,6 +86,19 @@ else
   fail batch-files
 fi
 
+# Family-specific options are refused by the families they do not apply to, and
+# every policy names the models it serves.
+expect_error convert-foreign-option "option --weights does not apply to --family llamagen" -- convert --family llamagen --checkpoint a.pt --tokenizer b.pt --out "$work/c" --weights ema
+expect_error create-random-foreign-option "option --diffusion-steps does not apply to preset demo" -- create-random --out "$work/d" --diffusion-steps 50
+expect_error create-random-unknown-preset "unknown preset 'nosuch' \(presets: demo, GPT-B" -- create-random --preset nosuch --out "$work/d"
+if policies=$("$cli" policies) && grep -A3 '^amskv' <<<"$policies" | grep -q 'models: next-scale (VAR)$' &&
+   grep -A3 '^lazymar' <<<"$policies" | grep -q 'models: masked (MAR)$' &&
+   grep -A3 '^streaming' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR)$'; then
+  pass policies-name-their-models
+else
+  fail policies-name-their-models
+fi
+
 # The bundled demo model is trained: info shows where it came from and its measured gates.
 if demo_info=$("$cli" info) && grep -q "trained from scratch by kvstudio-train" <<<"$demo_info" &&
    grep -q "generated class accuracy" <<<"$demo_info"; then

@@ -8,10 +8,10 @@
 
 #include <map>
 
-#include "tests/engine/test_helpers.h"
 #include "engine/cache/policies/h2o_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
+#include "tests/engine/test_helpers.h"
 
 using namespace kvs;
 
@@ -27,7 +27,8 @@ at::Tensor unit(int64_t axis, float scale = 1.0f) {
 // vector), values carry the position so moves can be checked.
 void append_rows(KvStore& store, int64_t position, const std::vector<at::Tensor>& keys) {
   at::Tensor k = at::zeros({store.rows(), store.kv_heads(), 1, store.head_dim()});
-  for (int64_t r = 0; r < store.rows(); ++r) k.select(0, r).copy_(keys[std::min<size_t>(r, keys.size() - 1)].view({1, 1, 4}));
+  for (int64_t r = 0; r < store.rows(); ++r)
+    k.select(0, r).copy_(keys[std::min<size_t>(r, keys.size() - 1)].view({1, 1, 4}));
   store.append(0, k, at::ones_like(k) * static_cast<float>(position), {position});
 }
 
@@ -38,7 +39,9 @@ at::Tensor queries(const KvStore& store, int64_t n_head, const at::Tensor& q) {
   return q.view({1, 1, 1, 4}).expand({store.rows(), n_head, 1, 4}).contiguous();
 }
 
-int64_t image_count(const KvStore& store, int64_t row = 0) { return image_entry_counts(store, 0, 1)[row][0].item<int64_t>(); }
+int64_t image_count(const KvStore& store, int64_t row = 0) {
+  return image_entry_counts(store, 0, 1)[row][0].item<int64_t>();
+}
 
 }  // namespace
 
@@ -237,7 +240,8 @@ TEST(BaselinePolicies, AdoptABiggerCacheAndSurviveCfgEnding) {
       if (cfg_policy->wants_queries()) cfg_policy->observe_queries(0, i, at::randn({pairs.rows(), 2, 1, 4}));
       if (cfg_policy->wants_key_mass()) {
         const int64_t length = pairs.max_length(0);
-        cfg_policy->observe_attention(0, i, at::rand({pairs.rows(), 1, length}), pairs.positions_tensor(0).narrow(2, 0, length));
+        cfg_policy->observe_attention(0, i, at::rand({pairs.rows(), 1, length}),
+                                      pairs.positions_tensor(0).narrow(2, 0, length));
       }
       cfg_policy->after_token(pairs, i);
       EXPECT_LE(image_entry_counts(pairs, 0, 1).max().item<int64_t>(), cfg_policy->budget_tokens()) << spec;
@@ -259,18 +263,22 @@ TEST(BaselinePolicies, RegisteredWithClearErrorsForImpossibleBudgets) {
   EXPECT_EQ(make_policy("h2o:rho=1/4", c)->budget_tokens(), 64);
   EXPECT_EQ(dynamic_cast<H2OPolicy&>(*make_policy("h2o:rho=1/4", c)).recent_tokens(), 32);
   EXPECT_EQ(dynamic_cast<H2OPolicy&>(*make_policy("h2o:budget=9,recent=1/3", c)).recent_tokens(), 3);
-  EXPECT_NE(test::policy_error("h2o:budget=8,recent=1", c).find("policy h2o: budget 8 tokens is impossible: it must exceed the 8 recent-window tokens"),
+  EXPECT_NE(test::policy_error("h2o:budget=8,recent=1", c)
+                .find("policy h2o: budget 8 tokens is impossible: it must exceed the 8 recent-window tokens"),
             std::string::npos);
   EXPECT_NE(test::policy_error("h2o:recent=3/2", c).find("policy h2o: recent"), std::string::npos);
   EXPECT_NE(test::policy_error("h2o:cfg_decision=maybe", c).find("must be one of cond, both"), std::string::npos);
   EXPECT_NE(test::policy_error("h2o:rho=0", c).find("rho 0 is impossible"), std::string::npos);
   // SnapKV / R-KV: B must hold the window, the one-line buffer and one scored token.
-  EXPECT_NE(test::policy_error("snapkv:budget=32", c).find("policy snapkv: budget 32 tokens is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("snapkv:budget=32", c).find("policy snapkv: budget 32 tokens is impossible"),
+            std::string::npos);
   EXPECT_NE(test::policy_error("snapkv:budget=32", c).find("at least 33 tokens"), std::string::npos);
   EXPECT_EQ(make_policy("snapkv:budget=33", c)->budget_tokens(), 33);
-  EXPECT_NE(test::policy_error("snapkv:kernel=4", c).find("policy snapkv: kernel must be an odd number"), std::string::npos);
+  EXPECT_NE(test::policy_error("snapkv:kernel=4", c).find("policy snapkv: kernel must be an odd number"),
+            std::string::npos);
   EXPECT_NE(test::policy_error("snapkv:window=-2", c).find("policy snapkv: window must be >= 1"), std::string::npos);
-  EXPECT_NE(test::policy_error("rkv:budget=24,window=8", c).find("policy rkv: budget 24 tokens is impossible"), std::string::npos);
+  EXPECT_NE(test::policy_error("rkv:budget=24,window=8", c).find("policy rkv: budget 24 tokens is impossible"),
+            std::string::npos);
   EXPECT_NE(test::policy_error("rkv:budget=24,window=8", c).find("at least 25 tokens"), std::string::npos);
   EXPECT_NE(test::policy_error("rkv:lambda=2", c).find("policy rkv: lambda"), std::string::npos);
   EXPECT_NE(test::policy_error("rkv:lambda=abc", c).find("parameter lambda expects a number"), std::string::npos);

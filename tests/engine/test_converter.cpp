@@ -44,7 +44,7 @@ std::string convert_error(const llamagen::ConvertOptions& o) {
 
 }  // namespace
 
-#define REQUIRE_CHECKPOINTS()                                                                    \
+#define REQUIRE_CHECKPOINTS() \
   if (ckpt_dir().empty()) GTEST_SKIP() << "KVSTUDIO_LLAMAGEN_CKPT_DIR not set (run through ctest)"
 
 TEST(Converter, OfficialCheckpointsReproduceTheOfficialTokens) {

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "engine/io/model_bundle.h"
-#include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/generation_session.h"
+#include "engine/models/llamagen/llamagen_model.h"
 #include "engine/world/scene_world.h"
 #include "tests/engine/demo_bundle_checks.h"
 
@@ -65,7 +65,8 @@ TEST(DemoModel, AttentionIsLocalWithAClassTokenSink) {
     if (watched) {
       observer.want_key_mass = true;
       observer.on_attention = [&](int64_t layer, const KvAttention& attention, const KvStore& store) {
-        const at::Tensor mass = attention.key_mass.to(at::kCPU, at::kDouble).contiguous();  // [rows, kv_heads, capacity]
+        const at::Tensor mass =
+            attention.key_mass.to(at::kCPU, at::kDouble).contiguous();  // [rows, kv_heads, capacity]
         const auto acc = mass.accessor<double, 3>();
         const int64_t window_start = cls + (last_line - 2) * grid;
         for (int64_t row = 0; row < classes; ++row)
@@ -101,10 +102,12 @@ TEST(DemoModel, AttentionIsLocalWithAClassTokenSink) {
   uniform_sink /= samples;
   uniform_local /= samples;
   double most_local_head = 0;
-  for (double m : head_local) most_local_head = std::max(most_local_head, m * static_cast<double>(head_local.size()) / samples);
-  std::printf("demo attention on the last line: class token %.3f (uniform %.3f), class token + two lines above + "
-              "own line %.3f (uniform %.3f), most local head %.3f\n",
-              sink_mass, uniform_sink, local_mass, uniform_local, most_local_head);
+  for (double m : head_local)
+    most_local_head = std::max(most_local_head, m * static_cast<double>(head_local.size()) / samples);
+  std::printf(
+      "demo attention on the last line: class token %.3f (uniform %.3f), class token + two lines above + "
+      "own line %.3f (uniform %.3f), most local head %.3f\n",
+      sink_mass, uniform_sink, local_mass, uniform_local, most_local_head);
   // The sink per head and per layer (mean of its heads).
   const int64_t kv_heads = static_cast<int64_t>(head_sink_ratio.size()) / cfg.n_layer;
   const double per_head_samples = static_cast<double>(samples) / static_cast<double>(head_sink_ratio.size());
@@ -127,7 +130,8 @@ TEST(DemoModel, AttentionIsLocalWithAClassTokenSink) {
     strongest_layer = std::max(strongest_layer, layer_ratio);
   }
   std::printf("strongest class-token sink: layer %lld head %lld, %.1fx an image token\n",
-              static_cast<long long>(strongest_head_layer), static_cast<long long>(strongest_head_index), strongest_head);
+              static_cast<long long>(strongest_head_layer), static_cast<long long>(strongest_head_index),
+              strongest_head);
   EXPECT_NEAR(total_mass / samples, 1.0, 1e-3);  // the measurement sees every key
   // Measured on the shipped model (seed 7): 0.38 vs 0.16 uniform; the most local
   // head puts 0.90 of its attention on that window.

@@ -5,8 +5,8 @@
 #include "engine/core/device.h"
 #include "engine/metrics/device_memory.h"
 #include "engine/models/generation_session.h"
-#include "tests/engine/test_helpers.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
+#include "tests/engine/test_helpers.h"
 
 namespace kvs {
 namespace {

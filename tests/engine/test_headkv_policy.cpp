@@ -9,10 +9,10 @@
 
 #include <cmath>
 
-#include "tests/engine/test_helpers.h"
 #include "engine/cache/policies/headkv_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
+#include "tests/engine/test_helpers.h"
 
 using namespace kvs;
 
@@ -41,7 +41,8 @@ at::Tensor token_key(int64_t position, int64_t local_from) {
 }
 
 void append(KvStore& store, int64_t position, int64_t local_from) {
-  at::Tensor k = token_key(position, local_from).unsqueeze(0).unsqueeze(2).expand({store.rows(), 2, 1, kDim}).contiguous();
+  at::Tensor k =
+      token_key(position, local_from).unsqueeze(0).unsqueeze(2).expand({store.rows(), 2, 1, kDim}).contiguous();
   store.append(0, k, at::ones_like(k) * static_cast<float>(position), {position});
 }
 
@@ -239,9 +240,10 @@ TEST(HeadKvPolicy, BudgetNeverExceededOverWholeSequences) {
   c.batch = 1;
   c.cfg = true;
   int64_t locals = 0, globals = 0;
-  for (const std::string spec : {"headkv:rho=1/2,threshold=20", "headkv:rho=1/2,threshold=30,match_total=false",
-                                 "headkv:rho=3/4,local_window=4,cfg_decision=both,alpha=1,threshold=40",
-                                 "headkv:rho=1/2,alpha=0,cond_mass=include,threshold=1", "headkv:rho=1/2,threshold=64"}) {
+  for (const std::string spec :
+       {"headkv:rho=1/2,threshold=20", "headkv:rho=1/2,threshold=30,match_total=false",
+        "headkv:rho=3/4,local_window=4,cfg_decision=both,alpha=1,threshold=40",
+        "headkv:rho=1/2,alpha=0,cond_mass=include,threshold=1", "headkv:rho=1/2,threshold=64"}) {
     auto policy = make_policy(spec, c);
     auto& headkv = as_headkv(policy);
     const int64_t bound = policy->max_entries();
@@ -284,24 +286,31 @@ TEST(HeadKvPolicy, BudgetNeverExceededOverWholeSequences) {
 TEST(HeadKvPolicy, ClearErrorsForImpossibleParameters) {
   PolicyContext c = small_context(2);
   c.grid_height = c.grid_width = 16;
-  EXPECT_NE(test::policy_error("headkv:tau=0", c).find("policy headkv: tau 0 is impossible (must be 0 < tau <= 1)"), std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:tau=0", c).find("policy headkv: tau 0 is impossible (must be 0 < tau <= 1)"),
+            std::string::npos);
   EXPECT_NE(test::policy_error("headkv:tau=1.5", c).find("tau 1.5 is impossible"), std::string::npos);
-  EXPECT_NE(test::policy_error("headkv:alpha=-0.1", c).find("policy headkv: alpha -0.1 is impossible (must be 0 <= alpha <= 1)"),
+  EXPECT_NE(test::policy_error("headkv:alpha=-0.1", c)
+                .find("policy headkv: alpha -0.1 is impossible (must be 0 <= alpha <= 1)"),
             std::string::npos);
   EXPECT_NE(test::policy_error("headkv:alpha=3/2", c).find("alpha 1.5 is impossible"), std::string::npos);
-  EXPECT_NE(test::policy_error("headkv:rho=1/8", c)
-                .find("policy headkv: budget 32 tokens is impossible: B (32 after rounding down to whole lines of 16) must "
-                      "hold the 2 recent line(s) and the one-line buffer of global heads: at least 48 tokens"),
-            std::string::npos);
+  EXPECT_NE(
+      test::policy_error("headkv:rho=1/8", c)
+          .find("policy headkv: budget 32 tokens is impossible: B (32 after rounding down to whole lines of 16) must "
+                "hold the 2 recent line(s) and the one-line buffer of global heads: at least 48 tokens"),
+      std::string::npos);
   EXPECT_NE(test::policy_error("headkv:rho=1/4,local_window=50", c)
-                .find("local_window 50 tokens is impossible with B = 64: a local head holds its window plus the one-line "
-                      "buffer, which must fit in B (local_window must be in 1..48)"),
+                .find(
+                    "local_window 50 tokens is impossible with B = 64: a local head holds its window plus the one-line "
+                    "buffer, which must fit in B (local_window must be in 1..48)"),
             std::string::npos);
-  EXPECT_NE(test::policy_error("headkv:rho=1/4,threshold=300", c).find("threshold 300 is impossible (must be in 1..256"),
-            std::string::npos);
+  EXPECT_NE(
+      test::policy_error("headkv:rho=1/4,threshold=300", c).find("threshold 300 is impossible (must be in 1..256"),
+      std::string::npos);
   EXPECT_NE(test::policy_error("headkv:rho=1/4,threshold=0", c).find("threshold 0 is impossible"), std::string::npos);
-  EXPECT_NE(test::policy_error("headkv:rho=1/4,match_total=maybe", c).find("must be one of true, false"), std::string::npos);
-  EXPECT_NE(test::policy_error("headkv:rho=1/4,cond_mass=half", c).find("must be one of exclude, free, include"), std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,match_total=maybe", c).find("must be one of true, false"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,cond_mass=half", c).find("must be one of exclude, free, include"),
+            std::string::npos);
   EXPECT_NE(test::policy_error("headkv:rho=0", c).find("rho 0 is impossible"), std::string::npos);
   EXPECT_EQ(test::policy_error("headkv:rho=1/4", c), "no error");
   // Registered, so the CLI, GUI and benchmarks list it.

@@ -2,10 +2,10 @@
 
 #include <fstream>
 
-#include "engine/cache/policies/policy_registry.h"
-#include "engine/core/errors.h"
 #include <random>
 #include <sstream>
+#include "engine/cache/policies/policy_registry.h"
+#include "engine/core/errors.h"
 
 namespace kvs::test {
 

@@ -20,7 +20,9 @@ RgbImage gradient(int w, int h) {
   return img;
 }
 
-RgbImage uniform(int w, int h, uint8_t v) { return RgbImage{w, h, std::vector<uint8_t>(static_cast<size_t>(w) * h * 3, v)}; }
+RgbImage uniform(int w, int h, uint8_t v) {
+  return RgbImage{w, h, std::vector<uint8_t>(static_cast<size_t>(w) * h * 3, v)};
+}
 
 RgbImage with_noise(const RgbImage& img, double sigma, uint32_t seed) {
   std::mt19937 rng(seed);

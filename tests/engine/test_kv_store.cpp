@@ -155,7 +155,8 @@ TEST(KvStore, AttentionOverAnIrregularLayoutEqualsTheDenseLayout) {
   EXPECT_EQ(packed.segment_capacity(0, 0, 1), cap01);
   EXPECT_EQ(packed.allocated_slots(0), cap00 + cap01);
   at::Tensor q1 = q.narrow(0, 0, 1);
-  EXPECT_TRUE(at::allclose(packed.attend(0, q1, {tokens}, true).out, regular.attend(0, q1, {tokens}, true).out, 1e-5, 1e-6));
+  EXPECT_TRUE(
+      at::allclose(packed.attend(0, q1, {tokens}, true).out, regular.attend(0, q1, {tokens}, true).out, 1e-5, 1e-6));
 }
 
 // Slots past a segment's length used to hold leftovers (on a GPU: whatever the

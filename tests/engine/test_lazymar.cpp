@@ -11,16 +11,16 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/models/mar/lazymar_policy.h"
 #include "engine/cache/policies/policy_catalog.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/generation_session.h"
+#include "engine/models/mar/lazymar_policy.h"
 #include "engine/models/mar/mar_flops.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/mar_random_init.h"
 #include "engine/models/mar/masked_generation.h"
-#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 #include "tests/engine/tiny_mar.h"
 
@@ -133,10 +133,10 @@ TEST(LazyMar, LazyStepsRecomputeExactlyTheLeastSimilarAndForcedTokens) {
     EXPECT_FALSE(s.report.unconditional_computed);
     const int64_t rows = 2;  // the conditional rows (the condition cache is on)
     ASSERT_EQ(s.report.selected.sizes(), (std::vector<int64_t>{rows, positions}));
-    const at::Tensor forced = at::cat({at::zeros({rows, c.buffer_size}, at::kBool),
-                                       at::logical_or(s.input.to_predict.narrow(0, 0, rows),
-                                                      s.input.predicted_before.narrow(0, 0, rows))},
-                                      1);
+    const at::Tensor forced =
+        at::cat({at::zeros({rows, c.buffer_size}, at::kBool),
+                 at::logical_or(s.input.to_predict.narrow(0, 0, rows), s.input.predicted_before.narrow(0, 0, rows))},
+                1);
     const int64_t forced_count = forced[0].sum().item<int64_t>();
     EXPECT_EQ(s.report.forced_tokens, forced_count);
     const int64_t expected = std::min(positions, std::max(forced_count + 1, positions / 2));
@@ -172,8 +172,8 @@ TEST(LazyMar, LazyStepsRecomputeExactlyTheLeastSimilarAndForcedTokens) {
                                MarFlops::block_mlp(c, false, rows, updated));
     hand += MarFlops::decoder_input(c, rows, known);
     hand += 3 * MarFlops::block(c, true, rows, positions);
-    hand += MarFlops::block_qkv(c, true, rows, positions) + MarFlops::block_attend(c, true, rows, positions, positions) +
-            MarFlops::block_mlp(c, true, rows, n);
+    hand += MarFlops::block_qkv(c, true, rows, positions) +
+            MarFlops::block_attend(c, true, rows, positions, positions) + MarFlops::block_mlp(c, true, rows, n);
     hand += MarFlops::block_qkv(c, true, rows, n) + MarFlops::block_attend(c, true, rows, n, positions) +
             MarFlops::block_mlp(c, true, rows, n);
     hand += 5 * MarFlops::head_forward(c, 2 * rows * s.input.to_predict[0].sum().item<int64_t>());
@@ -213,7 +213,8 @@ TEST(LazyMar, ConditionCacheReusesTheStoredDifference) {
       if (stack == MarStack::Decoder && layer == c.decoder_depth - 1) last_block = x.clone();
     };
     const MarTransformer& t = *tiny.model.transformer;
-    const at::Tensor z = t.forward_decoder(t.forward_encoder(s.input.tokens, s.input.mask, s.input.class_embedding, &observer),
+    const at::Tensor z = t.forward_decoder(t.forward_encoder(s.input.tokens, s.input.mask, s.input.class_embedding,
+                                                             &observer),
                                            s.input.mask, &observer);
     EXPECT_TRUE(at::equal(z, s.z));
     EXPECT_TRUE(at::equal(s.diff, last_block.narrow(0, 1, 1) - last_block.narrow(0, 0, 1)));
@@ -236,7 +237,8 @@ TEST(LazyMar, AnyStepCountWorksBeyondTheOfficial64) {
   EXPECT_EQ(lazymar_official_retention().size(), 64u);
   LazyMarParams p;
   // Stretched over the step count: identical at 64 steps, defined past 64.
-  for (int64_t k = 0; k < 64; ++k) EXPECT_EQ(p.retention_ratio(k, 64), lazymar_official_retention()[static_cast<size_t>(k)]);
+  for (int64_t k = 0; k < 64; ++k)
+    EXPECT_EQ(p.retention_ratio(k, 64), lazymar_official_retention()[static_cast<size_t>(k)]);
   EXPECT_EQ(p.retention_ratio(199, 200), 0.05);
   EXPECT_EQ(p.retention_ratio(0, 200), 1.0);
   EXPECT_EQ(p.retention_ratio(5, 16), lazymar_official_retention()[20]);
@@ -357,7 +359,8 @@ TEST(LazyMar, SessionReportsRecomputedPositionsAndFlopsPerStep) {
       EXPECT_LT(u.flops, f.flops) << k;
       // This step's and the previous step's predicted positions are always recomputed.
       for (int32_t pos : u.predicted_positions) EXPECT_EQ(u.recomputed[static_cast<size_t>(pos)], 1) << k;
-      for (int32_t pos : lazy_sink.units[k - 1].predicted_positions) EXPECT_EQ(u.recomputed[static_cast<size_t>(pos)], 1) << k;
+      for (int32_t pos : lazy_sink.units[k - 1].predicted_positions)
+        EXPECT_EQ(u.recomputed[static_cast<size_t>(pos)], 1) << k;
     }
     full_sum += f.flops;
     lazy_sum += u.flops;

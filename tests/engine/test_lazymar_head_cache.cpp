@@ -13,10 +13,10 @@
 #include <memory>
 #include <vector>
 
-#include "engine/models/mar/lazymar_head_cache.h"
-#include "engine/models/mar/lazymar_policy.h"
 #include "engine/core/errors.h"
 #include "engine/models/mar/diffusion_head.h"
+#include "engine/models/mar/lazymar_head_cache.h"
+#include "engine/models/mar/lazymar_policy.h"
 #include "engine/models/mar/mar_flops.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random.h"
@@ -47,8 +47,8 @@ at::Tensor randn(std::vector<int64_t> shape, uint64_t seed) {
 
 // The official cached step, written out from the head's pieces: `stored_branch` /
 // `stored_residual` per block, `diff` = cond_eps - uncond_eps of the last full step.
-at::Tensor reference_cached_step(const DiffusionHead& head, const at::Tensor& x, const at::Tensor& t, const at::Tensor& z,
-                                 double cfg, const std::vector<at::Tensor>& stored_branch,
+at::Tensor reference_cached_step(const DiffusionHead& head, const at::Tensor& x, const at::Tensor& t,
+                                 const at::Tensor& z, double cfg, const std::vector<at::Tensor>& stored_branch,
                                  const std::vector<at::Tensor>& stored_residual, const at::Tensor& diff, bool warm_up) {
   const int64_t n = x.size(0) / 2, c = head.in_channels();
   at::Tensor h = head.input(x.narrow(0, 0, n));
@@ -58,7 +58,8 @@ at::Tensor reference_cached_step(const DiffusionHead& head, const at::Tensor& x,
       h = h + stored_residual[static_cast<size_t>(i)].narrow(0, 0, n);
     } else {
       const auto m = head.modulation(i, y);
-      const at::Tensor branch = warm_up ? head.mlp_branch(i, h, m) : stored_branch[static_cast<size_t>(i)].narrow(0, 0, n);
+      const at::Tensor branch = warm_up ? head.mlp_branch(i, h, m)
+                                        : stored_branch[static_cast<size_t>(i)].narrow(0, 0, n);
       h = h + m.gate * branch;
     }
   }
@@ -74,7 +75,8 @@ struct FullStepStore {
   std::vector<at::Tensor> branch, residual;
   at::Tensor diff;
 };
-FullStepStore store_of_full_step(const DiffusionHead& head, const at::Tensor& x, const at::Tensor& t, const at::Tensor& z) {
+FullStepStore store_of_full_step(const DiffusionHead& head, const at::Tensor& x, const at::Tensor& t,
+                                 const at::Tensor& z) {
   const int64_t n = x.size(0) / 2, c = head.in_channels();
   const at::Tensor half = x.narrow(0, 0, n);
   FullStepStore s;
@@ -135,7 +137,8 @@ TEST(LazyMarHeadCache, StepsFollowTheOfficialRule) {
       store = store_of_full_step(head, x, original, z);
     } else {
       ++cached;
-      const at::Tensor expected = reference_cached_step(head, x, original, z, cfg, store.branch, store.residual, store.diff, warm);
+      const at::Tensor expected = reference_cached_step(head, x, original, z, cfg, store.branch, store.residual,
+                                                        store.diff, warm);
       EXPECT_LT(max_abs(out - expected), 1e-5) << "t " << t;
       // The cache is real: the output is not the exact head's.
       EXPECT_GT(max_abs(out - head.forward_with_cfg(x, original, z, cfg)), 1e-4) << "t " << t;
@@ -189,7 +192,8 @@ TEST(LazyMarHeadCache, WithoutGuidanceTheBlockCacheRunsOnEveryRow) {
   at::Tensor e = head.input(x8);
   const at::Tensor y8 = head.condition(t8, z);
   for (int64_t i = 0; i < head.depth(); ++i)
-    e = (i >= 1 && i <= 4) ? e + residual[static_cast<size_t>(i)] : e + head.modulation(i, y8).gate * branch[static_cast<size_t>(i)];
+    e = (i >= 1 && i <= 4) ? e + residual[static_cast<size_t>(i)]
+                           : e + head.modulation(i, y8).gate * branch[static_cast<size_t>(i)];
   EXPECT_LT(max_abs(out - head.final_layer(e, y8)), 1e-5);
   EXPECT_EQ(out.size(0), n);  // every row ran (no CFG difference to reuse)
   const int64_t w = config.diffloss_w;
@@ -207,7 +211,8 @@ TEST(LazyMarHeadCache, OutOfOrderStepsAndBadThresholdsAreRefused) {
     cache(x, 5, t);  // the loop must start at T-1 = 9
     FAIL() << "no error";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("reverse step 5 came out of order (expected 9"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("reverse step 5 came out of order (expected 9"), std::string::npos)
+        << e.what();
   }
   EXPECT_THROW(LazyMarHeadCache(head, tiny.model.config(), 10, 0, z, 3.0, nullptr), InvalidArgumentError);
 }
@@ -221,7 +226,8 @@ TEST(LazyMarHeadCache, ThresholdOneIsTheExactComputation) {
     p.cfg = cfg;
     SeededMarRandom r1(5), r2(5);
     const auto full = generate_masked(tiny.model, labels, p, r1);
-    auto cache = make_masked_feature_cache("lazymar:start=0,interval=1,head_cache=on,head_threshold=1", tiny.model.config());
+    auto cache = make_masked_feature_cache("lazymar:start=0,interval=1,head_cache=on,head_threshold=1",
+                                           tiny.model.config());
     MaskedHooks hooks;
     hooks.feature_cache = cache.get();
     EXPECT_TRUE(at::equal(full.tokens, generate_masked(tiny.model, labels, p, r2, hooks).tokens)) << "cfg " << cfg;
@@ -256,7 +262,8 @@ TEST(LazyMarHeadCache, GenerationCountsTheSavedHeadWorkAndStaysClose) {
   const int64_t w = config.diffloss_w;
   for (int64_t k : a.predicted_per_step) {
     const int64_t n = 3 * k;
-    const double light = MarFlops::head_condition(config, n) + MarFlops::head_input(config, n) + MarFlops::head_final(config, n);
+    const double light = MarFlops::head_condition(config, n) + MarFlops::head_input(config, n) +
+                         MarFlops::head_final(config, n);
     saved += 31 * (MarFlops::head_forward(config, 2 * n) - light - 2 * MarFlops::linear(n, w, 3 * w));
     saved += 2 * (MarFlops::head_forward(config, 2 * n) - light - 2 * MarFlops::head_res_block(config, n));
   }

@@ -76,12 +76,16 @@ TEST(MarConfig, JsonRoundTripAndUpstreamSpelling) {
   const MarConfig back = mar_config_from_json(to_json(c));
   EXPECT_EQ(to_json(back), to_json(c));
   // The conformance cases' constructor args: training-only fields are accepted, an integer step count too.
-  nlohmann::json args = {{"img_size", 256}, {"vae_stride", 16}, {"patch_size", 1}, {"encoder_embed_dim", 64},
-                         {"encoder_depth", 1}, {"encoder_num_heads", 2}, {"decoder_embed_dim", 64},
-                         {"decoder_depth", 1}, {"decoder_num_heads", 2}, {"mlp_ratio", 4.0},
-                         {"vae_embed_dim", 16}, {"class_num", 10}, {"buffer_size", 64}, {"diffloss_d", 1},
-                         {"diffloss_w", 64}, {"num_sampling_steps", 40}, {"mask_ratio_min", 0.7},
-                         {"label_drop_prob", 0.1}, {"attn_dropout", 0.0}, {"proj_dropout", 0.0},
+  nlohmann::json args = {{"img_size", 256},          {"vae_stride", 16},
+                         {"patch_size", 1},          {"encoder_embed_dim", 64},
+                         {"encoder_depth", 1},       {"encoder_num_heads", 2},
+                         {"decoder_embed_dim", 64},  {"decoder_depth", 1},
+                         {"decoder_num_heads", 2},   {"mlp_ratio", 4.0},
+                         {"vae_embed_dim", 16},      {"class_num", 10},
+                         {"buffer_size", 64},        {"diffloss_d", 1},
+                         {"diffloss_w", 64},         {"num_sampling_steps", 40},
+                         {"mask_ratio_min", 0.7},    {"label_drop_prob", 0.1},
+                         {"attn_dropout", 0.0},      {"proj_dropout", 0.0},
                          {"diffusion_batch_mul", 1}, {"grad_checkpointing", false}};
   EXPECT_EQ(mar_config_from_json(args).num_sampling_steps, "40");
   args["bogus"] = 1;
@@ -130,13 +134,13 @@ TEST(MarWeights, LoadingNamesEveryBadTensor) {
   auto reader = io::SafetensorsReader::open(dir.file("weights.safetensors"));
   io::NamedTensors tensors;
   for (const auto& name : reader->names()) {
-    if (name == "mar.mask_token") continue;                                                 // missing
+    if (name == "mar.mask_token") continue;  // missing
     at::Tensor t = reader->tensor(name);
-    if (name == "mar.decoder_norm.bias") t = at::zeros({7});                                // bad shape
+    if (name == "mar.decoder_norm.bias") t = at::zeros({7});  // bad shape
     tensors.emplace_back(name, t);
   }
-  tensors.emplace_back("mar.encoder_blocks.0.attn.bogus", at::zeros({2}));                 // unexpected
-  tensors.emplace_back("gpt.tok_embeddings.weight", at::zeros({2}));                       // another family's
+  tensors.emplace_back("mar.encoder_blocks.0.attn.bogus", at::zeros({2}));  // unexpected
+  tensors.emplace_back("gpt.tok_embeddings.weight", at::zeros({2}));        // another family's
   io::write_safetensors(dir.file("broken.safetensors"), tensors);
   auto broken = io::SafetensorsReader::open(dir.file("broken.safetensors"));
   const std::string message = error_of([&] { MarModel::from_weights(c, v, *broken, at::Device(at::kCPU)); });

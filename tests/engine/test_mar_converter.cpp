@@ -47,7 +47,7 @@ float max_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().
 
 }  // namespace
 
-#define REQUIRE_MAR_CHECKPOINTS()                                                               \
+#define REQUIRE_MAR_CHECKPOINTS() \
   if (ckpt_dir().empty()) GTEST_SKIP() << "KVSTUDIO_MAR_CKPT_DIR not set (run through ctest)"
 
 TEST(MarConverter, OfficialCheckpointsReproduceTheOfficialOutputs) {
@@ -72,14 +72,15 @@ TEST(MarConverter, OfficialCheckpointsReproduceTheOfficialOutputs) {
   EXPECT_EQ(bundle.name(), "mar-ckpt");  // the checkpoint's folder, as mar_base/checkpoint-last.pth
   const auto model = mar::MarModel::load(bundle, at::Device(at::kCPU));
   auto io_file = io::SafetensorsReader::open(test::conformance_dir() + "/mar_tiny.io.safetensors");
-  const at::Tensor enc = model.transformer->forward_encoder(
-      io_file->tensor("tokens_in"), io_file->tensor("mask"),
-      model.transformer->class_embedding(io_file->tensor("labels")));
+  const at::Tensor enc = model.transformer->forward_encoder(io_file->tensor("tokens_in"), io_file->tensor("mask"),
+                                                            model.transformer->class_embedding(
+                                                                io_file->tensor("labels")));
   EXPECT_LT(max_diff(enc, io_file->tensor("enc_out")), 1e-4);
   EXPECT_LT(max_diff(model.transformer->forward_decoder(io_file->tensor("enc_out"), io_file->tensor("mask")),
                      io_file->tensor("z")),
             1e-4);
-  EXPECT_LT(max_diff(model.head->forward(io_file->tensor("head_x"), io_file->tensor("head_t"), io_file->tensor("head_c")),
+  EXPECT_LT(max_diff(model.head->forward(io_file->tensor("head_x"), io_file->tensor("head_t"),
+                                         io_file->tensor("head_c")),
                      io_file->tensor("head_out")),
             1e-4);
   EXPECT_EQ(model.diffusion->num_timesteps(), 40);
@@ -114,11 +115,13 @@ TEST(MarConverter, BadCheckpointsAreRejectedByName) {
   EXPECT_NE(convert_error(options("mar_bad_shape.pth", "kl16.ckpt", dir))
                 .find("tensor decoder_norm.bias has shape [7], expected [64]"),
             std::string::npos);
-  EXPECT_NE(convert_error(options("mar_extra_key.pth", "kl16.ckpt", dir)).find("unexpected tensors: encoder_blocks.0.attn.bogus"),
+  EXPECT_NE(convert_error(options("mar_extra_key.pth", "kl16.ckpt", dir))
+                .find("unexpected tensors: encoder_blocks.0.attn.bogus"),
             std::string::npos);
   EXPECT_NE(convert_error(options("checkpoint-last.pth", "vae_unknown_key.ckpt", dir)).find("decoder.bogus.weight"),
             std::string::npos);
-  EXPECT_NE(convert_error(options("mar_text.pth", "kl16.ckpt", dir)).find("not a PyTorch checkpoint"), std::string::npos);
+  EXPECT_NE(convert_error(options("mar_text.pth", "kl16.ckpt", dir)).find("not a PyTorch checkpoint"),
+            std::string::npos);
   auto no_heads = options("checkpoint-last.pth", "kl16.ckpt", dir);
   no_heads.num_heads = 0;
   EXPECT_NE(convert_error(no_heads).find("pass --n-head"), std::string::npos);

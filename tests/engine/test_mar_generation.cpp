@@ -15,12 +15,12 @@
 
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/generation_session.h"
 #include "engine/models/mar/mar_model.h"
-#include "engine/models/model_catalog.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/mar_random_init.h"
 #include "engine/models/mar/masked_generation.h"
-#include "engine/models/generation_session.h"
+#include "engine/models/model_catalog.h"
 #include "tests/engine/test_helpers.h"
 #include "tests/engine/tiny_mar.h"
 
@@ -158,7 +158,8 @@ TEST(MarGeneration, CancelAndBadInputs) {
   at::Tensor mask = at::zeros({2, 16});
   mask[0][3] = 1;
   EXPECT_THROW(tiny.model.transformer->forward_encoder(at::zeros({2, 16, 4}), mask,
-                                                       tiny.model.transformer->class_embedding(at::tensor(std::vector<int64_t>{0, 1}))),
+                                                       tiny.model.transformer->class_embedding(
+                                                           at::tensor(std::vector<int64_t>{0, 1}))),
                InvalidArgumentError);
 }
 
@@ -321,7 +322,8 @@ TEST(MarGeneration, SessionAttentionOfNewTokensOverKnownTokens) {
       EXPECT_NEAR(refresh[i].attention->weights[p], full[i].attention->weights[p], 1e-5) << "step " << i;
 
   // Lazy steps (features reused past block 0): the new tokens are recomputed, so their maps stay valid.
-  const auto lazy = steps_with_attention(dir, "lazymar:start=1,interval=100,layer=0,retention=constant,ratio=1/2,extra=1");
+  const auto lazy = steps_with_attention(dir,
+                                         "lazymar:start=1,interval=100,layer=0,retention=constant,ratio=1/2,extra=1");
   expect_maps_over_known_tokens(lazy);
   bool reused = false;
   for (const auto& u : lazy) reused |= std::count(u.recomputed.begin(), u.recomputed.end(), 0) > 0;

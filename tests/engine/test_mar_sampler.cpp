@@ -60,7 +60,8 @@ TEST(MarDiffusion, SpaceTimesteps) {
   const auto hundred = space_timesteps(1000, "100");
   ASSERT_EQ(hundred.size(), 100u);
   // stride 999/99 = 10.0909..: round(k * stride) with Python's round, e.g. k = 6 -> 60.545 -> 61.
-  EXPECT_EQ(std::vector<int64_t>(hundred.begin(), hundred.begin() + 8), (std::vector<int64_t>{0, 10, 20, 30, 40, 50, 61, 71}));
+  EXPECT_EQ(std::vector<int64_t>(hundred.begin(), hundred.begin() + 8),
+            (std::vector<int64_t>{0, 10, 20, 30, 40, 50, 61, 71}));
   EXPECT_EQ(hundred.back(), 999);
   // Sections: 10 steps over the first 500, 5 over the last 500.
   EXPECT_EQ(space_timesteps(1000, "10,5"),

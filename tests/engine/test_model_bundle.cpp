@@ -38,7 +38,9 @@ std::string load_error(const test::TempDir& dir) {
 
 struct Bundle {
   test::TempDir dir;
-  Bundle() { llamagen::write_random_llamagen_bundle(dir.path().string(), "t", test::tiny_gqa_gpt(), test::tiny_vq(), 1); }
+  Bundle() {
+    llamagen::write_random_llamagen_bundle(dir.path().string(), "t", test::tiny_gqa_gpt(), test::tiny_vq(), 1);
+  }
 };
 
 }  // namespace

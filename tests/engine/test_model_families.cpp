@@ -12,6 +12,7 @@
 #include "engine/models/family_registry.h"
 #include "engine/models/generation_session.h"
 #include "engine/models/model_catalog.h"
+#include "engine/training/trainable_families.h"
 #include "tests/engine/test_helpers.h"
 
 namespace kvs {
@@ -87,7 +88,8 @@ TEST(ModelFamilies, EachFamilyWritesSummarizesLoadsAndGeneratesItsDemoPreset) {
     test::TempDir dir;
     const std::string preset = demo_preset(*family);
     const std::string report =
-        family->write_random(preset, FamilyOptions({{"--out", dir.path().string()}, {"--seed", "5"}, {"--classes", "3"}}));
+        family->write_random(preset,
+                             FamilyOptions({{"--out", dir.path().string()}, {"--seed", "5"}, {"--classes", "3"}}));
     EXPECT_NE(report.find("random weights"), std::string::npos) << report;
 
     const ModelSummary summary = summarize_model_bundle(dir.path().string());
@@ -136,9 +138,11 @@ TEST(ModelFamilies, OptionsAFamilyDoesNotReadAreRefusedBeforeAnyWork) {
   }
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "model.json")) << "nothing written";
   try {
-    find_model_family("llamagen").convert(
-        FamilyOptions({{"--checkpoint", "a.pt"}, {"--tokenizer", "b.pt"}, {"--out", dir.file("c")}, {"--weights", "ema"}}),
-        nullptr);
+    find_model_family("llamagen")
+        .convert(
+            FamilyOptions(
+                {{"--checkpoint", "a.pt"}, {"--tokenizer", "b.pt"}, {"--out", dir.file("c")}, {"--weights", "ema"}}),
+            nullptr);
     FAIL() << "no error";
   } catch (const InvalidArgumentError& e) {
     EXPECT_STREQ(e.what(), "option --weights does not apply to --family llamagen");
@@ -168,7 +172,28 @@ TEST(ModelFamilies, RandomArchitecturesAndPolicyChecksComeFromTheFamily) {
   io::ModelBundle mar_bundle;
   mar_bundle.manifest = mar.manifest;
   EXPECT_NO_THROW(find_model_family("mar").check_policy(mar_bundle, "lazymar:interval=4", PolicyCheck{}));
-  EXPECT_THROW(find_model_family("mar").check_policy(mar_bundle, "linear:rho=1/4", PolicyCheck{}), InvalidArgumentError);
+  EXPECT_THROW(find_model_family("mar").check_policy(mar_bundle, "linear:rho=1/4", PolicyCheck{}),
+               InvalidArgumentError);
+}
+
+TEST(ModelFamilies, TrainableFamiliesAreModelFamiliesWithTheirOwnSamplingDefaults) {
+  ASSERT_EQ(training::trainable_families().size(), 3u);
+  for (const training::TrainableFamily& t : training::trainable_families()) {
+    SCOPED_TRACE(t.name);
+    const ModelFamily* family = lookup_model_family(t.name);
+    ASSERT_NE(family, nullptr);
+    // A family that takes decoding steps records them; the others record token sampling.
+    EXPECT_EQ(t.sampling_defaults.contains("steps"), family->description().has_request_option("steps"));
+    EXPECT_EQ(t.sampling_defaults.contains("top_k"), family->description().discrete_tokens);
+    EXPECT_TRUE(t.export_bundle);
+    EXPECT_TRUE(t.load_for_evaluation);
+  }
+  try {
+    training::find_trainable_family("infinity");
+    FAIL() << "no error";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_STREQ(e.what(), "model family 'infinity' has no demo-model training (trainable: llamagen, var, mar)");
+  }
 }
 
 }  // namespace

@@ -15,9 +15,9 @@
 #include "engine/core/errors.h"
 #include "engine/core/number_parsing.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/generation_session.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/raster_generation.h"
-#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
@@ -120,15 +120,21 @@ TEST(RandomPolicy, ReproducibleAndNeverEvictsTheCondition) {
 
 TEST(PolicyRegistry, ClearErrorsForBadSpecsAndImpossibleBudgets) {
   PolicyContext c = test::small_policy_context(16);
-  EXPECT_NE(test::policy_error("bogus", c).find("unknown cache policy 'bogus' (available: full, streaming, random, linear"), std::string::npos);
+  EXPECT_NE(
+      test::policy_error("bogus", c).find("unknown cache policy 'bogus' (available: full, streaming, random, linear"),
+      std::string::npos);
   EXPECT_NE(test::policy_error("linear:rho=0", c).find("rho 0 is impossible"), std::string::npos);
   EXPECT_NE(test::policy_error("linear:rho=1.5", c).find("rho 1.5 is impossible"), std::string::npos);
   EXPECT_NE(test::policy_error("linear:rho=-1/6", c).find("impossible"), std::string::npos);
-  EXPECT_NE(test::policy_error("linear:rho=abc", c).find("parameter rho expects a number, got 'abc'"), std::string::npos);
-  EXPECT_NE(test::policy_error("linear:rho=1/8", c).find("must hold 4 anchors, 1 recent line(s) and the one-line buffer"), std::string::npos);
+  EXPECT_NE(test::policy_error("linear:rho=abc", c).find("parameter rho expects a number, got 'abc'"),
+            std::string::npos);
+  EXPECT_NE(
+      test::policy_error("linear:rho=1/8", c).find("must hold 4 anchors, 1 recent line(s) and the one-line buffer"),
+      std::string::npos);
   EXPECT_NE(test::policy_error("linear:colour=red", c).find("unknown parameter 'colour'"), std::string::npos);
   EXPECT_NE(test::policy_error("linear:cfg_decision=maybe", c).find("must be one of cond, both"), std::string::npos);
-  EXPECT_NE(test::policy_error("streaming:budget=4,sink=4", c).find("must exceed the 4 sink tokens"), std::string::npos);
+  EXPECT_NE(test::policy_error("streaming:budget=4,sink=4", c).find("must exceed the 4 sink tokens"),
+            std::string::npos);
   EXPECT_NE(test::policy_error("streaming:budget=999", c).find("budget 999 tokens is impossible"), std::string::npos);
   EXPECT_NE(test::policy_error("linear:rho", c).find("expected key=value"), std::string::npos);
   EXPECT_EQ(make_policy("linear:rho=1/6", test::small_policy_context(24))->budget_tokens(), 96);  // 576/6, whole lines
@@ -167,8 +173,9 @@ TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
   auto model = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU));
   const auto& cfg = model.gpt->config();
   const PolicyContext context = llamagen::raster_policy_context(cfg, /*batch=*/2, /*cfg=*/true, /*seed=*/5);
-  for (const std::string spec : {"full", "streaming:rho=1/4", "random:rho=1/4", "linear:rho=1/4", "linear:rho=1/2,cfg_decision=both",
-                                 "headkv:rho=1/4", "h2o:rho=1/4", "snapkv:rho=1/4", "rkv:rho=1/4"}) {
+  for (const std::string spec :
+       {"full", "streaming:rho=1/4", "random:rho=1/4", "linear:rho=1/4", "linear:rho=1/2,cfg_decision=both",
+        "headkv:rho=1/4", "h2o:rho=1/4", "snapkv:rho=1/4", "rkv:rho=1/4"}) {
     auto policy = make_policy(spec, context);
     const int64_t budget = policy->budget_tokens();
     llamagen::RasterHooks hooks;
@@ -192,7 +199,8 @@ TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
     EXPECT_EQ(violations, 0) << spec;
     EXPECT_EQ(mismatched_pairs, 0) << spec;
     if (spec != "full") {
-      EXPECT_LE(result.memory.bytes_logical, (budget + 1) * 4 * cfg.n_layer * cfg.kv_heads() * cfg.head_dim() * 2 * 4) << spec;
+      EXPECT_LE(result.memory.bytes_logical, (budget + 1) * 4 * cfg.n_layer * cfg.kv_heads() * cfg.head_dim() * 2 * 4)
+          << spec;
       EXPECT_LT(result.memory.bytes_logical, result.memory.bytes_full_equivalent) << spec;
       // Allocated never exceeds the declared worst case, and tracks logical for
       // every policy: segments are sized one by one (HeadKV's local heads shrink to

@@ -24,11 +24,11 @@ namespace {
 
 // A layer of a ragged cache as KvStore holds it, with queries for one step.
 struct RaggedCase {
-  at::Tensor keys, values;         // [rows, kv_heads, capacity, D]
-  at::Tensor lengths;              // [rows, kv_heads]
-  at::Tensor positions;            // [rows, kv_heads, capacity], -1 past the length
-  at::Tensor queries;              // [rows, n_head, T, D]
-  at::Tensor query_positions;      // [T]
+  at::Tensor keys, values;     // [rows, kv_heads, capacity, D]
+  at::Tensor lengths;          // [rows, kv_heads]
+  at::Tensor positions;        // [rows, kv_heads, capacity], -1 past the length
+  at::Tensor queries;          // [rows, n_head, T, D]
+  at::Tensor query_positions;  // [T]
   double scale = 1.0;
 };
 
@@ -71,10 +71,10 @@ RaggedAttentionResult reference(const RaggedCase& c, bool causal) {
   for (int64_t row = 0; row < rows; ++row) {
     for (int64_t g = 0; g < kv_heads; ++g) {
       const int64_t len = c.lengths[row][g].item<int64_t>();
-      at::Tensor k = c.keys[row][g].narrow(0, 0, len).to(at::kDouble);    // [len, D]
-      at::Tensor v = c.values[row][g].narrow(0, 0, len).to(at::kDouble);  // [len, D]
+      at::Tensor k = c.keys[row][g].narrow(0, 0, len).to(at::kDouble);            // [len, D]
+      at::Tensor v = c.values[row][g].narrow(0, 0, len).to(at::kDouble);          // [len, D]
       at::Tensor q = c.queries[row].narrow(0, g * group, group).to(at::kDouble);  // [G, T, D]
-      at::Tensor scores = at::matmul(q, k.t()) * c.scale;                        // [G, T, len]
+      at::Tensor scores = at::matmul(q, k.t()) * c.scale;                         // [G, T, len]
       if (causal) {
         at::Tensor kpos = c.positions[row][g].narrow(0, 0, len);
         at::Tensor hidden = kpos.unsqueeze(0) > c.query_positions.unsqueeze(1);  // [T, len]
@@ -193,8 +193,7 @@ TEST(RaggedAttention, CausalMaskOverGappedPositionsWithSeveralQueries) {
   // and a segment whose first kept position is past 2 leaves it with nothing.
   for (int64_t d : {32, 64, 100}) {
     const int64_t rows = 2, kv_heads = 2, capacity = 40;
-    RaggedCase c =
-        make_case(rows, 8, kv_heads, capacity, d, {40, 17, 0, 29}, 60, {2, 20, 21, 44, 58}, 3);
+    RaggedCase c = make_case(rows, 8, kv_heads, capacity, d, {40, 17, 0, 29}, 60, {2, 20, 21, 44, 58}, 3);
     // Make one segment start after position 2 so that query 0 sees nothing there.
     at::Tensor seg = c.positions[0][1].narrow(0, 0, 17);
     seg.copy_(at::arange(0, 17, at::kLong) * 3 + 5);
@@ -312,8 +311,7 @@ TEST(RaggedAttention, RejectsInvalidArguments) {
             std::string::npos);
   bad = c;
   bad.positions = at::zeros({2, 2, 9}, at::kLong);
-  EXPECT_NE(error_of([&] { call(bad); }).find("positions has shape [2, 2, 9], expected [2, 2, 10]"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { call(bad); }).find("positions has shape [2, 2, 9], expected [2, 2, 10]"), std::string::npos);
 
   // The raw kernel checks sizes and buffers itself (the CUDA twin's callers share it).
   float out[4] = {};
@@ -330,8 +328,7 @@ TEST(RaggedAttention, RejectsInvalidArguments) {
   EXPECT_EQ(error_of([&] { kernels::ragged_attention_cpu(kv, args); }), "");
   kernels::RaggedKvView negative = kv;
   negative.capacity = -1;
-  EXPECT_NE(error_of([&] { kernels::ragged_attention_cpu(negative, args); }).find("capacity is -1"),
-            std::string::npos);
+  EXPECT_NE(error_of([&] { kernels::ragged_attention_cpu(negative, args); }).find("capacity is -1"), std::string::npos);
   kernels::RaggedAttentionArgs negative_t = args;
   negative_t.T = -2;
   EXPECT_NE(error_of([&] { kernels::ragged_attention_cpu(kv, negative_t); }).find("T is -2"), std::string::npos);
@@ -347,8 +344,9 @@ TEST(RaggedAttention, RejectsInvalidArguments) {
   kernels::RaggedKvView packed = kv;
   packed.offsets = offsets;
   packed.total_slots = 1;
-  EXPECT_NE(error_of([&] { kernels::ragged_attention_cpu(packed, args); })
-                .find("segment (row 0, kv head 0) spans slots 1..2, outside the 1 slots of the packed buffers"),
+  EXPECT_NE(error_of([&] {
+              kernels::ragged_attention_cpu(packed, args);
+            }).find("segment (row 0, kv head 0) spans slots 1..2, outside the 1 slots of the packed buffers"),
             std::string::npos);
   packed.total_slots = 2;
   EXPECT_EQ(error_of([&] { kernels::ragged_attention_cpu(packed, args); }), "");

@@ -39,9 +39,9 @@ nlohmann::json entry(const std::string& dtype, std::vector<int64_t> shape, uint6
 }  // namespace
 
 TEST(Safetensors, ParsesValidHeader) {
-  const std::string f = make_file({{"a", entry("F32", {2, 2}, 0, 16)}, {"b", entry("I64", {1}, 16, 24)},
-                                   {"__metadata__", {{"k", "v"}}}},
-                                  std::string(24, '\0'));
+  const std::string f =
+      make_file({{"a", entry("F32", {2, 2}, 0, 16)}, {"b", entry("I64", {1}, 16, 24)}, {"__metadata__", {{"k", "v"}}}},
+                std::string(24, '\0'));
   auto index = io::parse_safetensors(reinterpret_cast<const uint8_t*>(f.data()), f.size(), "x");
   ASSERT_EQ(index.tensors.size(), 2u);
   EXPECT_EQ(index.find("a")->shape, (std::vector<int64_t>{2, 2}));
@@ -66,23 +66,26 @@ TEST(Safetensors, RejectsBadJsonAndBadFields) {
   std::string bad_json = make_file(nlohmann::json::object(), "");
   bad_json.replace(8, 2, "{x");
   EXPECT_NE(parse_error(bad_json).find("not valid JSON"), std::string::npos);
-  EXPECT_NE(parse_error(make_file({{"a", entry("F8_E4M3", {1}, 0, 1)}}, std::string(1, '\0'))).find("unsupported dtype 'F8_E4M3'"),
+  EXPECT_NE(parse_error(make_file({{"a", entry("F8_E4M3", {1}, 0, 1)}}, std::string(1, '\0')))
+                .find("unsupported dtype 'F8_E4M3'"),
             std::string::npos);
   EXPECT_NE(parse_error(make_file({{"a", entry("F32", {3}, 0, 8)}}, std::string(8, '\0'))).find("needs 12 bytes"),
             std::string::npos);
   EXPECT_NE(parse_error(make_file({{"a", entry("F32", {2}, 8, 0)}}, std::string(8, '\0'))).find("end before begin"),
             std::string::npos);
-  EXPECT_NE(parse_error(make_file({{"a", {{"dtype", "F32"}, {"shape", {1}}}}}, "")).find("must have dtype, shape and data_offsets"),
+  EXPECT_NE(parse_error(make_file({{"a", {{"dtype", "F32"}, {"shape", {1}}}}}, ""))
+                .find("must have dtype, shape and data_offsets"),
             std::string::npos);
   EXPECT_NE(parse_error(make_file({{"a", entry("F32", {-1}, 0, 4)}}, std::string(4, '\0'))).find("non-negative"),
             std::string::npos);
 }
 
 TEST(Safetensors, RejectsOverlapAndDuplicates) {
-  const std::string overlap =
-      make_file({{"a", entry("F32", {2}, 0, 8)}, {"b", entry("F32", {2}, 4, 12)}}, std::string(12, '\0'));
+  const std::string overlap = make_file({{"a", entry("F32", {2}, 0, 8)}, {"b", entry("F32", {2}, 4, 12)}},
+                                        std::string(12, '\0'));
   EXPECT_NE(parse_error(overlap).find("overlap"), std::string::npos);
-  std::string h = R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})";
+  std::string h =
+      R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[1,2]}})";
   std::string dup;
   uint64_t n = h.size();
   for (int i = 0; i < 8; ++i) dup.push_back(static_cast<char>((n >> (8 * i)) & 0xff));
@@ -93,11 +96,13 @@ TEST(Safetensors, RejectsOverlapAndDuplicates) {
 TEST(Safetensors, RoundTripsAllDtypesWithoutCopy) {
   test::TempDir dir;
   const std::string path = dir.file("t.safetensors");
-  io::NamedTensors tensors = {
-      {"f32", at::arange(6, at::kFloat).reshape({2, 3})},   {"f16", at::arange(4, at::kFloat).to(at::kHalf)},
-      {"bf16", at::arange(4, at::kFloat).to(at::kBFloat16)}, {"i64", at::arange(3, at::kLong)},
-      {"i32", at::arange(5, at::kInt)},                    {"u8", at::arange(7, at::kByte)},
-      {"empty", at::zeros({0, 4}, at::kFloat)}};
+  io::NamedTensors tensors = {{"f32", at::arange(6, at::kFloat).reshape({2, 3})},
+                              {"f16", at::arange(4, at::kFloat).to(at::kHalf)},
+                              {"bf16", at::arange(4, at::kFloat).to(at::kBFloat16)},
+                              {"i64", at::arange(3, at::kLong)},
+                              {"i32", at::arange(5, at::kInt)},
+                              {"u8", at::arange(7, at::kByte)},
+                              {"empty", at::zeros({0, 4}, at::kFloat)}};
   io::write_safetensors(path, tensors, {{"note", "hello"}});
   auto reader = io::SafetensorsReader::open(path);
   EXPECT_EQ(reader->index().metadata.at("note"), "hello");

@@ -18,11 +18,11 @@
 #include "engine/cache/policies/streaming_policy.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/generation_session.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
-#include "engine/models/generation_session.h"
 #include "test_helpers.h"
 #include "tests/engine/tiny_var.h"
 
@@ -203,8 +203,9 @@ ScaleAttentionProfile profile_from(const PolicyContext& c, const std::function<d
 
 TEST(HeatKv, HeadsToPruneFollowEq5AndTheBudgetHoldsAfterEveryLayer) {
   PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, /*layers=*/3, /*heads=*/2);
-  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(
-      profile_from(c, [](int64_t l, int64_t h, int64_t i) { return 1.0 + static_cast<double>((l * 7 + h * 3 + i * 5) % 11); }));
+  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(profile_from(c, [](int64_t l, int64_t h, int64_t i) {
+    return 1.0 + static_cast<double>((l * 7 + h * 3 + i * 5) % 11);
+  }));
   for (const std::string variant : {"scale", "binary"})
     for (const std::string pruning : {"greedy", "naive"}) {
       auto policy = make_policy("heatkv:budget=0.3,sinks=2,variant=" + variant + ",pruning=" + pruning, c);
@@ -232,8 +233,9 @@ TEST(HeatKv, HeadsToPruneFollowEq5AndTheBudgetHoldsAfterEveryLayer) {
 
 TEST(HeatKv, GreedyEarlyPruningIsMinimalAndPrunesLateLayersFirst) {
   PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, 3, 2);
-  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(
-      profile_from(c, [](int64_t l, int64_t h, int64_t i) { return 1.0 + static_cast<double>((l * 5 + h * 2 + i) % 7); }));
+  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(profile_from(c, [](int64_t l, int64_t h, int64_t i) {
+    return 1.0 + static_cast<double>((l * 5 + h * 2 + i) % 7);
+  }));
   auto greedy = make_policy("heatkv:budget=0.3,sinks=2,variant=binary", c);
   auto naive = make_policy("heatkv:budget=0.3,sinks=2,variant=binary,pruning=naive", c);
   auto* g = dynamic_cast<HeatKvPolicy*>(greedy.get());
@@ -296,7 +298,8 @@ TEST(HeatKv, ClearErrors) {
             std::string::npos);
   c.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(c));
   EXPECT_NE(test::policy_error("heatkv:budget=0", c).find("budget 0.000000 is impossible"), std::string::npos);
-  EXPECT_NE(test::policy_error("heatkv:budget=0.05", c).find("the 3 sink scales alone hold 14 of 55"), std::string::npos);
+  EXPECT_NE(test::policy_error("heatkv:budget=0.05", c).find("the 3 sink scales alone hold 14 of 55"),
+            std::string::npos);
   EXPECT_NE(test::policy_error("heatkv:sinks=5", c).find("sinks 5 is impossible"), std::string::npos);
   EXPECT_NE(test::policy_error("heatkv:variant=ternary", c).find("must be one of scale, binary"), std::string::npos);
   PolicyContext other = scale_context({1, 4, 9, 16, 25, 36}, 4, 2);
@@ -472,6 +475,7 @@ TEST(HeatKvCalibration, BetaRowsAreAttentionDistributionsAndTheSessionCalibrates
     broken.run(r);
     FAIL() << "a corrupt calibration must be refused";
   } catch (const FormatError& e) {
-    EXPECT_NE(std::string(e.what()).find("heatkv_calibration.json: not a scale-attention calibration"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("heatkv_calibration.json: not a scale-attention calibration"),
+              std::string::npos);
   }
 }

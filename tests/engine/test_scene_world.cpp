@@ -46,8 +46,8 @@ RgbImage box_down(const RgbImage& img, int factor) {
         for (int dy = 0; dy < factor; ++dy)
           for (int dx = 0; dx < factor; ++dx)
             sum += img.pixels[((static_cast<std::size_t>(y) * factor + dy) * img.width + x * factor + dx) * 3 + c];
-        out.pixels[(static_cast<std::size_t>(y) * out.width + x) * 3 + c] =
-            static_cast<uint8_t>((sum + factor * factor / 2) / (factor * factor));
+        out.pixels[(static_cast<std::size_t>(y) * out.width + x) * 3 + c] = static_cast<uint8_t>(
+            (sum + factor * factor / 2) / (factor * factor));
       }
   return out;
 }
@@ -120,7 +120,8 @@ TEST(SceneWorld, LayoutDoesNotDependOnTheRenderSize) {
 TEST(SceneWorld, RejectsUnknownClassesAndBadSizesWithClearMessages) {
   const int n = class_count();
   EXPECT_NE(error_of(-1, 64).find("scene class -1 does not exist"), std::string::npos) << error_of(-1, 64);
-  EXPECT_NE(error_of(n, 64).find(std::string("scene class ") + std::to_string(n) + " does not exist"), std::string::npos);
+  EXPECT_NE(error_of(n, 64).find(std::string("scene class ") + std::to_string(n) + " does not exist"),
+            std::string::npos);
   EXPECT_NE(error_of(n, 64).find(std::to_string(n) + " classes"), std::string::npos) << error_of(n, 64);
   EXPECT_NE(error_of(0, 15).find("scene size 15 px is out of range"), std::string::npos) << error_of(0, 15);
   EXPECT_NE(error_of(0, 0).find("scene size 0 px"), std::string::npos);
@@ -165,17 +166,17 @@ TEST(SceneWorld, PicturesAreStable) {
   // Mean R, G, B of (class, seed 1) at 32 px; a tolerance allows for libm rounding
   // differences between machines.
   static const double kMeans[][3] = {
-      {135.70, 96.58, 93.08},  // sunset_sea
+      {135.70, 96.58, 93.08},    // sunset_sea
       {114.03, 106.28, 124.20},  // mountains
       {131.33, 133.07, 144.37},  // lake
-      {17.22, 23.50, 37.89},  // night_sky
+      {17.22, 23.50, 37.89},     // night_sky
       {101.71, 146.89, 127.46},  // forest
       {198.99, 174.01, 150.65},  // desert
-      {51.76, 53.30, 78.99},  // city_dusk
-      {69.36, 68.08, 135.48},  // tiling
+      {51.76, 53.30, 78.99},     // city_dusk
+      {69.36, 68.08, 135.48},    // tiling
       {146.26, 143.59, 160.36},  // still_life
       {111.26, 185.52, 154.33},  // hills
-      {70.33, 142.17, 130.54},  // underwater
+      {70.33, 142.17, 130.54},   // underwater
       {138.37, 119.10, 136.39},  // flower_fields
   };
   ASSERT_EQ(sizeof(kMeans) / sizeof(kMeans[0]), scene_classes().size());

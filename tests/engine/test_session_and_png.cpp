@@ -6,8 +6,8 @@
 
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
-#include "engine/models/llamagen/llamagen_random_init.h"
 #include "engine/models/generation_session.h"
+#include "engine/models/llamagen/llamagen_random_init.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
@@ -101,7 +101,8 @@ TEST(GenerationSession, BadRequestsFailWithClearMessages) {
     session.run(r);
     FAIL();
   } catch (const InvalidArgumentError& e) {
-    EXPECT_NE(std::string(e.what()).find("class 9 does not exist: model tiny has 5 classes"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("class 9 does not exist: model tiny has 5 classes"), std::string::npos)
+        << e.what();
   }
   r.class_ids = {1};
   r.policy = "nonsense";

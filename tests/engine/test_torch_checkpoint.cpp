@@ -36,11 +36,11 @@ std::string ckpt_dir() {
   return dir ? dir : "";
 }
 
-#define REQUIRE_CKPT_DIR()                                                                                 \
-  do {                                                                                                     \
-    if (ckpt_dir().empty())                                                                                \
+#define REQUIRE_CKPT_DIR()                                                                                   \
+  do {                                                                                                       \
+    if (ckpt_dir().empty())                                                                                  \
       GTEST_SKIP() << "KVSTUDIO_TORCH_CKPT_DIR is not set (run tests/data/make_torch_checkpoints.py OUTDIR " \
-                      "and point it there; ctest does this through the make_torch_checkpoints fixture)";   \
+                      "and point it there; ctest does this through the make_torch_checkpoints fixture)";     \
   } while (0)
 
 std::string ckpt(const std::string& name) { return (fs::path(ckpt_dir()) / name).string(); }
@@ -52,10 +52,11 @@ nlohmann::json expected() {
 }
 
 c10::ScalarType dtype_from_name(const std::string& name) {
-  static const std::pair<const char*, c10::ScalarType> kTable[] = {
-      {"float32", at::kFloat}, {"float64", at::kDouble}, {"float16", at::kHalf}, {"bfloat16", at::kBFloat16},
-      {"int64", at::kLong},    {"int32", at::kInt},      {"int16", at::kShort}, {"int8", at::kChar},
-      {"uint8", at::kByte},    {"bool", at::kBool}};
+  static const std::pair<const char*, c10::ScalarType> kTable[] = {{"float32", at::kFloat}, {"float64", at::kDouble},
+                                                                   {"float16", at::kHalf},  {"bfloat16", at::kBFloat16},
+                                                                   {"int64", at::kLong},    {"int32", at::kInt},
+                                                                   {"int16", at::kShort},   {"int8", at::kChar},
+                                                                   {"uint8", at::kByte},    {"bool", at::kBool}};
   for (const auto& [n, t] : kTable)
     if (name == n) return t;
   throw std::runtime_error("unknown dtype in expected.json: " + name);
@@ -70,7 +71,8 @@ double weighted_sum(const at::Tensor& t) {
 }
 
 void expect_close(double got, double want, const std::string& what) {
-  EXPECT_LE(std::abs(got - want), 1e-3 * std::max(1.0, std::abs(want))) << what << ": got " << got << ", expected " << want;
+  EXPECT_LE(std::abs(got - want), 1e-3 * std::max(1.0, std::abs(want)))
+      << what << ": got " << got << ", expected " << want;
 }
 
 std::vector<std::string> keys_of(const StateDict& sd) {
@@ -147,9 +149,8 @@ struct Pickle {
 class Scratch {
  public:
   Scratch() {
-    dir_ = fs::path(::testing::TempDir()) /
-           ("kvs_torch_ckpt_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = fs::path(::testing::TempDir()) / ("kvs_torch_ckpt_" + std::to_string(::getpid()) + "_" +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     fs::create_directories(dir_);
   }
   ~Scratch() {
@@ -198,8 +199,8 @@ TEST(TorchCheckpoint, ModuleStateDictUnderModelKeepsInsertionOrder) {
   REQUIRE_CKPT_DIR();
   const StateDict sd = read_torch_state_dict(ckpt("model_wrapped.pt"), "checkpoint");
   // The OrderedDict's _metadata attribute (applied with BUILD) is not an entry.
-  const std::vector<std::string> order = {"counts",      "embed.weight",    "proj.weight",    "proj.bias",
-                                          "norm.weight", "norm.bias",       "blocks.0.weight", "blocks.1.weight"};
+  const std::vector<std::string> order = {"counts",      "embed.weight", "proj.weight",     "proj.bias",
+                                          "norm.weight", "norm.bias",    "blocks.0.weight", "blocks.1.weight"};
   EXPECT_EQ(keys_of(sd), order);
   EXPECT_EQ(sd[0].second.scalar_type(), at::kLong);
   EXPECT_TRUE(at::equal(sd[0].second, at::arange(6, at::TensorOptions().dtype(at::kLong)).reshape({2, 3})));
@@ -273,7 +274,8 @@ TEST(TorchCheckpoint, TextFileIsNotACheckpoint) {
   REQUIRE_CKPT_DIR();
   const std::string path = ckpt("not_a_checkpoint.pt");
   const std::string msg = format_error_of([&] { read_torch_state_dict(path, "checkpoint"); });
-  EXPECT_NE(msg.find("checkpoint " + path + ": not a PyTorch checkpoint (expected the zip format written by torch.save)"),
+  EXPECT_NE(msg.find("checkpoint " + path +
+                     ": not a PyTorch checkpoint (expected the zip format written by torch.save)"),
             std::string::npos)
       << msg;
 }
@@ -386,8 +388,9 @@ TEST(TorchCheckpoint, ViewOutsideItsStorageIsRejected) {
   Scratch s;
   Pickle p;
   p.op('}').str("w").tensor1d("0", 4, 2, 3).op('s').stop();  // elements 2..4 of 4
-  const std::string msg =
-      format_error_of([&] { read_torch_state_dict(s.archive("oob.pt", p.bytes, {{"0", {1, 2, 3, 4}}}), "checkpoint"); });
+  const std::string msg = format_error_of([&] {
+    read_torch_state_dict(s.archive("oob.pt", p.bytes, {{"0", {1, 2, 3, 4}}}), "checkpoint");
+  });
   EXPECT_NE(msg.find("outside its storage data/0 of 4 elements"), std::string::npos) << msg;
 }
 
@@ -395,8 +398,9 @@ TEST(TorchCheckpoint, StorageRecordOfTheWrongSizeIsRejected) {
   Scratch s;
   Pickle p;
   p.op('}').str("w").tensor1d("0", 8, 0, 8).op('s').stop();
-  const std::string msg =
-      format_error_of([&] { read_torch_state_dict(s.archive("size.pt", p.bytes, {{"0", {1, 2, 3, 4}}}), "checkpoint"); });
+  const std::string msg = format_error_of([&] {
+    read_torch_state_dict(s.archive("size.pt", p.bytes, {{"0", {1, 2, 3, 4}}}), "checkpoint");
+  });
   EXPECT_NE(msg.find("record data/0 has 16 bytes, expected 32"), std::string::npos) << msg;
 }
 
@@ -404,7 +408,8 @@ TEST(TorchCheckpoint, MissingStorageRecordIsRejected) {
   Scratch s;
   Pickle p;
   p.op('}').str("w").tensor1d("7", 4, 0, 4).op('s').stop();
-  const std::string msg = format_error_of([&] { read_torch_state_dict(s.archive("missing.pt", p.bytes), "checkpoint"); });
+  const std::string msg = format_error_of(
+      [&] { read_torch_state_dict(s.archive("missing.pt", p.bytes), "checkpoint"); });
   EXPECT_NE(msg.find("tensor 'w' refers to the missing record data/7"), std::string::npos) << msg;
 }
 
@@ -494,7 +499,8 @@ TEST(TorchCheckpoint, GlobalsAreNeverExecuted) {
   Pickle q;
   q.op('}').str("evil").global("os", "system").str("touch " + marker).op('\x85').op('R').op('s').stop();
   const std::string msg = format_error_of([&] { read_torch_state_dict(s.archive("evil2.pt", q.bytes), "checkpoint"); });
-  EXPECT_NE(msg.find("entry 'evil' is an opaque object made by os.system, expected a tensor"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("entry 'evil' is an opaque object made by os.system, expected a tensor"), std::string::npos)
+      << msg;
   EXPECT_FALSE(fs::exists(marker));
 }
 

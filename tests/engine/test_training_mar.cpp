@@ -14,16 +14,16 @@
 
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/generation_session.h"
 #include "engine/models/mar/diffusion_head.h"
 #include "engine/models/mar/gaussian_diffusion.h"
 #include "engine/models/mar/kl_vae_decoder.h"
 #include "engine/models/mar/mar_model.h"
-#include "engine/models/mar/mar_random_init.h"
 #include "engine/models/mar/mar_random.h"
+#include "engine/models/mar/mar_random_init.h"
 #include "engine/models/mar/mar_transformer.h"
 #include "engine/models/mar/mar_weights.h"
 #include "engine/models/mar/masked_generation.h"
-#include "engine/models/generation_session.h"
 #include "engine/training/adamw.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/mar/diffusion_loss.h"
@@ -82,10 +82,10 @@ TEST(TrainingMar, KlVaeHasTheOfficialNamesAndTheEngineDecoder) {
   for (const auto& e : kl_vae_training_expected_tensors(cfg.arch)) names.insert(e.name);
   // vae.py Encoder: down[i].block[j], attention where the resolution is listed,
   // downsampling below all but the last level, double_z conv_out, quant_conv 2E -> 2E.
-  for (const char* n : {"encoder.conv_in.weight", "encoder.down.0.block.0.conv2.bias",
-                        "encoder.down.0.downsample.conv.weight", "encoder.down.1.attn.0.q.weight",
-                        "encoder.mid.attn_1.proj_out.weight", "encoder.norm_out.weight", "encoder.conv_out.bias",
-                        "quant_conv.weight", "post_quant_conv.weight", "decoder.conv_out.weight"})
+  for (const char* n :
+       {"encoder.conv_in.weight", "encoder.down.0.block.0.conv2.bias", "encoder.down.0.downsample.conv.weight",
+        "encoder.down.1.attn.0.q.weight", "encoder.mid.attn_1.proj_out.weight", "encoder.norm_out.weight",
+        "encoder.conv_out.bias", "quant_conv.weight", "post_quant_conv.weight", "decoder.conv_out.weight"})
     EXPECT_TRUE(names.count(n)) << n;
   EXPECT_FALSE(names.count("encoder.down.1.downsample.conv.weight"));
   EXPECT_FALSE(names.count("encoder.down.0.attn.0.q.weight"));
@@ -123,8 +123,8 @@ TEST(TrainingMar, KlVaeStepsReduceTheLoss) {
     l.loss.backward();
     if (step == 0) {
       first = l.rec_mse.item<double>();
-      for (const char* name : {"encoder.conv_in.weight", "quant_conv.weight", "post_quant_conv.weight",
-                               "decoder.conv_out.weight"})
+      for (const char* name :
+           {"encoder.conv_in.weight", "quant_conv.weight", "post_quant_conv.weight", "decoder.conv_out.weight"})
         EXPECT_GT(params.get(name).grad().abs().sum().item<double>(), 0.0) << name;
     }
     opt.step(3e-3);
@@ -149,10 +149,14 @@ TEST(TrainingMar, DiffusionLossIsUpstreamsFormula) {
 
   const std::vector<int64_t> ts = {0, 1, 417, 999};
   const int64_t C = 3;
-  const at::Tensor x0 = at::tensor({0.3, -1.2, 0.05, 0.7, 0.2, -0.4, -0.9, 1.3, 0.0, 0.5, -0.5, 0.25}).view({4, C}).to(at::kFloat);
-  const at::Tensor noise = at::tensor({1.1, -0.3, 0.4, -0.8, 0.6, 0.2, 0.9, -1.4, 0.1, -0.2, 0.3, 1.7}).view({4, C}).to(at::kFloat);
-  const at::Tensor out = at::tensor({0.9, -0.1, 0.3, 0.5, -0.7, 0.2, -0.6, 0.8, 0.0, 0.4, -0.2, 0.1,
-                                     0.2, -0.5, 0.9, -0.3, 0.0, 0.7, 0.5, -0.9, 0.1, 0.3, 0.6, -0.4,})
+  const at::Tensor x0 =
+      at::tensor({0.3, -1.2, 0.05, 0.7, 0.2, -0.4, -0.9, 1.3, 0.0, 0.5, -0.5, 0.25}).view({4, C}).to(at::kFloat);
+  const at::Tensor noise =
+      at::tensor({1.1, -0.3, 0.4, -0.8, 0.6, 0.2, 0.9, -1.4, 0.1, -0.2, 0.3, 1.7}).view({4, C}).to(at::kFloat);
+  const at::Tensor out = at::tensor({
+                                        0.9, -0.1, 0.3, 0.5,  -0.7, 0.2, -0.6, 0.8,  0.0, 0.4, -0.2, 0.1,
+                                        0.2, -0.5, 0.9, -0.3, 0.0,  0.7, 0.5,  -0.9, 0.1, 0.3, 0.6,  -0.4,
+                                    })
                              .view({4, 2 * C})
                              .to(at::kFloat)
                              .requires_grad_(true);
@@ -182,11 +186,13 @@ TEST(TrainingMar, DiffusionLossIsUpstreamsFormula) {
       const double frac = (v + 1) / 2, logvar = frac * std::log(betas[i]) + (1 - frac) * true_logvar;
       const double x0_hat = std::sqrt(1 / ac[i]) * xt - std::sqrt(1 / ac[i] - 1) * eps;
       const double mean = c1 * x0_hat + c2 * xt, true_mean = c1 * x + c2 * xt;
-      kl += 0.5 * (-1 + logvar - true_logvar + std::exp(true_logvar - logvar) +
-                   (true_mean - mean) * (true_mean - mean) * std::exp(-logvar)) / C / std::log(2.0);
+      kl += 0.5 *
+            (-1 + logvar - true_logvar + std::exp(true_logvar - logvar) +
+             (true_mean - mean) * (true_mean - mean) * std::exp(-logvar)) /
+            C / std::log(2.0);
       const double inv = std::exp(-0.5 * logvar);
       const double plus = cdf(inv * (x - mean + 1 / 255.0)), minus = cdf(inv * (x - mean - 1 / 255.0));
-      const double lp = x < -0.999 ? std::log(std::max(plus, 1e-12))
+      const double lp = x < -0.999  ? std::log(std::max(plus, 1e-12))
                         : x > 0.999 ? std::log(std::max(1 - minus, 1e-12))
                                     : std::log(std::max(plus - minus, 1e-12));
       nll += -lp / C / std::log(2.0);
@@ -409,10 +415,11 @@ TEST(TrainingMar, ExportedBundleLoadsAndGenerates) {
   const at::Tensor x = images.batch(at::arange(3, at::TensorOptions().dtype(at::kLong)), at::kCPU);
   const at::Tensor mean = vae.encode(x).mean;
   EXPECT_TRUE(loaded.vae->decode_tokens(mean * scale).allclose(vae.decode(mean), 1e-4, 1e-4));
-  EXPECT_NEAR(scale, measured_latent_scale(encode_latents(vae, WorldImageSet::render(
-                                                                 world_items(WorldSplit::Train, 1, world_class_count()), 16),
-                                                             false)
-                                               .moments),
+  EXPECT_NEAR(scale,
+              measured_latent_scale(
+                  encode_latents(vae, WorldImageSet::render(world_items(WorldSplit::Train, 1, world_class_count()), 16),
+                                 false)
+                      .moments),
               1e-6);
   std::map<std::string, at::Tensor> ema;
   for (const auto& [name, t] : mar_ckpt)

@@ -7,11 +7,11 @@
 #include <ATen/TensorOperators.h>
 
 #include "engine/core/errors.h"
+#include "engine/metrics/frechet_distance.h"
+#include "engine/metrics/scene_classifier.h"
 #include "engine/training/adamw.h"
 #include "engine/training/checkpoint.h"
-#include "engine/metrics/frechet_distance.h"
 #include "engine/training/lr_schedule.h"
-#include "engine/metrics/scene_classifier.h"
 #include "engine/training/world_dataset.h"
 #include "tests/engine/test_helpers.h"
 
@@ -42,8 +42,8 @@ TEST(TrainingFrechet, IdenticalSetsAreZeroAndShiftsAreAnalytic) {
 
 TEST(TrainingOptim, AdamWFollowsPyTorchsRule) {
   ParameterSet params;
-  params.add("w", at::tensor({1.0, -2.0}));        // decayed (as a 1-D tensor it is not, see below)
-  params.add("m", at::ones({2, 2}));               // >= 2-D: decayed
+  params.add("w", at::tensor({1.0, -2.0}));  // decayed (as a 1-D tensor it is not, see below)
+  params.add("m", at::ones({2, 2}));         // >= 2-D: decayed
   AdamWOptions o;
   o.weight_decay = 0.1;
   AdamW opt(params, o);

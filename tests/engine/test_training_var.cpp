@@ -69,12 +69,12 @@ TEST(TrainingVar, EncoderHasTheOfficialNames) {
   for (const auto& e : var_vae_expected_tensors(cfg)) names.insert(e.name);
   // basic_vae.py Encoder: down[i].block[j], attention only at the last level,
   // downsampling on the others; quant_conv between encoder and quantiser.
-  for (const char* n : {"encoder.conv_in.weight", "encoder.down.0.block.1.conv2.bias",
-                        "encoder.down.0.downsample.conv.weight", "encoder.down.1.block.0.nin_shortcut.weight",
-                        "encoder.down.1.attn.1.qkv.weight", "encoder.mid.attn_1.proj_out.weight",
-                        "encoder.norm_out.weight", "encoder.conv_out.bias", "quant_conv.weight",
-                        "quantize.embedding.weight", "quantize.quant_resi.qresi_ls.3.weight", "post_quant_conv.weight",
-                        "decoder.up.1.attn.2.qkv.weight", kVocabHitBuffer})
+  for (const char* n :
+       {"encoder.conv_in.weight", "encoder.down.0.block.1.conv2.bias", "encoder.down.0.downsample.conv.weight",
+        "encoder.down.1.block.0.nin_shortcut.weight", "encoder.down.1.attn.1.qkv.weight",
+        "encoder.mid.attn_1.proj_out.weight", "encoder.norm_out.weight", "encoder.conv_out.bias", "quant_conv.weight",
+        "quantize.embedding.weight", "quantize.quant_resi.qresi_ls.3.weight", "post_quant_conv.weight",
+        "decoder.up.1.attn.2.qkv.weight", kVocabHitBuffer})
     EXPECT_TRUE(names.count(n)) << n;
   EXPECT_FALSE(names.count("encoder.down.1.downsample.conv.weight"));
   EXPECT_FALSE(names.count("encoder.down.0.attn.0.qkv.weight"));
@@ -124,9 +124,9 @@ TEST(TrainingVar, VaeStepsReduceTheLossAndReachEveryPart) {
     if (step == 0) {
       first = loss.item<double>();
       // The straight-through estimator reaches the encoder, the vq loss the codebook and phi.
-      for (const char* name : {"encoder.conv_in.weight", "quant_conv.weight", "quantize.embedding.weight",
-                               "quantize.quant_resi.qresi_ls.0.weight", "post_quant_conv.weight",
-                               "decoder.conv_out.weight"}) {
+      for (const char* name :
+           {"encoder.conv_in.weight", "quant_conv.weight", "quantize.embedding.weight",
+            "quantize.quant_resi.qresi_ls.0.weight", "post_quant_conv.weight", "decoder.conv_out.weight"}) {
         const at::Tensor& g = params.get(name).grad();
         ASSERT_TRUE(g.defined()) << name;
         EXPECT_GT(g.abs().sum().item<double>(), 0.0) << name;
@@ -172,7 +172,8 @@ TEST(TrainingVar, TeacherForcingOnGeneratedIdsReproducesGeneration) {
         << "scale " << si << " max diff " << (tf - r.scale_logits[static_cast<size_t>(si)]).abs().max().item<double>();
   }
   // The loss is cross-entropy over every token of every scale.
-  const double expected = at::cross_entropy_loss(logits.reshape({-1, cfg.vocab_size}), tokens.reshape({-1})).item<double>();
+  const double expected =
+      at::cross_entropy_loss(logits.reshape({-1, cfg.vocab_size}), tokens.reshape({-1})).item<double>();
   EXPECT_NEAR(var_loss(model, vae.vqvae(), labels, tokens).item<double>(), expected, 1e-6);
 }
 
@@ -267,7 +268,8 @@ TEST(TrainingVar, ExportedBundleReproducesTheTrainingNetworks) {
   }
   const auto vae_manifest = read_checkpoint_manifest(work.file("var-vae"));
   save_checkpoint(work.file("var"), params, nullptr, 9,
-                  {{"kind", "var"}, {"config", {{"model", var::to_json(cfg)}, {"tokenizer", vae_manifest->at("weights")}}}});
+                  {{"kind", "var"},
+                   {"config", {{"model", var::to_json(cfg)}, {"tokenizer", vae_manifest->at("weights")}}}});
 
   BundleExportOptions o;
   o.work_dir = work.path().string();

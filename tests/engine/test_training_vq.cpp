@@ -39,8 +39,8 @@ TEST(TrainingVq, RoundTripShapesAndGradients) {
   ASSERT_TRUE(std::isfinite(loss.item<double>()));
   loss.backward();
   // The straight-through estimator reaches the encoder; the vq loss reaches the codebook.
-  for (const char* name : {"encoder.conv_in.weight", "quant_conv.weight", "quantize.embedding.weight",
-                           "decoder.conv_out.weight"}) {
+  for (const char* name :
+       {"encoder.conv_in.weight", "quant_conv.weight", "quantize.embedding.weight", "decoder.conv_out.weight"}) {
     const at::Tensor& g = params.get(name).grad();
     ASSERT_TRUE(g.defined()) << name;
     EXPECT_GT(g.abs().sum().item<double>(), 0.0) << name;
@@ -57,12 +57,13 @@ TEST(TrainingVq, OfficialParameterNames) {
   for (const auto& e : vq_model_expected_tensors(cfg)) names.insert(e.name);
   // VQModel.state_dict() keys (vq_model.py): attention only at the last encoder level,
   // downsampling convs on the others, quant_conv between encoder and quantizer.
-  for (const char* n : {"encoder.conv_in.weight", "encoder.conv_blocks.0.res.1.conv2.bias",
-                        "encoder.conv_blocks.0.downsample.conv.weight", "encoder.conv_blocks.1.downsample.conv.weight",
-                        "encoder.conv_blocks.2.res.0.nin_shortcut.weight", "encoder.conv_blocks.2.attn.1.proj_out.weight",
-                        "encoder.mid.1.q.weight", "encoder.norm_out.weight", "encoder.conv_out.bias",
-                        "quant_conv.weight", "quantize.embedding.weight", "post_quant_conv.weight",
-                        "decoder.conv_blocks.0.attn.2.k.weight", "decoder.conv_blocks.1.upsample.conv.weight"})
+  for (const char* n :
+       {"encoder.conv_in.weight", "encoder.conv_blocks.0.res.1.conv2.bias",
+        "encoder.conv_blocks.0.downsample.conv.weight", "encoder.conv_blocks.1.downsample.conv.weight",
+        "encoder.conv_blocks.2.res.0.nin_shortcut.weight", "encoder.conv_blocks.2.attn.1.proj_out.weight",
+        "encoder.mid.1.q.weight", "encoder.norm_out.weight", "encoder.conv_out.bias", "quant_conv.weight",
+        "quantize.embedding.weight", "post_quant_conv.weight", "decoder.conv_blocks.0.attn.2.k.weight",
+        "decoder.conv_blocks.1.upsample.conv.weight"})
     EXPECT_TRUE(names.count(n)) << n;
   EXPECT_FALSE(names.count("encoder.conv_blocks.2.downsample.conv.weight"));
   EXPECT_FALSE(names.count("encoder.conv_blocks.0.attn.0.q.weight"));
@@ -88,7 +89,10 @@ TEST(TrainingVq, EngineDecoderReproducesTrainingDecoder) {
   EXPECT_TRUE(at::allclose(engine_images, out.reconstruction.detach(), 1e-5, 1e-5));
   EXPECT_TRUE(llamagen::images_to_uint8_nhwc(engine_images).equal(llamagen::images_to_uint8_nhwc(out.reconstruction)) ||
               (llamagen::images_to_uint8_nhwc(engine_images).to(at::kInt) -
-               llamagen::images_to_uint8_nhwc(out.reconstruction).to(at::kInt)).abs().max().item<int>() <= 1);
+               llamagen::images_to_uint8_nhwc(out.reconstruction).to(at::kInt))
+                      .abs()
+                      .max()
+                      .item<int>() <= 1);
 }
 
 }  // namespace

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "engine/models/llamagen/llamagen_random_init.h"
 #include "engine/models/generation_session.h"
+#include "engine/models/llamagen/llamagen_random_init.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
@@ -29,7 +29,8 @@ struct UnitRecorder : EventSink {
   }
 };
 
-std::vector<UnitDoneEvent> run_units(const test::TempDir& dir, const std::string& policy, std::string* family = nullptr) {
+std::vector<UnitDoneEvent> run_units(const test::TempDir& dir, const std::string& policy,
+                                     std::string* family = nullptr) {
   llamagen::GptConfig gpt = test::tiny_gqa_gpt();
   gpt.block_size = 36;  // 6 x 6 tokens
   llamagen::write_random_llamagen_bundle(dir.path().string(), "tiny6", gpt, test::tiny_vq(), 7);

@@ -44,7 +44,7 @@ std::string convert_error(const var::VarConvertOptions& o) {
 
 }  // namespace
 
-#define REQUIRE_VAR_CHECKPOINTS()                                                               \
+#define REQUIRE_VAR_CHECKPOINTS() \
   if (ckpt_dir().empty()) GTEST_SKIP() << "KVSTUDIO_VAR_CKPT_DIR not set (run through ctest)"
 
 TEST(VarConverter, OfficialCheckpointsReproduceTheOfficialIds) {

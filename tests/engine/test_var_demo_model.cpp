@@ -13,8 +13,8 @@
 
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/io/model_bundle.h"
-#include "engine/models/model_catalog.h"
 #include "engine/models/generation_session.h"
+#include "engine/models/model_catalog.h"
 #include "tests/engine/demo_bundle_checks.h"
 
 namespace kvs {
@@ -45,7 +45,9 @@ TEST(VarDemoModel, AttentionDensityIsHighOnCondensedAndLocalScales) {
   const int64_t scales = static_cast<int64_t>(sides.size());
   ASSERT_GE(scales, 6);
   std::vector<int64_t> begin(static_cast<size_t>(scales) + 1, 0);
-  for (int64_t s = 0; s < scales; ++s) begin[static_cast<size_t>(s) + 1] = begin[static_cast<size_t>(s)] + sides[static_cast<size_t>(s)] * sides[static_cast<size_t>(s)];
+  for (int64_t s = 0; s < scales; ++s)
+    begin[static_cast<size_t>(s) + 1] = begin[static_cast<size_t>(s)] +
+                                        sides[static_cast<size_t>(s)] * sides[static_cast<size_t>(s)];
 
   struct Sink : EventSink {
     std::vector<UnitDoneEvent> units;
@@ -54,7 +56,8 @@ TEST(VarDemoModel, AttentionDensityIsHighOnCondensedAndLocalScales) {
     }
   };
   // density[s][k]: attention per token of scale k seen by scale s's queries.
-  std::vector<std::vector<double>> density(static_cast<size_t>(scales), std::vector<double>(static_cast<size_t>(scales), 0.0));
+  std::vector<std::vector<double>> density(static_cast<size_t>(scales),
+                                           std::vector<double>(static_cast<size_t>(scales), 0.0));
   for (int64_t c = 0; c < summary.num_classes; ++c) {
     GenerationRequest request;
     request.model_path = var_demo_dir();
@@ -71,9 +74,11 @@ TEST(VarDemoModel, AttentionDensityIsHighOnCondensedAndLocalScales) {
       ASSERT_EQ(static_cast<int64_t>(w.size()), begin.back());
       for (int64_t k = 0; k <= u.unit_index; ++k) {
         double mass = 0;
-        for (int64_t p = begin[static_cast<size_t>(k)]; p < begin[static_cast<size_t>(k) + 1]; ++p) mass += w[static_cast<size_t>(p)];
+        for (int64_t p = begin[static_cast<size_t>(k)]; p < begin[static_cast<size_t>(k) + 1]; ++p)
+          mass += w[static_cast<size_t>(p)];
         const double tokens = static_cast<double>(begin[static_cast<size_t>(k) + 1] - begin[static_cast<size_t>(k)]);
-        density[static_cast<size_t>(u.unit_index)][static_cast<size_t>(k)] += mass / tokens / static_cast<double>(summary.num_classes);
+        density[static_cast<size_t>(u.unit_index)][static_cast<size_t>(k)] += mass / tokens /
+                                                                              static_cast<double>(summary.num_classes);
       }
     }
   }
@@ -81,9 +86,11 @@ TEST(VarDemoModel, AttentionDensityIsHighOnCondensedAndLocalScales) {
   int64_t u_shaped = 0, judged = 0;
   for (int64_t s = 5; s < scales; ++s) {
     const auto& d = density[static_cast<size_t>(s)];
-    double condensed = (d[0] + d[1]) / 2, local = (d[static_cast<size_t>(s) - 1] + d[static_cast<size_t>(s)]) / 2, intermediate = 0;
+    double condensed = (d[0] + d[1]) / 2, local = (d[static_cast<size_t>(s) - 1] + d[static_cast<size_t>(s)]) / 2,
+           intermediate = 0;
     for (int64_t k = 2; k < s - 1; ++k) intermediate += d[static_cast<size_t>(k)] / static_cast<double>(s - 3);
-    std::printf("scale %lld (%lldx%lld) attention per key token:", static_cast<long long>(s), static_cast<long long>(sides[static_cast<size_t>(s)]),
+    std::printf("scale %lld (%lldx%lld) attention per key token:", static_cast<long long>(s),
+                static_cast<long long>(sides[static_cast<size_t>(s)]),
                 static_cast<long long>(sides[static_cast<size_t>(s)]));
     for (int64_t k = 0; k <= s; ++k) std::printf(" %.4f", d[static_cast<size_t>(k)]);
     std::printf("  | condensed %.4f intermediate %.4f local %.4f\n", condensed, intermediate, local);
@@ -93,7 +100,8 @@ TEST(VarDemoModel, AttentionDensityIsHighOnCondensedAndLocalScales) {
   // The last scale (the one that holds most of the image) and most others.
   const auto& last = density.back();
   double intermediate = 0;
-  for (int64_t k = 2; k < scales - 2; ++k) intermediate += last[static_cast<size_t>(k)] / static_cast<double>(scales - 4);
+  for (int64_t k = 2; k < scales - 2; ++k)
+    intermediate += last[static_cast<size_t>(k)] / static_cast<double>(scales - 4);
   EXPECT_GT((last[0] + last[1]) / 2, 1.5 * intermediate);
   EXPECT_GT((last[static_cast<size_t>(scales) - 2] + last.back()) / 2, intermediate);
   EXPECT_GE(u_shaped * 4, judged * 3) << u_shaped << " of " << judged << " scales";

@@ -11,11 +11,11 @@
 
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/generation_session.h"
 #include "engine/models/model_catalog.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
-#include "engine/models/generation_session.h"
 #include "tests/engine/test_helpers.h"
 #include "tests/engine/tiny_var.h"
 
@@ -36,7 +36,8 @@ struct TinyVar : test::TinyVar {
 
 std::vector<at::Tensor> random_ids(const VarConfig& c, int64_t batch) {
   std::vector<at::Tensor> ids;
-  for (int64_t si = 0; si < c.scales(); ++si) ids.push_back(at::randint(0, c.vocab_size, {batch, c.scale_tokens(si)}, at::kLong));
+  for (int64_t si = 0; si < c.scales(); ++si)
+    ids.push_back(at::randint(0, c.vocab_size, {batch, c.scale_tokens(si)}, at::kLong));
   return ids;
 }
 
@@ -67,15 +68,14 @@ class RecordingPolicy : public CachePolicy {
     log += tag('k', unit, layer);
     key_shapes.push_back(keys.sizes().vec());
   }
-  void observe_unit_attention(int64_t layer, int64_t unit, const at::Tensor& key_mass, const at::Tensor& positions) override {
+  void observe_unit_attention(int64_t layer, int64_t unit, const at::Tensor& key_mass,
+                              const at::Tensor& positions) override {
     log += tag('a', unit, layer);
     EXPECT_EQ(key_mass.sizes(), positions.sizes());
     // Every query's attention sums to 1: the mass over all slots is queries x heads.
     mass_totals.push_back(key_mass[0].sum().item<double>());
   }
-  void after_unit_layer(KvStore&, int64_t layer, int64_t unit) override {
-    log += tag('l', unit, layer);
-  }
+  void after_unit_layer(KvStore&, int64_t layer, int64_t unit) override { log += tag('l', unit, layer); }
   void after_unit(KvStore&, int64_t unit) override { log += tag('u', unit); }
   std::string log;
   std::vector<std::vector<int64_t>> key_shapes;
@@ -222,7 +222,8 @@ TEST(ScaleGeneration, CancelledBetweenLayers) {
   ScaleHooks hooks;
   int calls = 0;
   hooks.cancelled = [&] { return ++calls > 5; };
-  EXPECT_THROW(generate_scales(*tiny.model.transformer, *tiny.model.vqvae, at::tensor({0}, at::kLong), ScaleParams{}, hooks),
+  EXPECT_THROW(generate_scales(*tiny.model.transformer, *tiny.model.vqvae, at::tensor({0}, at::kLong), ScaleParams{},
+                               hooks),
                CancelledError);
   EXPECT_EQ(calls, 6);  // checks: scale 0 + its 2 layers, scale 1 + its first layer, then its second layer stops
   EXPECT_THROW(generate_scales(*tiny.model.transformer, *tiny.model.vqvae, at::tensor({5}, at::kLong), ScaleParams{}),
@@ -290,7 +291,8 @@ TEST(VarSession, EmitsOneUnitPerScaleWithPreviews) {
     EXPECT_EQ((*u->preview)[0].width, 8);
     ASSERT_TRUE(u->retained.has_value());
     EXPECT_TRUE(u->retained->retained(1, 1, 0));
-    const int64_t done = u->unit_index == 3 ? 30 : (u->unit_index + 1) * (u->unit_index + 2) * (2 * u->unit_index + 3) / 6;
+    const int64_t done = u->unit_index == 3 ? 30
+                                            : (u->unit_index + 1) * (u->unit_index + 2) * (2 * u->unit_index + 3) / 6;
     EXPECT_TRUE(u->retained->retained(0, 0, done - 1));
     if (done < 30) {
       EXPECT_FALSE(u->retained->retained(0, 0, done));

@@ -9,8 +9,9 @@
 
 namespace kvs::test {
 
-inline training::TrainOptions tiny_train_options(const std::string& work, int64_t stop_at, bool resume, int64_t* steps_run,
-                                                 uint64_t seed = 5, double lr = 3e-3, int64_t steps = 6) {
+inline training::TrainOptions tiny_train_options(const std::string& work, int64_t stop_at, bool resume,
+                                                 int64_t* steps_run, uint64_t seed = 5, double lr = 3e-3,
+                                                 int64_t steps = 6) {
   training::TrainOptions o;
   o.work_dir = work;
   o.steps = steps;

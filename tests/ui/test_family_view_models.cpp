@@ -36,7 +36,8 @@ kvs::ModelSummary varSummary() {
   return m;
 }
 
-kvs::RetainedMasks masksKeeping(int64_t positions, const std::vector<std::pair<int64_t, int64_t>>& kept_per_layer_head_range) {
+kvs::RetainedMasks masksKeeping(int64_t positions,
+                                const std::vector<std::pair<int64_t, int64_t>>& kept_per_layer_head_range) {
   kvs::RetainedMasks m;
   m.n_layer = 2;
   m.kv_heads = 2;
@@ -59,7 +60,8 @@ UnitDonePtr scaleUnit(int64_t scale, const kvs::RetainedMasks& masks, std::vecto
   std::vector<int64_t> per_layer(2, 0);
   for (int64_t l = 0; l < 2; ++l)
     for (int64_t h = 0; h < 2; ++h)
-      for (int64_t p = 0; p < masks.positions; ++p) per_layer[static_cast<size_t>(l)] += masks.retained(l, h, p) ? 1 : 0;
+      for (int64_t p = 0; p < masks.positions; ++p)
+        per_layer[static_cast<size_t>(l)] += masks.retained(l, h, p) ? 1 : 0;
   e->retained_per_layer = per_layer;
   e->retained = masks;
   e->evicted_entries = evicted[0] + evicted[1];
@@ -102,8 +104,8 @@ class TestFamilyViewModels : public QObject {
     QCOMPARE(run.unitProgressText(), QStringLiteral("scale 1/3"));
 
     // Scale 0 (1 token) and scale 1 (4 tokens): everything kept.
-    run.handleUnit(scaleUnit(0, masksKeeping(14, {{0, 1}, {0, 1}, {0, 1}, {0, 1}}),
-                             {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
+    run.handleUnit(
+        scaleUnit(0, masksKeeping(14, {{0, 1}, {0, 1}, {0, 1}, {0, 1}}), {1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}));
     QVERIFY(!run.calibrating());
     QCOMPARE(run.unitProgressText(), QStringLiteral("scale 2/3"));
     QCOMPARE(run.evictionsPerUnit().back(), int64_t{0});
@@ -127,14 +129,16 @@ class TestFamilyViewModels : public QObject {
     QCOMPARE(rows.size(), size_t{3});
     QCOMPARE(rows[0], (std::vector<double>{1, 0, 0}));
     QCOMPARE(rows[1], (std::vector<double>{0.5, 0.5, 0}));
-    QVERIFY(std::abs(rows[2][0] - 0.2) < 1e-6 && std::abs(rows[2][1] - 0.2) < 1e-6 && std::abs(rows[2][2] - 0.6) < 1e-6);
+    QVERIFY(std::abs(rows[2][0] - 0.2) < 1e-6 && std::abs(rows[2][1] - 0.2) < 1e-6 &&
+            std::abs(rows[2][2] - 0.6) < 1e-6);
 
     // Cached share per scale for one head, and the mean over heads/layers.
     const kvs::RetainedMasks& m = *run.lastUnit()->retained;
     QCOMPARE(retainedShareByScale(m, run.scaleLayout(), 0, 1, 3), (std::vector<double>{0, 0, 1}));
     QCOMPARE(retainedShareByScale(m, run.scaleLayout(), 0, 0, 3), (std::vector<double>{1, 1, 1}));
     QCOMPARE(retainedShareByScale(m, run.scaleLayout(), -1, -1, 3), (std::vector<double>{0.5, 0.5, 1}));
-    QCOMPARE(retainedShareByScale(m, run.scaleLayout(), 0, 0, 2), (std::vector<double>{1, 1, -1}));  // scale 2 not generated yet
+    QCOMPARE(retainedShareByScale(m, run.scaleLayout(), 0, 0, 2),
+             (std::vector<double>{1, 1, -1}));  // scale 2 not generated yet
   }
 
   void scaleAttentionDensityCoversTheImage() {
@@ -194,8 +198,8 @@ class TestFamilyViewModels : public QObject {
     const kvs::FamilyDescription& var = familyDescription("var");
     const kvs::FamilyDescription& mar = familyDescription("mar");
     const kvs::FamilyDescription& llamagen = familyDescription("llamagen");
-    QCOMPARE(policiesForFamily(var),
-             (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"), QStringLiteral("heatkv")}));
+    QCOMPARE(policiesForFamily(var), (QStringList{QStringLiteral("full"), QStringLiteral("streaming"),
+                                                  QStringLiteral("amskv"), QStringLiteral("heatkv")}));
     QCOMPARE(policiesForFamily(mar), (QStringList{QStringLiteral("full"), QStringLiteral("lazymar")}));
     const QStringList raster = policiesForFamily(llamagen);
     QVERIFY(raster.contains(QStringLiteral("linear")) && raster.contains(QStringLiteral("headkv")));
@@ -207,7 +211,8 @@ class TestFamilyViewModels : public QObject {
     QVERIFY(policyFamilyProblem(QStringLiteral("heatkv:budget=0.1"), var).isEmpty());
     QVERIFY(policyFamilyProblem(QStringLiteral("full"), mar).isEmpty());
     QVERIFY(calibratedPolicy(QStringLiteral("heatkv:budget=0.1"), var));
-    QVERIFY(!calibratedPolicy(QStringLiteral("streaming"), var) && !calibratedPolicy(QStringLiteral("heatkv"), llamagen));
+    QVERIFY(!calibratedPolicy(QStringLiteral("streaming"), var) &&
+            !calibratedPolicy(QStringLiteral("heatkv"), llamagen));
     // An unknown family offers no policies (and says so instead of guessing one).
     QVERIFY(!knownFamily("no-such-family") && policiesForFamily(familyDescription("no-such-family")).isEmpty());
     for (const kvs::FamilyDescription* f : {&llamagen, &var, &mar})
@@ -220,10 +225,14 @@ class TestFamilyViewModels : public QObject {
 
   void compareChecksFamiliesAndColumns() {
     CompareViewModel compare(nullptr);
-    QVERIFY(compare.start({QStringLiteral("full"), QStringLiteral("linear:rho=0.25")}, kvs::GenerationRequest{}, familyDescription("var"))
+    QVERIFY(compare
+                .start({QStringLiteral("full"), QStringLiteral("linear:rho=0.25")}, kvs::GenerationRequest{},
+                       familyDescription("var"))
                 .contains(QStringLiteral("linear")));
     QVERIFY(!compare.running());
-    QVERIFY(compare.start({QStringLiteral("full"), QStringLiteral("heatkv:budget=0.1")}, kvs::GenerationRequest{}, familyDescription("mar"))
+    QVERIFY(compare
+                .start({QStringLiteral("full"), QStringLiteral("heatkv:budget=0.1")}, kvs::GenerationRequest{},
+                       familyDescription("mar"))
                 .contains(QStringLiteral("heatkv")));
 
     auto result = [](double flops, std::vector<int32_t> order, uint8_t shade) {

@@ -108,7 +108,8 @@ class TestGenerationWorker : public QObject {
     QVERIFY(vm.memory().back().kv_bytes_logical < vm.memory().back().kv_bytes_full);
 
     // An impossible change is refused, and the run goes on with the old policy.
-    connect(&worker, &GenerationWorker::jobStarted, this, [&] { worker.requestPolicyChange(QStringLiteral("linear:rho=0")); });
+    connect(&worker, &GenerationWorker::jobStarted, this,
+            [&] { worker.requestPolicyChange(QStringLiteral("linear:rho=0")); });
     worker.submit(demoRequest("streaming:rho=1/2"));
     QVERIFY(finished.wait(60000));
     QCOMPARE(changed.count(), 2);
@@ -157,7 +158,8 @@ class TestGenerationWorker : public QObject {
 
     CompareViewModel oneByOne(&worker);
     QSignalSpy oneByOneDone(&oneByOne, &CompareViewModel::finished);
-    QVERIFY(oneByOne.start(specs, demoRequest(), familyDescription("llamagen"), CompareSchedule::OneAfterAnother).isEmpty());
+    QVERIFY(oneByOne.start(specs, demoRequest(), familyDescription("llamagen"), CompareSchedule::OneAfterAnother)
+                .isEmpty());
     QCOMPARE(oneByOne.extraWorkerCount(), 0);
     QVERIFY(oneByOneDone.wait(120000));
     QCOMPARE(oneByOne.maxPanesStreamingAtOnce(), 1);

@@ -6,15 +6,16 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QCompleter>
+#include <QSignalSpy>
 #include <QSlider>
 #include <QSpinBox>
-#include <QSignalSpy>
 #include <QTableWidget>
 #include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
 
+#include "tests/ui/window_test_support.h"
 #include "ui/viewmodel/compare_view_model.h"
 #include "ui/viewmodel/history_model.h"
 #include "ui/viewmodel/run_view_model.h"
@@ -24,7 +25,6 @@
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/model_manager_dialog.h"
 #include "ui/widgets/parameter_panel.h"
-#include "tests/ui/window_test_support.h"
 
 using namespace kvs::ui;
 
@@ -181,9 +181,11 @@ class TestMainWindow : public QObject {
     w.show();
     QSignalSpy done(&w, &MainWindow::runFinished);
     int edits = 0;
-    const QStringList specs = {QStringLiteral("linear:rho=0.25"), QStringLiteral("streaming:rho=0.5"), QStringLiteral("h2o:rho=0.25"),
-                               QStringLiteral("linear:rho=0.01"), QStringLiteral("full")};
-    connect(w.run(), &RunViewModel::unitChanged, this, [&] { w.parameters()->setPolicySpec(specs[edits++ % specs.size()]); });
+    const QStringList specs = {QStringLiteral("linear:rho=0.25"), QStringLiteral("streaming:rho=0.5"),
+                               QStringLiteral("h2o:rho=0.25"), QStringLiteral("linear:rho=0.01"),
+                               QStringLiteral("full")};
+    connect(w.run(), &RunViewModel::unitChanged, this,
+            [&] { w.parameters()->setPolicySpec(specs[edits++ % specs.size()]); });
     QVERIFY(w.generate());
     QVERIFY(done.wait(60000));
     QVERIFY(done[0][0].toBool());

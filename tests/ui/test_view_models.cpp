@@ -11,15 +11,15 @@
 #include <fstream>
 
 #include "engine/cache/policies/policy_catalog.h"
-#include "engine/core/number_parsing.h"
 #include "engine/core/errors.h"
+#include "engine/core/number_parsing.h"
 #include "engine/image/png_file.h"
 #include "engine/models/model_catalog.h"
 #include "engine/session/generation_metadata.h"
+#include "ui/render/overlay_images.h"
 #include "ui/viewmodel/compare_view_model.h"
 #include "ui/viewmodel/generation_settings.h"
 #include "ui/viewmodel/history_model.h"
-#include "ui/render/overlay_images.h"
 #include "ui/viewmodel/run_view_model.h"
 #include "ui/widgets/memory_panel.h"
 
@@ -32,7 +32,8 @@ kvs::RgbImage patternImage(int w, int h, int seed) {
   img.width = w;
   img.height = h;
   img.pixels.resize(static_cast<size_t>(w * h * 3));
-  for (size_t i = 0; i < img.pixels.size(); ++i) img.pixels[i] = static_cast<uint8_t>((i * 7 + static_cast<size_t>(seed) * 31) % 251);
+  for (size_t i = 0; i < img.pixels.size(); ++i)
+    img.pixels[i] = static_cast<uint8_t>((i * 7 + static_cast<size_t>(seed) * 31) % 251);
   return img;
 }
 
@@ -185,7 +186,8 @@ class TestViewModels : public QObject {
     QCOMPARE(regions[3].label, QStringLiteral("current line"));
     QCOMPARE(regions[3].rects, (QVector<QRect>{QRect(0, 2, 4, 1)}));
     // A region spanning lines wraps; sinks and anchors share their colour.
-    const QVector<PolicyRegion> streaming = policyRegions({{"sinks", "sinks", 1, 3}, {"window", "recent window", 4, 11}}, grid);
+    const QVector<PolicyRegion> streaming =
+        policyRegions({{"sinks", "sinks", 1, 3}, {"window", "recent window", 4, 11}}, grid);
     QCOMPARE(streaming[1].rects, (QVector<QRect>{QRect(3, 0, 1, 1), QRect(0, 1, 4, 1), QRect(0, 2, 2, 1)}));
     QCOMPARE(streaming[0].color, regions[2].color);
     QCOMPARE(streaming[1].color, regions[1].color);

@@ -24,7 +24,8 @@ QJsonObject runOnce(const QStringList& args, const QString& shot) {
   QFile::remove(shot);
   QProcess p;
   p.setProcessChannelMode(QProcess::ForwardedErrorChannel);
-  QStringList all = {QStringLiteral("--run-once"), QStringLiteral("--threads"), QStringLiteral("1"), QStringLiteral("--screenshot"), shot};
+  QStringList all = {QStringLiteral("--run-once"), QStringLiteral("--threads"), QStringLiteral("1"),
+                     QStringLiteral("--screenshot"), shot};
   all << args;
   p.start(QStringLiteral(KVSTUDIO_GUI_EXE), all);
   if (!p.waitForFinished(240000)) {
@@ -70,8 +71,9 @@ class TestWindowE2E : public QObject {
 
   void generateSwitchToLinearAndScreenshot() {
     const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/shot.png");
-    const QJsonObject j = runOnce({QStringLiteral("--policy"), QStringLiteral("full"), QStringLiteral("--switch-policy"),
-                                   QStringLiteral("linear:rho=0.25@4"), QStringLiteral("--debug-overlay")},
+    const QJsonObject j = runOnce({QStringLiteral("--policy"), QStringLiteral("full"),
+                                   QStringLiteral("--switch-policy"), QStringLiteral("linear:rho=0.25@4"),
+                                   QStringLiteral("--debug-overlay")},
                                   shot);
     QVERIFY2(!j.isEmpty(), "no summary");
     QVERIFY(j["ok"].toBool());
@@ -98,7 +100,8 @@ class TestWindowE2E : public QObject {
 
   void threeWayCompare() {
     const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/compare.png");
-    const QJsonObject j = runOnce({QStringLiteral("--compare"), QStringLiteral("full,linear:rho=0.25,streaming:rho=0.25")}, shot);
+    const QJsonObject j =
+        runOnce({QStringLiteral("--compare"), QStringLiteral("full,linear:rho=0.25,streaming:rho=0.25")}, shot);
     QVERIFY2(!j.isEmpty(), "no summary");
     QVERIFY(j["ok"].toBool());
     QVERIFY(!QImage(shot).isNull());
@@ -117,8 +120,8 @@ class TestWindowE2E : public QObject {
 
   void varStreamsScalesWithHeatKv() {
     const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/var.png");
-    const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_VAR_DEMO), QStringLiteral("--policy"),
-                                   QStringLiteral("heatkv:budget=0.1")},
+    const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_VAR_DEMO),
+                                   QStringLiteral("--policy"), QStringLiteral("heatkv:budget=0.1")},
                                   shot);
     QVERIFY2(!j.isEmpty(), "no summary");
     QVERIFY(j["ok"].toBool());
@@ -136,8 +139,9 @@ class TestWindowE2E : public QObject {
 
   void marStreamsStepsWithLazyMar() {
     const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/mar.png");
-    const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_MAR_DEMO), QStringLiteral("--policy"),
-                                   QStringLiteral("lazymar:start=2,interval=5"), QStringLiteral("--steps"), QStringLiteral("16")},
+    const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_MAR_DEMO),
+                                   QStringLiteral("--policy"), QStringLiteral("lazymar:start=2,interval=5"),
+                                   QStringLiteral("--steps"), QStringLiteral("16")},
                                   shot);
     QVERIFY2(!j.isEmpty(), "no summary");
     QVERIFY(j["ok"].toBool());
@@ -154,10 +158,11 @@ class TestWindowE2E : public QObject {
 
   void marCompareAgainstFullRecomputation() {
     const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/mar_compare.png");
-    const QJsonObject j = runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_MAR_DEMO), QStringLiteral("--steps"),
-                                   QStringLiteral("16"), QStringLiteral("--compare"),
-                                   QStringLiteral("full,lazymar:start=2,interval=5,lazymar:start=2,interval=5,head_cache=on")},
-                                  shot);
+    const QJsonObject j =
+        runOnce({QStringLiteral("--model"), QStringLiteral(KVSTUDIO_MAR_DEMO), QStringLiteral("--steps"),
+                 QStringLiteral("16"), QStringLiteral("--compare"),
+                 QStringLiteral("full,lazymar:start=2,interval=5,lazymar:start=2,interval=5,head_cache=on")},
+                shot);
     QVERIFY2(!j.isEmpty(), "no summary");
     QVERIFY(j["ok"].toBool());
     QVERIFY(!QImage(shot).isNull());
@@ -179,8 +184,9 @@ class TestWindowE2E : public QObject {
     const QString shot = QStringLiteral(KVSTUDIO_E2E_DIR "/var_bad_policy.png");
     QFile::remove(shot);
     QProcess p;
-    p.start(QStringLiteral(KVSTUDIO_GUI_EXE), {QStringLiteral("--run-once"), QStringLiteral("--screenshot"), shot, QStringLiteral("--model"),
-                                               QStringLiteral(KVSTUDIO_VAR_DEMO), QStringLiteral("--policy"), QStringLiteral("linear:rho=0.25")});
+    p.start(QStringLiteral(KVSTUDIO_GUI_EXE),
+            {QStringLiteral("--run-once"), QStringLiteral("--screenshot"), shot, QStringLiteral("--model"),
+             QStringLiteral(KVSTUDIO_VAR_DEMO), QStringLiteral("--policy"), QStringLiteral("linear:rho=0.25")});
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 1);  // refused with the banner's message, no crash
@@ -201,7 +207,8 @@ class TestWindowE2E : public QObject {
     double stddev = 0;
     int colours = 0;
     regionStats(image, rect, &stddev, &colours);
-    QVERIFY2(stddev > 8 && colours > 50, qPrintable(QStringLiteral("canvas looks blank: stddev %1, %2 colours").arg(stddev).arg(colours)));
+    QVERIFY2(stddev > 8 && colours > 50,
+             qPrintable(QStringLiteral("canvas looks blank: stddev %1, %2 colours").arg(stddev).arg(colours)));
   }
 };
 

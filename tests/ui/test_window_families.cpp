@@ -13,6 +13,7 @@
 
 #include <cmath>
 
+#include "tests/ui/window_test_support.h"
 #include "ui/viewmodel/compare_view_model.h"
 #include "ui/viewmodel/run_view_model.h"
 #include "ui/widgets/compare_view.h"
@@ -20,7 +21,6 @@
 #include "ui/widgets/generation_canvas.h"
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/parameter_panel.h"
-#include "tests/ui/window_test_support.h"
 
 using namespace kvs::ui;
 
@@ -39,14 +39,15 @@ class TestWindowFamilies : public QObject {
     MainWindow w(options(KVSTUDIO_VAR_DEMO));
     QCOMPARE(QString::fromStdString(w.model().family), QStringLiteral("var"));
     QCOMPARE(w.family().name, std::string("var"));
-    QCOMPARE(w.parameters()->offeredPolicies(),
-             (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"), QStringLiteral("heatkv")}));
+    QCOMPARE(w.parameters()->offeredPolicies(), (QStringList{QStringLiteral("full"), QStringLiteral("streaming"),
+                                                             QStringLiteral("amskv"), QStringLiteral("heatkv")}));
     // HeatKV's budget is a share of the whole cache: the slider writes it.
     QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("heatkv:budget=0.1"));
     QVERIFY(!w.parameters()->findChild<QSpinBox*>(QStringLiteral("stepsSpin"))->isVisibleTo(w.parameters()));
     QCOMPARE(&w.compareView()->family(), &w.family());
-    for (const QString& spec : w.compareView()->configs()) QVERIFY2(policyFamilyProblem(spec, w.family()).isEmpty(), qPrintable(spec));
+    for (const QString& spec : w.compareView()->configs())
+      QVERIFY2(policyFamilyProblem(spec, w.family()).isEmpty(), qPrintable(spec));
 
     // Switching to the raster demo brings the raster policies back.
     QVERIFY(w.openModel(QStringLiteral(KVSTUDIO_DEMO_MODEL)));
@@ -151,7 +152,7 @@ class TestWindowFamilies : public QObject {
       QVERIFY(m.flops > 0);
       if (m.recomputed_tokens >= 0 && m.recomputed_tokens < static_cast<int64_t>(order.size())) ++lazySteps;
     }
-    QVERIFY(lazySteps > 0);  // LazyMAR reused features at some steps
+    QVERIFY(lazySteps > 0);                               // LazyMAR reused features at some steps
     QVERIFY(w.run()->lastUnit()->attention.has_value());  // the new tokens' attention
     QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("step 12/12")));
     QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a MAR generation");

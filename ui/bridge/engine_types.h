@@ -6,9 +6,9 @@
 
 #include <memory>
 
+#include "engine/models/generation_session.h"
 #include "engine/session/generation_events.h"
 #include "engine/session/generation_request.h"
-#include "engine/models/generation_session.h"
 
 namespace kvs::ui {
 

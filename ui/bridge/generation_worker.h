@@ -45,8 +45,8 @@ class GenerationWorker : public QObject {
   void requestPolicyChange(const QString& spec);
   void shutdown();
 
-  bool busy() const;                       // a job is running or queued
-  quint64 runningJob() const;              // 0 when none
+  bool busy() const;                                            // a job is running or queued
+  quint64 runningJob() const;                                   // 0 when none
   int pendingEvents() const { return pending_events_.load(); }  // posted, not yet delivered
   int maxPendingEvents() const { return max_pending_events_.load(); }
 

@@ -20,7 +20,8 @@ LogBridge::LogBridge(QObject* parent) : QObject(parent) {
       case kvs::LogLevel::Off: return;
     }
     const QString m = QString::fromStdString(module), text = QString::fromStdString(message);
-    QMetaObject::invokeMethod(this, [this, l, m, text] { Q_EMIT line(l, m, text); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, l, m, text] { Q_EMIT line(l, m, text); }, Qt::QueuedConnection);
   });
 }
 

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 
-
 namespace kvs::ui {
 namespace {
 
@@ -104,7 +103,8 @@ QColor retainedColor() { return QColor(120, 220, 200); }
 QColor evictedColor() { return QColor(150, 40, 55); }
 QColor pendingColor() { return QColor(28, 30, 36); }
 
-QImage retainedMaskOverlay(const kvs::RetainedMasks& masks, const TokenGrid& grid, int64_t layer, int64_t head, int dim) {
+QImage retainedMaskOverlay(const kvs::RetainedMasks& masks, const TokenGrid& grid, int64_t layer, int64_t head,
+                           int dim) {
   QImage img(static_cast<int>(grid.width), static_cast<int>(grid.height), QImage::Format_ARGB32);
   img.fill(Qt::transparent);
   const int64_t l0 = layer < 0 ? 0 : layer, l1 = layer < 0 ? masks.n_layer : std::min(layer + 1, masks.n_layer);
@@ -141,8 +141,10 @@ QImage retainedMaskTile(const kvs::RetainedMasks& masks, const TokenGrid& grid, 
 QImage differenceHeatmap(const QImage& a_in, const QImage& b_in, int full_scale, int* max_diff) {
   if (a_in.isNull() || b_in.isNull() || a_in.size() != b_in.size()) return {};
   const QImage a = a_in.convertToFormat(QImage::Format_RGB888), b = b_in.convertToFormat(QImage::Format_RGB888);
-  const cv::Mat ma(a.height(), a.width(), CV_8UC3, const_cast<uchar*>(a.constBits()), static_cast<size_t>(a.bytesPerLine()));
-  const cv::Mat mb(b.height(), b.width(), CV_8UC3, const_cast<uchar*>(b.constBits()), static_cast<size_t>(b.bytesPerLine()));
+  const cv::Mat ma(a.height(), a.width(), CV_8UC3, const_cast<uchar*>(a.constBits()),
+                   static_cast<size_t>(a.bytesPerLine()));
+  const cv::Mat mb(b.height(), b.width(), CV_8UC3, const_cast<uchar*>(b.constBits()),
+                   static_cast<size_t>(b.bytesPerLine()));
   cv::Mat diff, gray;
   cv::absdiff(ma, mb, diff);
   cv::transform(diff, gray, cv::Matx13f(1.f / 3, 1.f / 3, 1.f / 3));  // mean over channels

@@ -16,9 +16,9 @@
 namespace kvs::ui {
 
 struct TokenGrid {
-  int64_t height = 0, width = 0;      // image tokens
-  int64_t condition_tokens = 1;       // sequence positions before the image tokens
-  int64_t tokens_done = 0;            // positions generated so far (image tokens)
+  int64_t height = 0, width = 0;  // image tokens
+  int64_t condition_tokens = 1;   // sequence positions before the image tokens
+  int64_t tokens_done = 0;        // positions generated so far (image tokens)
   int64_t imageTokens() const { return height * width; }
 };
 
@@ -38,7 +38,8 @@ QImage colormapBar(int width, int height);
 // Evicted image tokens dimmed: alpha = `dim` x (share of the selected heads that
 // evicted the token); retained and not-yet-generated tokens are transparent.
 // layer / head -1 select all layers / heads.
-QImage retainedMaskOverlay(const kvs::RetainedMasks& masks, const TokenGrid& grid, int64_t layer, int64_t head, int dim);
+QImage retainedMaskOverlay(const kvs::RetainedMasks& masks, const TokenGrid& grid, int64_t layer, int64_t head,
+                           int dim);
 // One opaque tile per (layer, head): retained (light), evicted (dark red), not
 // yet generated (near black).
 QImage retainedMaskTile(const kvs::RetainedMasks& masks, const TokenGrid& grid, int64_t layer, int64_t head);

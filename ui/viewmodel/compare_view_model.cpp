@@ -45,8 +45,8 @@ void CompareViewModel::shutdown() {
   for (GenerationWorker* w : extra_workers_) w->shutdown();
 }
 
-QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base, const kvs::FamilyDescription& family,
-                                CompareSchedule schedule) {
+QString CompareViewModel::start(const QStringList& specs_in, const kvs::GenerationRequest& base,
+                                const kvs::FamilyDescription& family, CompareSchedule schedule) {
   if (running()) return QStringLiteral("a comparison is already running");
   QStringList specs;
   for (const QString& s : specs_in) {
@@ -141,7 +141,8 @@ QVector<CompareRow> CompareViewModel::computeRows(const QStringList& specs, cons
     if (reference && !reference->images.empty() && !r->images.empty()) {
       try {
         // Continuous tokens come back as the generation order: nothing to compare.
-        if (!samplesContinuousTokens(family)) row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
+        if (!samplesContinuousTokens(family))
+          row.tokenAgreement = kvs::token_agreement(reference->tokens.front(), r->tokens.front());
         row.psnr = kvs::psnr(reference->images.front(), r->images.front());
         row.ssim = kvs::ssim(reference->images.front(), r->images.front());
       } catch (const std::exception&) {

@@ -41,12 +41,12 @@ struct CompareRow {
   bool reference = false;
   int64_t kvBytesFinal = 0;  // retained at the end
   int64_t kvBytesPeak = 0;
-  int64_t kvBytesFull = 0;   // uncompressed equivalent
+  int64_t kvBytesFull = 0;  // uncompressed equivalent
   double tokensPerSecond = 0;
   double tokenAgreement = 0;  // vs the reference, image 0
   double psnr = 0;            // +inf when identical
   double ssim = 0;
-  double flops = 0;           // masked models: counted FLOPs per image; 0 otherwise
+  double flops = 0;  // masked models: counted FLOPs per image; 0 otherwise
 };
 
 class CompareViewModel : public QObject {

@@ -24,8 +24,8 @@ struct GenerationSettings {
   int64_t topK = 0;
   double topP = 1.0;
   int batch = 1;
-  int64_t steps = 0;                        // masked models: decoding steps, 0: 64
-  QString cfgSchedule;                      // masked models: "linear" | "constant", "": linear
+  int64_t steps = 0;    // masked models: decoding steps, 0: 64
+  QString cfgSchedule;  // masked models: "linear" | "constant", "": linear
   QString device = QStringLiteral("auto");
   int threads = 0;                          // CPU threads, 0: all cores
   QString policy = QStringLiteral("full");  // spec, "linear:rho=1/4"

@@ -11,7 +11,8 @@
 namespace kvs::ui {
 
 int64_t HistoryEntry::classId() const {
-  if (index >= 0 && index < static_cast<int>(request.class_ids.size())) return request.class_ids[static_cast<size_t>(index)];
+  if (index >= 0 && index < static_cast<int>(request.class_ids.size()))
+    return request.class_ids[static_cast<size_t>(index)];
   return request.class_ids.empty() ? 0 : request.class_ids.front();
 }
 
@@ -22,7 +23,10 @@ kvs::GenerationRequest HistoryEntry::singleImageRequest() const {
 }
 
 QString HistoryEntry::summary() const {
-  return QStringLiteral("%1 · seed %2\n%3").arg(className).arg(request.seed).arg(QString::fromStdString(result ? result->policy : request.policy));
+  return QStringLiteral("%1 · seed %2\n%3")
+      .arg(className)
+      .arg(request.seed)
+      .arg(QString::fromStdString(result ? result->policy : request.policy));
 }
 
 QString HistoryEntry::tooltip() const {
@@ -55,8 +59,9 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
     case Qt::DisplayRole: return e.summary();
     case Qt::ToolTipRole: return e.tooltip();
     case Qt::DecorationRole:
-      return QIcon(QPixmap::fromImage(e.image.scaled(128, 128, Qt::KeepAspectRatio,
-                                                     e.image.width() < 128 ? Qt::FastTransformation : Qt::SmoothTransformation)));
+      return QIcon(QPixmap::fromImage(
+          e.image.scaled(128, 128, Qt::KeepAspectRatio,
+                         e.image.width() < 128 ? Qt::FastTransformation : Qt::SmoothTransformation)));
     default: return {};
   }
 }
@@ -103,7 +108,8 @@ void HistoryModel::savePng(int row, const QString& path, const QString& version)
   if (row < 0 || row >= entries_.size()) throw kvs::InvalidArgumentError("no image selected");
   const HistoryEntry& e = entries_.at(row);
   if (!e.result)
-    throw kvs::InvalidArgumentError("this image was opened from " + e.source.toStdString() + "; it is already a PNG file");
+    throw kvs::InvalidArgumentError("this image was opened from " + e.source.toStdString() +
+                                    "; it is already a PNG file");
   kvs::write_png(path.toStdString(), e.result->images.at(static_cast<size_t>(e.index)),
                  kvs::generation_png_chunks(e.request, *e.result, static_cast<size_t>(e.index), e.classNames,
                                             version.toStdString()));

@@ -18,17 +18,17 @@ struct HistoryEntry {
   QImage image;
   kvs::GenerationRequest request;  // the whole batch's request
   ResultPtr result;
-  int index = 0;                   // image within the batch
+  int index = 0;  // image within the batch
   QString className;
   std::vector<std::string> classNames;  // the model's names, for the metadata
   QDateTime created;
-  QString source;                  // "generated", "compare", or the PNG it was opened from
+  QString source;  // "generated", "compare", or the PNG it was opened from
 
   int64_t classId() const;
   // The request that reproduces this one image.
   kvs::GenerationRequest singleImageRequest() const;
-  QString summary() const;   // one line for the gallery
-  QString tooltip() const;   // all parameters
+  QString summary() const;  // one line for the gallery
+  QString tooltip() const;  // all parameters
 };
 
 class HistoryModel : public QAbstractListModel {
@@ -42,10 +42,11 @@ class HistoryModel : public QAbstractListModel {
   QVariant data(const QModelIndex& index, int role) const override;
 
   // Adds every image of a finished generation (newest first).
-  void addResult(const kvs::GenerationRequest& request, const ResultPtr& result, const std::vector<std::string>& classNames,
-                 const QString& source = QStringLiteral("generated"));
+  void addResult(const kvs::GenerationRequest& request, const ResultPtr& result,
+                 const std::vector<std::string>& classNames, const QString& source = QStringLiteral("generated"));
   // Adds an image opened from a PNG (its request recalled from the metadata).
-  void addRecalled(const QImage& image, const kvs::GenerationRequest& request, const QString& className, const QString& path);
+  void addRecalled(const QImage& image, const kvs::GenerationRequest& request, const QString& className,
+                   const QString& path);
   const HistoryEntry& entry(int row) const { return entries_.at(row); }
   int size() const { return entries_.size(); }
 

@@ -28,7 +28,7 @@ const kvs::FamilyDescription& familyDescription(const std::string& name);
 // Whether `name` is a registered family.
 bool knownFamily(const std::string& name);
 
-QString unitNoun(const kvs::FamilyDescription& family);         // "line", "scale", "step"
+QString unitNoun(const kvs::FamilyDescription& family);           // "line", "scale", "step"
 QString familyDisplayName(const kvs::FamilyDescription& family);  // "raster (LlamaGen)"
 
 bool policyApplies(const kvs::PolicyDescription& entry, const kvs::FamilyDescription& family);

@@ -17,7 +17,8 @@ std::vector<std::string> ModelLocations::folders() const {
 
 QString ModelLocations::originOf(const QString& bundleDir) const {
   const QString canonical = QFileInfo(bundleDir).canonicalFilePath();
-  if (!bundledDemo.isEmpty() && canonical == QFileInfo(bundledDemo).canonicalFilePath()) return QStringLiteral("bundled demo");
+  if (!bundledDemo.isEmpty() && canonical == QFileInfo(bundledDemo).canonicalFilePath())
+    return QStringLiteral("bundled demo");
   auto inside = [&](const QString& folder) {
     const QString f = QFileInfo(folder).canonicalFilePath();
     return !f.isEmpty() && (canonical == f || canonical.startsWith(f + QLatin1Char('/')));
@@ -27,7 +28,8 @@ QString ModelLocations::originOf(const QString& bundleDir) const {
 }
 
 QString ModelLocations::defaultUserModels() {
-  return QDir(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation)).filePath(QStringLiteral("models"));
+  return QDir(QStandardPaths::writableLocation(QStandardPaths::AppLocalDataLocation))
+      .filePath(QStringLiteral("models"));
 }
 
 ModelLocations ModelLocations::load(QSettings& settings, const QString& bundledDemo) {

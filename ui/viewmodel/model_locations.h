@@ -13,11 +13,11 @@ class QSettings;
 namespace kvs::ui {
 
 struct ModelLocations {
-  QString bundledDemo;     // a bundle folder
-  QString userModels;      // a folder of bundles
+  QString bundledDemo;  // a bundle folder
+  QString userModels;   // a folder of bundles
   QStringList extraFolders;
 
-  std::vector<std::string> folders() const;  // search order: demo, user, extra
+  std::vector<std::string> folders() const;          // search order: demo, user, extra
   QString originOf(const QString& bundleDir) const;  // "bundled demo", "user models", "added folder"
 
   static QString defaultUserModels();

@@ -86,18 +86,29 @@ void RunViewModel::track(GenerationWorker* worker, quint64 job, const kvs::Gener
   setState(RunState::Loading);
   if (!worker) return;
   auto mine = [this](quint64 j) { return j == job_; };
-  connections_.push_back(connect(worker, &GenerationWorker::jobStarted, this,
-                                 [=, this](quint64 j, const kvs::StartedEvent& e) { if (mine(j)) handleStarted(e); }));
-  connections_.push_back(connect(worker, &GenerationWorker::tokenProgress, this,
-                                 [=, this](quint64 j, const kvs::TokenProgressEvent& e) { if (mine(j)) handleProgress(e); }));
-  connections_.push_back(connect(worker, &GenerationWorker::unitDone, this,
-                                 [=, this](quint64 j, const UnitDonePtr& e) { if (mine(j)) handleUnit(e); }));
-  connections_.push_back(connect(worker, &GenerationWorker::policyChanged, this,
-                                 [=, this](quint64 j, const kvs::PolicyChangedEvent& e) { if (mine(j)) handlePolicyChanged(e); }));
-  connections_.push_back(connect(worker, &GenerationWorker::jobFinished, this,
-                                 [=, this](quint64 j, const ResultPtr& r) { if (mine(j)) handleFinished(r); }));
-  connections_.push_back(connect(worker, &GenerationWorker::jobFailed, this,
-                                 [=, this](quint64 j, const QString& m, bool c) { if (mine(j)) handleFailed(m, c); }));
+  connections_.push_back(
+      connect(worker, &GenerationWorker::jobStarted, this, [=, this](quint64 j, const kvs::StartedEvent& e) {
+        if (mine(j)) handleStarted(e);
+      }));
+  connections_.push_back(
+      connect(worker, &GenerationWorker::tokenProgress, this, [=, this](quint64 j, const kvs::TokenProgressEvent& e) {
+        if (mine(j)) handleProgress(e);
+      }));
+  connections_.push_back(connect(worker, &GenerationWorker::unitDone, this, [=, this](quint64 j, const UnitDonePtr& e) {
+    if (mine(j)) handleUnit(e);
+  }));
+  connections_.push_back(
+      connect(worker, &GenerationWorker::policyChanged, this, [=, this](quint64 j, const kvs::PolicyChangedEvent& e) {
+        if (mine(j)) handlePolicyChanged(e);
+      }));
+  connections_.push_back(
+      connect(worker, &GenerationWorker::jobFinished, this, [=, this](quint64 j, const ResultPtr& r) {
+        if (mine(j)) handleFinished(r);
+      }));
+  connections_.push_back(
+      connect(worker, &GenerationWorker::jobFailed, this, [=, this](quint64 j, const QString& m, bool c) {
+        if (mine(j)) handleFailed(m, c);
+      }));
 }
 
 void RunViewModel::setState(RunState s) {
@@ -114,7 +125,8 @@ void RunViewModel::handleStarted(const kvs::StartedEvent& e) {
   started_ = e;
   tokens_total_ = e.tokens_total;
   // Families whose units predict tokens anywhere on the grid say which (predicted_positions).
-  if (family().overlays.recomputed_tokens) generation_step_.assign(static_cast<size_t>(e.grid_height * e.grid_width), -1);
+  if (family().overlays.recomputed_tokens)
+    generation_step_.assign(static_cast<size_t>(e.grid_height * e.grid_width), -1);
   load_ms_ = clock_.isValid() ? static_cast<double>(clock_.elapsed()) : 0;
   if (state_ != RunState::Cancelling) setState(RunState::Running);
   Q_EMIT progressChanged();
@@ -136,11 +148,13 @@ void RunViewModel::handleUnit(const UnitDonePtr& e) {
   previous_unit_elapsed_ = e->elapsed_ms;
   if (e->preview && !e->preview->empty()) preview_ = toQImage(e->preview->front());
   if (family().overlays.scale_matrix && e->attention && scale_layout_.scales() > 0 && e->unit_index >= 0) {
-    if (scale_attention_.size() <= static_cast<size_t>(e->unit_index)) scale_attention_.resize(static_cast<size_t>(e->unit_index) + 1);
+    if (scale_attention_.size() <= static_cast<size_t>(e->unit_index))
+      scale_attention_.resize(static_cast<size_t>(e->unit_index) + 1);
     scale_attention_[static_cast<size_t>(e->unit_index)] = attentionMassByScale(*e->attention, scale_layout_);
   }
   for (int32_t p : e->predicted_positions)
-    if (p >= 0 && static_cast<size_t>(p) < generation_step_.size()) generation_step_[static_cast<size_t>(p)] = static_cast<int32_t>(e->unit_index);
+    if (p >= 0 && static_cast<size_t>(p) < generation_step_.size())
+      generation_step_[static_cast<size_t>(p)] = static_cast<int32_t>(e->unit_index);
   evictions_per_unit_.push_back(e->evicted_entries);
   MemorySample m;
   m.unit = e->unit_index;
@@ -168,7 +182,8 @@ void RunViewModel::handleUnit(const UnitDonePtr& e) {
 }
 
 void RunViewModel::handlePolicyChanged(const kvs::PolicyChangedEvent& e) {
-  markers_.push_back(PolicyMarker{e.unit_index, QString::fromStdString(e.policy), e.accepted, QString::fromStdString(e.message)});
+  markers_.push_back(
+      PolicyMarker{e.unit_index, QString::fromStdString(e.policy), e.accepted, QString::fromStdString(e.message)});
   if (e.accepted) active_policy_ = QString::fromStdString(e.policy);
   Q_EMIT policyMarkersChanged();
 }
@@ -177,7 +192,8 @@ void RunViewModel::handleFinished(const ResultPtr& result) {
   result_ = result;
   disconnectWorker();
   if (result) {
-    tokens_done_ = tokens_total_ = result->tokens.empty() ? tokens_total_ : static_cast<int64_t>(result->tokens.front().size());
+    tokens_done_ = tokens_total_ = result->tokens.empty() ? tokens_total_
+                                                          : static_cast<int64_t>(result->tokens.front().size());
     tokens_per_second_ = result->tokens_per_second;
     total_ms_ = result->elapsed_ms;
     if (!result->images.empty()) preview_ = toQImage(result->images.front());

@@ -84,15 +84,17 @@ class RunViewModel : public QObject {
 
   quint64 job() const { return job_; }
   RunState state() const { return state_; }
-  bool active() const { return state_ == RunState::Loading || state_ == RunState::Running || state_ == RunState::Cancelling; }
+  bool active() const {
+    return state_ == RunState::Loading || state_ == RunState::Running || state_ == RunState::Cancelling;
+  }
   const kvs::GenerationRequest& request() const { return request_; }
   const kvs::StartedEvent& started() const { return started_; }
 
   int64_t tokensDone() const { return tokens_done_; }
   int64_t tokensTotal() const { return tokens_total_; }
   double tokensPerSecond() const { return tokens_per_second_; }
-  double etaSeconds() const;   // < 0 when unknown
-  double fraction() const;     // 0..1
+  double etaSeconds() const;  // < 0 when unknown
+  double fraction() const;    // 0..1
   int64_t unitsDone() const { return units_done_; }
   int64_t unitsTotal() const { return started_.units_total; }
   // The family of this run: from the started event, else from setModel().
@@ -126,7 +128,7 @@ class RunViewModel : public QObject {
   const ResultPtr& result() const { return result_; }
   QString errorMessage() const { return error_; }
 
-  double loadMs() const { return load_ms_; }             // submit -> started (model load, set-up)
+  double loadMs() const { return load_ms_; }  // submit -> started (model load, set-up)
   double lastUnitMs() const { return last_unit_ms_; }
   double meanUnitMs() const;
   double totalMs() const { return total_ms_; }
@@ -136,7 +138,7 @@ class RunViewModel : public QObject {
  Q_SIGNALS:
   void stateChanged(kvs::ui::RunState state);
   void progressChanged();
-  void unitChanged();   // preview, maps, memory
+  void unitChanged();  // preview, maps, memory
   void policyMarkersChanged();
   void finished();
   void failed(const QString& message, bool cancelled);

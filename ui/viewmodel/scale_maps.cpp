@@ -7,8 +7,10 @@ namespace kvs::ui {
 std::vector<double> retainedShareByScale(const kvs::RetainedMasks& masks, const ScaleLayout& layout, int64_t layer,
                                          int64_t head, int64_t scales_done) {
   std::vector<double> out(static_cast<size_t>(layout.scales()), -1.0);
-  const int64_t l0 = layer < 0 ? 0 : std::min(layer, masks.n_layer), l1 = layer < 0 ? masks.n_layer : std::min(layer + 1, masks.n_layer);
-  const int64_t h0 = head < 0 ? 0 : std::min(head, masks.kv_heads), h1 = head < 0 ? masks.kv_heads : std::min(head + 1, masks.kv_heads);
+  const int64_t l0 = layer < 0 ? 0 : std::min(layer, masks.n_layer),
+                l1 = layer < 0 ? masks.n_layer : std::min(layer + 1, masks.n_layer);
+  const int64_t h0 = head < 0 ? 0 : std::min(head, masks.kv_heads),
+                h1 = head < 0 ? masks.kv_heads : std::min(head + 1, masks.kv_heads);
   for (int64_t s = 0; s < std::min(scales_done, layout.scales()); ++s) {
     const int64_t b = layout.begin(s), n = layout.tokens(s);
     int64_t kept = 0, counted = 0;
@@ -49,7 +51,8 @@ std::vector<double> attentionDensityOnGrid(const kvs::AttentionMap& map, const S
       for (int64_t x = 0; x < grid; ++x) {
         const int64_t sy = y * n / grid, sx = x * n / grid;
         const double cells_per_token = static_cast<double>(grid * grid) / static_cast<double>(n * n);
-        out[static_cast<size_t>(y * grid + x)] += std::max(0.0f, map.weights[static_cast<size_t>(b + sy * n + sx)]) / cells_per_token;
+        out[static_cast<size_t>(y * grid + x)] += std::max(0.0f, map.weights[static_cast<size_t>(b + sy * n + sx)]) /
+                                                  cells_per_token;
       }
   }
   return out;

@@ -52,15 +52,18 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
     edit->setMinimumContentsLength(11);
     edit->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     edit->lineEdit()->setPlaceholderText(i < 2 ? tr("policy spec") : tr("(optional)"));
-    edit->setToolTip(tr("A policy spec, e.g. linear:rho=0.25 or streaming:budget=64,sink=4; the full cache is always run as the reference"));
+    edit->setToolTip(
+        tr("A policy spec, e.g. linear:rho=0.25 or streaming:budget=64,sink=4; the full cache is always run as the "
+           "reference"));
     controls->addWidget(edit, 1);
     config_edits_.push_back(edit);
   }
   run_ = new QPushButton(tr("Compare"), this);
   run_->setToolTip(tr("Run every configuration on the class and seed of the Generate tab (Ctrl+Shift+Enter)"));
   run_->setObjectName(QStringLiteral("compareButton"));
-  run_->setStyleSheet(QStringLiteral("QPushButton{background:#2f81f7;color:white;font-weight:bold;border-radius:5px;padding:5px 14px}"
-                                     "QPushButton:disabled{background:#3a3f4b;color:#8b919e}"));
+  run_->setStyleSheet(
+      QStringLiteral("QPushButton{background:#2f81f7;color:white;font-weight:bold;border-radius:5px;padding:5px 14px}"
+                     "QPushButton:disabled{background:#3a3f4b;color:#8b919e}"));
   cancel_ = new QPushButton(tr("Cancel"), this);
   cancel_->setEnabled(false);
   show_difference_ = new QCheckBox(tr("difference vs full"), this);
@@ -78,9 +81,10 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
   panes_layout_ = new QGridLayout(panes_host_);
   panes_layout_->setContentsMargins(0, 0, 0, 0);
   panes_layout_->setSpacing(6);
-  auto* placeholder = new QLabel(tr("Pick 2–4 policy configurations and press Compare: each runs on the same class and seed, "
-                                    "one after another, next to the full cache."),
-                                 panes_host_);
+  auto* placeholder =
+      new QLabel(tr("Pick 2–4 policy configurations and press Compare: each runs on the same class and seed, "
+                    "one after another, next to the full cache."),
+                 panes_host_);
   placeholder->setAlignment(Qt::AlignCenter);
   placeholder->setWordWrap(true);
   placeholder->setStyleSheet(QStringLiteral("color:#9aa0ad"));
@@ -92,11 +96,15 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
   bl->setContentsMargins(0, 0, 0, 0);
   table_ = new QTableWidget(0, 8, bottom);
   table_->setObjectName(QStringLiteral("compareTable"));
-  table_->setHorizontalHeaderLabels({tr("policy"), tr("KV end"), tr("% full"), tr("peak"), tr("tok/s"), tr("agree"), tr("PSNR"),
-                                     tr("SSIM")});
-  const QStringList headerTips = {tr("policy spec"), tr("KV bytes retained at the end"), tr("share of the full cache"),
-                                  tr("peak KV bytes allocated"), tr("tokens per second per image"),
-                                  tr("share of tokens equal to the full cache's"), tr("PSNR against the full-cache image, dB (∞: identical)"),
+  table_->setHorizontalHeaderLabels(
+      {tr("policy"), tr("KV end"), tr("% full"), tr("peak"), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")});
+  const QStringList headerTips = {tr("policy spec"),
+                                  tr("KV bytes retained at the end"),
+                                  tr("share of the full cache"),
+                                  tr("peak KV bytes allocated"),
+                                  tr("tokens per second per image"),
+                                  tr("share of tokens equal to the full cache's"),
+                                  tr("PSNR against the full-cache image, dB (∞: identical)"),
                                   tr("SSIM against the full-cache image")};
   for (int c = 0; c < 8; ++c) {
     table_->horizontalHeaderItem(c)->setToolTip(headerTips[c]);
@@ -104,8 +112,9 @@ CompareView::CompareView(CompareViewModel* model, QWidget* parent) : QWidget(par
   }
   table_->verticalHeader()->hide();
   table_->setAlternatingRowColors(true);
-  table_->setToolTip(tr("Each policy against the full cache on the same class and seed (image 0). "
-                        "PSNR/SSIM: engine/metrics conventions (8-bit, SSIM 11x11 Gaussian window)."));
+  table_->setToolTip(
+      tr("Each policy against the full cache on the same class and seed (image 0). "
+         "PSNR/SSIM: engine/metrics conventions (8-bit, SSIM 11x11 Gaussian window)."));
   bl->addWidget(table_, 5);
   auto* splitBox = new QWidget(bottom);
   auto* sl = new QVBoxLayout(splitBox);
@@ -177,15 +186,18 @@ void CompareView::setFamily(const kvs::FamilyDescription& family) {
   const bool flops = showsFlops();
   // Token agreement compares token ids (CompareViewModel::computeRows).
   const bool agreement = !samplesContinuousTokens(family);
-  const QStringList headers = flops ? QStringList{tr("policy"), tr("GFLOP"), tr("% full"), tr("uncond."), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")}
-                                     : QStringList{tr("policy"), tr("KV end"), tr("% full"), tr("peak"), tr("tok/s"), tr("agree"), tr("PSNR"), tr("SSIM")};
+  const QStringList headers = flops ? QStringList{tr("policy"), tr("GFLOP"), tr("% full"), tr("uncond."),
+                                                  tr("tok/s"),  tr("agree"), tr("PSNR"),   tr("SSIM")}
+                                    : QStringList{tr("policy"), tr("KV end"), tr("% full"), tr("peak"),
+                                                  tr("tok/s"),  tr("agree"),  tr("PSNR"),   tr("SSIM")};
   table_->setHorizontalHeaderLabels(headers);
   // Without a KV cache there is no peak, without token ids no agreement: hide
   // what would be all dashes.
   table_->setColumnHidden(3, flops);
   table_->setColumnHidden(5, !agreement);
-  table_->horizontalHeaderItem(5)->setToolTip(agreement ? tr("share of tokens equal to the full cache's")
-                                                        : tr("not meaningful here: the tokens are continuous latents (the order is fixed by the seed)"));
+  table_->horizontalHeaderItem(5)->setToolTip(
+      agreement ? tr("share of tokens equal to the full cache's")
+                : tr("not meaningful here: the tokens are continuous latents (the order is fixed by the seed)"));
   if (flops) {
     table_->horizontalHeaderItem(1)->setToolTip(tr("FLOPs per image executed, counted"));
     table_->horizontalHeaderItem(2)->setToolTip(tr("share of the full recomputation's FLOPs"));
@@ -216,11 +228,13 @@ void CompareView::rebuildPanes() {
     pane.frame = new QWidget(panes_host_);
     pane.frame->setObjectName(QStringLiteral("comparePane"));
     pane.frame->setAttribute(Qt::WA_StyledBackground);
-    pane.frame->setStyleSheet(QStringLiteral("#comparePane{background:#1b1e24;border:1px solid #30363d;border-radius:6px}"));
+    pane.frame->setStyleSheet(
+        QStringLiteral("#comparePane{background:#1b1e24;border:1px solid #30363d;border-radius:6px}"));
     auto* v = new QVBoxLayout(pane.frame);
     v->setContentsMargins(6, 6, 6, 6);
     v->setSpacing(4);
-    pane.title = new QLabel(QStringLiteral("<b>%1</b>%2").arg(model_->specs().value(i).toHtmlEscaped(), i == 0 ? tr(" · reference") : QString()),
+    pane.title = new QLabel(QStringLiteral("<b>%1</b>%2")
+                                .arg(model_->specs().value(i).toHtmlEscaped(), i == 0 ? tr(" · reference") : QString()),
                             pane.frame);
     v->addWidget(pane.title);
     auto* stack = new QStackedLayout;
@@ -265,8 +279,9 @@ void CompareView::rebuildPanes() {
   }
   run_->setEnabled(!model_->running());
   cancel_->setEnabled(model_->running());
-  status_->setText(model_->schedule() == CompareSchedule::Together ? tr("Running %1 configurations at once…").arg(n)
-                                                                   : tr("Running %1 configurations one after another…").arg(n));
+  status_->setText(model_->schedule() == CompareSchedule::Together
+                       ? tr("Running %1 configurations at once…").arg(n)
+                       : tr("Running %1 configurations one after another…").arg(n));
   refreshSplit();
 }
 
@@ -276,19 +291,28 @@ void CompareView::refreshTable() {
   for (int r = 0; r < rows.size(); ++r) {
     const CompareRow& row = rows[r];
     table_->setItem(r, 0, cell(row.policy + (row.reference ? tr(" (ref)") : QString()), false));
-    table_->item(r, 0)->setToolTip(row.reference ? tr("%1: the reference every other row is compared with").arg(row.policy) : row.policy);
+    table_->item(r, 0)->setToolTip(
+        row.reference ? tr("%1: the reference every other row is compared with").arg(row.policy) : row.policy);
     if (showsFlops()) {
       const double reference = rows.isEmpty() ? 0 : rows.front().flops;
       table_->setItem(r, 1, cell(number(row.flops / 1e9, 2)));
-      table_->setItem(r, 2, cell(reference > 0 ? QStringLiteral("%1%").arg(100.0 * row.flops / reference, 0, 'f', 1) : QStringLiteral("—")));
+      table_->setItem(r, 2,
+                      cell(reference > 0 ? QStringLiteral("%1%").arg(100.0 * row.flops / reference, 0, 'f', 1)
+                                         : QStringLiteral("—")));
       table_->setItem(r, 3, cell(QStringLiteral("—")));
     } else {
       table_->setItem(r, 1, cell(formatBytes(row.kvBytesFinal)));
-      table_->setItem(r, 2, cell(row.kvBytesFull > 0 ? QStringLiteral("%1%").arg(100.0 * row.kvBytesFinal / row.kvBytesFull, 0, 'f', 1) : QStringLiteral("—")));
+      table_->setItem(r, 2,
+                      cell(row.kvBytesFull > 0
+                               ? QStringLiteral("%1%").arg(100.0 * row.kvBytesFinal / row.kvBytesFull, 0, 'f', 1)
+                               : QStringLiteral("—")));
       table_->setItem(r, 3, cell(formatBytes(row.kvBytesPeak)));
     }
     table_->setItem(r, 4, cell(number(row.tokensPerSecond, 1)));
-    table_->setItem(r, 5, cell(std::isnan(row.tokenAgreement) ? QStringLiteral("—") : QStringLiteral("%1%").arg(row.tokenAgreement * 100, 0, 'f', 1)));
+    table_->setItem(r, 5,
+                    cell(std::isnan(row.tokenAgreement)
+                             ? QStringLiteral("—")
+                             : QStringLiteral("%1%").arg(row.tokenAgreement * 100, 0, 'f', 1)));
     table_->setItem(r, 6, cell(number(row.psnr, 2)));
     table_->setItem(r, 7, cell(number(row.ssim, 4)));
   }
@@ -301,7 +325,8 @@ void CompareView::refreshDifferences() {
     QStackedLayout* stack = panes_[i].stack;
     int maxDiff = 0;
     const QImage heat = differenceHeatmap(reference, model_->pane(i)->preview(), 128, &maxDiff);
-    panes_[i].difference->setImage(heat, i == 0 ? tr("reference") : tr("max |Δ| %1 of 255 (full scale 128)").arg(maxDiff));
+    panes_[i].difference->setImage(heat,
+                                   i == 0 ? tr("reference") : tr("max |Δ| %1 of 255 (full scale 128)").arg(maxDiff));
     if (stack) stack->setCurrentIndex(diff && !heat.isNull() ? 1 : 0);
   }
 }
@@ -312,7 +337,8 @@ void CompareView::refreshSplit() {
     split_->setImages({}, {}, {}, {});
     return;
   }
-  split_->setImages(model_->pane(a)->preview(), split_a_->currentText(), model_->pane(b)->preview(), split_b_->currentText());
+  split_->setImages(model_->pane(a)->preview(), split_a_->currentText(), model_->pane(b)->preview(),
+                    split_b_->currentText());
 }
 
 }  // namespace kvs::ui

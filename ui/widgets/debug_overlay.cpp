@@ -8,16 +8,16 @@
 #include <QWheelEvent>
 
 #include <algorithm>
-#include <cstdio>
 #include <bit>
+#include <cstdio>
 #include <vector>
 
 #include "ui/bridge/generation_worker.h"
 #include "ui/viewmodel/run_view_model.h"
 
 #ifdef KVSTUDIO_HAVE_IMGUI
-#include <imgui.h>
 #include <backends/imgui_impl_opengl3.h>
+#include <imgui.h>
 #endif
 
 namespace kvs::ui {
@@ -116,7 +116,8 @@ void DebugOverlay::drawUi() {
   ImGui::SetNextWindowPos(ImVec2(0, 0));
   ImGui::SetNextWindowSize(io.DisplaySize);
   ImGui::Begin("Engine internals (F12)", nullptr,
-               ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse | ImGuiWindowFlags_NoSavedSettings);
+               ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                   ImGuiWindowFlags_NoSavedSettings);
   const RunViewModel* run = run_.data();
   const ImVec4 accent(0.35f, 0.80f, 0.72f, 1.0f), dim(0.60f, 0.63f, 0.70f, 1.0f);
   if (!run || run->state() == RunState::Idle) {
@@ -142,7 +143,8 @@ void DebugOverlay::drawUi() {
         row("model load + set-up", "%.0f ms", run->loadMs());
         row("last line (tokens + preview)", "%.1f ms", run->lastUnitMs());
         row("mean line", "%.1f ms", run->meanUnitMs());
-        row("generation", "%.0f ms", run->totalMs() > 0 ? run->totalMs() : (run->memory().empty() ? 0.0 : run->memory().back().elapsed_ms));
+        row("generation", "%.0f ms",
+            run->totalMs() > 0 ? run->totalMs() : (run->memory().empty() ? 0.0 : run->memory().back().elapsed_ms));
         row("tokens / s (per image)", "%.1f", run->tokensPerSecond());
       }
       float mean = 0;
@@ -187,19 +189,23 @@ void DebugOverlay::drawUi() {
           ImGui::Text("L%lld", static_cast<long long>(l));
           for (int64_t h = 0; h < columns - 2; ++h) {
             int64_t count = 0;
-            for (int64_t w = 0; w < m.words(); ++w) count += std::popcount(m.bits[static_cast<size_t>((l * m.kv_heads + h) * m.words() + w)]);
+            for (int64_t w = 0; w < m.words(); ++w)
+              count += std::popcount(m.bits[static_cast<size_t>((l * m.kv_heads + h) * m.words() + w)]);
             const float share = static_cast<float>(count) / static_cast<float>(full);
             ImGui::TableSetColumnIndex(static_cast<int>(h) + 1);
             ImGui::TableSetBgColor(ImGuiTableBgTarget_CellBg,
-                                   ImGui::GetColorU32(ImVec4(0.25f * share, 0.55f * share + 0.05f, 0.5f * share + 0.08f, 1.0f)));
+                                   ImGui::GetColorU32(
+                                       ImVec4(0.25f * share, 0.55f * share + 0.05f, 0.5f * share + 0.08f, 1.0f)));
             ImGui::Text("%lld", static_cast<long long>(count));
           }
           ImGui::TableSetColumnIndex(columns - 1);
-          ImGui::Text("%lld", static_cast<long long>(l < static_cast<int64_t>(evicted.size()) ? evicted[static_cast<size_t>(l)] : 0));
+          ImGui::Text("%lld", static_cast<long long>(
+                                  l < static_cast<int64_t>(evicted.size()) ? evicted[static_cast<size_t>(l)] : 0));
         }
         ImGui::EndTable();
       }
-      ImGui::TextColored(dim, "cached positions per (layer, KV head) of image 0, of %lld generated so far", static_cast<long long>(full));
+      ImGui::TextColored(dim, "cached positions per (layer, KV head) of image 0, of %lld generated so far",
+                         static_cast<long long>(full));
     } else {
       ImGui::TextColored(dim, "waiting for the first line");
     }
@@ -211,10 +217,9 @@ void DebugOverlay::drawUi() {
     float top = 1;
     for (float v : values) top = std::max(top, v);
     if (!values.empty())
-      ImGui::PlotHistogram("##evictions", values.data(), static_cast<int>(values.size()), 0, "all layers, image 0", 0.0f, top * 1.1f,
-                           ImVec2(ImGui::GetContentRegionAvail().x, 60));
-    else
-      ImGui::TextColored(dim, "no boundary yet");
+      ImGui::PlotHistogram("##evictions", values.data(), static_cast<int>(values.size()), 0, "all layers, image 0",
+                           0.0f, top * 1.1f, ImVec2(ImGui::GetContentRegionAvail().x, 60));
+    else ImGui::TextColored(dim, "no boundary yet");
   }
 
   if (ImGui::CollapsingHeader("KV memory", ImGuiTreeNodeFlags_DefaultOpen) && unit) {
@@ -242,7 +247,8 @@ void DebugOverlay::mouseMoveEvent(QMouseEvent* event) {
 #ifdef KVSTUDIO_HAVE_IMGUI
   if (context_) {
     ImGui::SetCurrentContext(context_);
-    ImGui::GetIO().MousePos = ImVec2(static_cast<float>(event->position().x()), static_cast<float>(event->position().y()));
+    ImGui::GetIO().MousePos = ImVec2(static_cast<float>(event->position().x()),
+                                     static_cast<float>(event->position().y()));
     setButtons(event->buttons());
   }
 #endif

@@ -28,9 +28,10 @@ ErrorBanner::ErrorBanner(QWidget* parent) : QWidget(parent), text_(new QLabel(th
 
 void ErrorBanner::showMessage(const QString& message, Kind kind) {
   text_->setText(message);
-  setStyleSheet(kind == Kind::Error
-                    ? QStringLiteral("#errorBanner{background:#5a1d1d;border-bottom:1px solid #f85149} QLabel{color:#ffdcd7}")
-                    : QStringLiteral("#errorBanner{background:#1d3b5a;border-bottom:1px solid #58a6ff} QLabel{color:#cae8ff}"));
+  setStyleSheet(
+      kind == Kind::Error
+          ? QStringLiteral("#errorBanner{background:#5a1d1d;border-bottom:1px solid #f85149} QLabel{color:#ffdcd7}")
+          : QStringLiteral("#errorBanner{background:#1d3b5a;border-bottom:1px solid #58a6ff} QLabel{color:#cae8ff}"));
   show();
   if (kind == Kind::Notice) hide_timer_->start(6000);
   else hide_timer_->stop();

@@ -64,7 +64,8 @@ QRect GenerationCanvas::layoutImageRect(bool withStrip, bool withLegend) const {
 }
 
 bool GenerationCanvas::wantsScalePanel() const {
-  return !compact_ && run_ && run_->family().overlays.scale_matrix && (overlays_ & (kOverlayAttention | kOverlayRetained));
+  return !compact_ && run_ && run_->family().overlays.scale_matrix &&
+         (overlays_ & (kOverlayAttention | kOverlayRetained));
 }
 
 QRect GenerationCanvas::scalePanelRect(const QRect& image) const {
@@ -104,8 +105,9 @@ void GenerationCanvas::paintEvent(QPaintEvent*) {
     QString text = placeholder_;
     if (run && run->active()) text = runStateText(run->state());
     if (run && run->calibrating())
-      text = tr("Calibrating HeatKV for this model (first use: S-CAS head scores on 2 classes; "
-                "'kvstudio-cli calibrate' stores them in the bundle)…");
+      text = tr(
+          "Calibrating HeatKV for this model (first use: S-CAS head scores on 2 classes; "
+          "'kvstudio-cli calibrate' stores them in the bundle)…");
     if (run && run->state() == RunState::Failed) text = tr("Failed: %1").arg(run->errorMessage());
     p.drawText(img.adjusted(16, 16, -16, -16), Qt::AlignCenter | Qt::TextWordWrap, text);
     return;
@@ -127,8 +129,10 @@ void GenerationCanvas::paintRaster(QPainter& p, const QRect& img) {
   grid.width = s.grid_width > 0 ? s.grid_width : 1;
   grid.tokens_done = run->tokensDone();
   const auto& unit = run->lastUnit();
-  if (unit && unit->retained) grid.condition_tokens = std::max<int64_t>(0, unit->retained->positions - grid.imageTokens());
-  else if (unit && unit->attention) grid.condition_tokens = std::max<int64_t>(0, unit->attention->positions - grid.imageTokens());
+  if (unit && unit->retained)
+    grid.condition_tokens = std::max<int64_t>(0, unit->retained->positions - grid.imageTokens());
+  else if (unit && unit->attention)
+    grid.condition_tokens = std::max<int64_t>(0, unit->attention->positions - grid.imageTokens());
   const double cell = static_cast<double>(img.width()) / static_cast<double>(grid.width);
   const bool finished = run->state() == RunState::Finished;
 
@@ -157,7 +161,8 @@ void GenerationCanvas::paintRaster(QPainter& p, const QRect& img) {
       p.drawRect(qr.adjusted(1, 1, -1, -1));
     }
     const int n = static_cast<int>(std::max<int64_t>(1, grid.condition_tokens));
-    const QRect strip(img.left() - kStripGap - kStripWidth, img.top(), kStripWidth, static_cast<int>(std::max(cell, 14.0) * n));
+    const QRect strip(img.left() - kStripGap - kStripWidth, img.top(), kStripWidth,
+                      static_cast<int>(std::max(cell, 14.0) * n));
     p.drawImage(strip, attentionConditionStrip(*unit->attention, grid));
     p.setPen(QColor(200, 204, 214));
     p.drawRect(strip.adjusted(0, 0, -1, -1));
@@ -230,8 +235,10 @@ void GenerationCanvas::paintRaster(QPainter& p, const QRect& img) {
   if (overlays_ & kOverlayAttention) {
     p.drawImage(QRect(x, y, 90, sw), colormapBar(90, 1));
     x += 96;
-    QString layer = unit && unit->attention && unit->attention->layer >= 0 ? tr("L%1").arg(unit->attention->layer) : tr("mean L");
-    QString head = unit && unit->attention && unit->attention->head >= 0 ? tr("H%1").arg(unit->attention->head) : tr("mean H");
+    QString layer = unit && unit->attention && unit->attention->layer >= 0 ? tr("L%1").arg(unit->attention->layer)
+                                                                           : tr("mean L");
+    QString head = unit && unit->attention && unit->attention->head >= 0 ? tr("H%1").arg(unit->attention->head)
+                                                                         : tr("mean H");
     text(tr("attention (%1, %2)").arg(layer, head));
   }
   if (overlays_ & kOverlayRetained) {
@@ -246,7 +253,8 @@ void GenerationCanvas::paintRaster(QPainter& p, const QRect& img) {
   x = std::max(kMargin, img.left() - (overlays_ & kOverlayAttention ? kStripWidth + kStripGap : 0));
   for (const PolicyRegion& region : regions) {
     if (x > width() - 120) break;
-    drawSwatch(p, QRect(x, y, sw, sw), QColor(region.color.red(), region.color.green(), region.color.blue(), 60), region.color);
+    drawSwatch(p, QRect(x, y, sw, sw), QColor(region.color.red(), region.color.green(), region.color.blue(), 60),
+               region.color);
     x += sw + 5;
     text(region.label);
   }

@@ -60,7 +60,9 @@ void GenerationCanvas::paintScale(QPainter& p, const QRect& img) {
   }
   if (overlays_ & kOverlayGrid) {
     // The grid of the scale just decoded: how coarse the tokens still are.
-    const int64_t side = unit && unit->unit_index < layout.scales() ? layout.sides[static_cast<size_t>(unit->unit_index)] : grid;
+    const int64_t side = unit && unit->unit_index < layout.scales()
+                             ? layout.sides[static_cast<size_t>(unit->unit_index)]
+                             : grid;
     const double cell = static_cast<double>(img.width()) / static_cast<double>(std::max<int64_t>(1, side));
     p.setPen(QColor(255, 255, 255, 40));
     for (int64_t i = 1; i < side; ++i) {
@@ -81,8 +83,10 @@ void GenerationCanvas::paintScale(QPainter& p, const QRect& img) {
   if (overlays_ & kOverlayAttention) {
     p.drawImage(QRect(x, y, 90, kSwatch), colormapBar(90, 1));
     x += 96;
-    const QString layer = unit && unit->attention && unit->attention->layer >= 0 ? tr("L%1").arg(unit->attention->layer) : tr("mean L");
-    const QString head = unit && unit->attention && unit->attention->head >= 0 ? tr("H%1").arg(unit->attention->head) : tr("mean H");
+    const QString layer = unit && unit->attention && unit->attention->layer >= 0 ? tr("L%1").arg(unit->attention->layer)
+                                                                                 : tr("mean L");
+    const QString head = unit && unit->attention && unit->attention->head >= 0 ? tr("H%1").arg(unit->attention->head)
+                                                                               : tr("mean H");
     legendText(p, x, y, tr("where the latest scale's queries look on the image, all scales (%1, %2)").arg(layer, head));
   }
   int x2 = img.left();
@@ -102,7 +106,8 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
   const QFontMetrics fm(f);
   if (n == 0 || !unit) {
     p.setPen(kPanelDim);
-    p.drawText(panel.adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap, tr("scale maps appear with the first scale"));
+    p.drawText(panel.adjusted(8, 8, -8, -8), Qt::AlignCenter | Qt::TextWordWrap,
+               tr("scale maps appear with the first scale"));
     return;
   }
   const int64_t done = std::min(n, unit->unit_index + 1);
@@ -113,7 +118,8 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
   // Scale-to-scale attention: row = the querying scale, column = the source scale.
   if (overlays_ & kOverlayAttention) {
     p.setPen(kPanelText);
-    p.drawText(QRect(panel.left() + 4, y, panel.width() - 8, fm.height()), Qt::AlignLeft, tr("attention mass: scale → scale"));
+    p.drawText(QRect(panel.left() + 4, y, panel.width() - 8, fm.height()), Qt::AlignLeft,
+               tr("attention mass: scale → scale"));
     y += fm.height() + 2;
     const auto& rows = run->scaleAttention();
     const double cellH = std::min(cellW, (panel.height() * 0.42 - 2 * fm.height()) / static_cast<double>(n));
@@ -121,10 +127,12 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
       const double ry = y + q * cellH;
       p.setPen(q == done - 1 ? QColor(255, 214, 64) : kPanelDim);
       if (cellH >= fm.height() * 0.8 || q % 2 == 0)
-        p.drawText(QRectF(panel.left(), ry, labelW, cellH), Qt::AlignRight | Qt::AlignVCenter, scaleLabel(layout.sides[static_cast<size_t>(q)]));
+        p.drawText(QRectF(panel.left(), ry, labelW, cellH), Qt::AlignRight | Qt::AlignVCenter,
+                   scaleLabel(layout.sides[static_cast<size_t>(q)]));
       const bool have = static_cast<size_t>(q) < rows.size() && !rows[static_cast<size_t>(q)].empty();
       double peak = 0;
-      if (have) for (double v : rows[static_cast<size_t>(q)]) peak = std::max(peak, v);
+      if (have)
+        for (double v : rows[static_cast<size_t>(q)]) peak = std::max(peak, v);
       for (int64_t s = 0; s < n; ++s) {
         const QRectF c(panel.left() + labelW + 4 + s * cellW, ry, cellW - 1, cellH - 1);
         if (!have || s > q) {
@@ -151,7 +159,8 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
     const kvs::RetainedMasks& m = *unit->retained;
     p.setPen(kPanelText);
     const QString layer = mask_layer_ < 0 ? tr("mean L") : tr("L%1").arg(mask_layer_);
-    p.drawText(QRect(panel.left() + 4, y, panel.width() - 8, fm.height()), Qt::AlignLeft, tr("cached share: head × scale (%1)").arg(layer));
+    p.drawText(QRect(panel.left() + 4, y, panel.width() - 8, fm.height()), Qt::AlignLeft,
+               tr("cached share: head × scale (%1)").arg(layer));
     y += fm.height() + 2;
     const int64_t heads = m.kv_heads;
     const int bottom = panel.bottom() - fm.height() * 3 - 8;
@@ -161,7 +170,9 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
       const double ry = y + h * cellH;
       const bool chosen = mask_head_ == h;
       p.setPen(chosen ? QColor(255, 214, 64) : kPanelDim);
-      if (cellH >= fm.height() * 0.8) p.drawText(QRectF(panel.left(), ry, labelW, cellH), Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("H%1").arg(h));
+      if (cellH >= fm.height() * 0.8)
+        p.drawText(QRectF(panel.left(), ry, labelW, cellH), Qt::AlignRight | Qt::AlignVCenter,
+                   QStringLiteral("H%1").arg(h));
       for (int64_t s = 0; s < n; ++s) {
         const QRectF c(panel.left() + labelW + 4 + s * cellW, ry, cellW - 1, cellH - 1);
         const double v = share[static_cast<size_t>(s)];
@@ -201,7 +212,8 @@ void GenerationCanvas::paintMasked(QPainter& p, const QRect& img) {
   grid.width = std::max<int64_t>(1, s.grid_width);
   grid.tokens_done = grid.imageTokens();  // MAR attends over every position: no raster "done" prefix
   const auto& unit = run->lastUnit();
-  if (unit && unit->attention) grid.condition_tokens = std::max<int64_t>(0, unit->attention->positions - grid.imageTokens());
+  if (unit && unit->attention)
+    grid.condition_tokens = std::max<int64_t>(0, unit->attention->positions - grid.imageTokens());
   const double cell = static_cast<double>(img.width()) / static_cast<double>(grid.width);
   const bool finished = run->state() == RunState::Finished;
 
@@ -215,13 +227,15 @@ void GenerationCanvas::paintMasked(QPainter& p, const QRect& img) {
   if (!finished)
     for (int64_t i = 0; i < grid.imageTokens() && i < static_cast<int64_t>(step_of.size()); ++i)
       if (step_of[static_cast<size_t>(i)] < 0)
-        p.fillRect(QRectF(img.left() + (i % grid.width) * cell, img.top() + (i / grid.width) * cell, cell, cell), QColor(16, 18, 24, 215));
+        p.fillRect(QRectF(img.left() + (i % grid.width) * cell, img.top() + (i / grid.width) * cell, cell, cell),
+                   QColor(16, 18, 24, 215));
 
   if ((overlays_ & kOverlayAttention) && unit && unit->attention) {
     p.drawImage(img, attentionHeatmap(*unit->attention, grid, attention_alpha_));
     if (grid.condition_tokens > 0) {
       const int n = static_cast<int>(grid.condition_tokens);
-      const QRect strip(img.left() - kStripGap - kStripWidth, img.top(), kStripWidth, static_cast<int>(std::min(img.height() / std::max(1, n), 14) * n));
+      const QRect strip(img.left() - kStripGap - kStripWidth, img.top(), kStripWidth,
+                        static_cast<int>(std::min(img.height() / std::max(1, n), 14) * n));
       p.drawImage(strip, attentionConditionStrip(*unit->attention, grid));
       p.setPen(QColor(200, 204, 214));
       p.drawRect(strip.adjusted(0, 0, -1, -1));
@@ -236,18 +250,23 @@ void GenerationCanvas::paintMasked(QPainter& p, const QRect& img) {
       ++reused;
       const QRectF r(img.left() + (i % grid.width) * cell, img.top() + (i / grid.width) * cell, cell, cell);
       p.fillRect(r, QColor(10, 14, 30, 90));
-      if (cell >= 5) p.fillRect(r, QBrush(QColor(kReusedHatch.red(), kReusedHatch.green(), kReusedHatch.blue(), 150), Qt::BDiagPattern));
+      if (cell >= 5)
+        p.fillRect(r, QBrush(QColor(kReusedHatch.red(), kReusedHatch.green(), kReusedHatch.blue(), 150),
+                             Qt::BDiagPattern));
     }
   }
   if (unit && !finished) {
     p.setPen(QPen(kPredictedNow, cell >= 8 ? 2 : 1));
     for (int32_t q : unit->predicted_positions)
-      p.drawRect(QRectF(img.left() + (q % grid.width) * cell, img.top() + (q / grid.width) * cell, cell, cell).adjusted(1, 1, -1, -1));
+      p.drawRect(QRectF(img.left() + (q % grid.width) * cell, img.top() + (q / grid.width) * cell, cell, cell)
+                     .adjusted(1, 1, -1, -1));
   }
   if (overlays_ & kOverlayGrid && cell >= 6) {
     p.setPen(QColor(255, 255, 255, 28));
-    for (int64_t i = 1; i < grid.width; ++i) p.drawLine(QPointF(img.left() + i * cell, img.top()), QPointF(img.left() + i * cell, img.bottom()));
-    for (int64_t i = 1; i < grid.height; ++i) p.drawLine(QPointF(img.left(), img.top() + i * cell), QPointF(img.right(), img.top() + i * cell));
+    for (int64_t i = 1; i < grid.width; ++i)
+      p.drawLine(QPointF(img.left() + i * cell, img.top()), QPointF(img.left() + i * cell, img.bottom()));
+    for (int64_t i = 1; i < grid.height; ++i)
+      p.drawLine(QPointF(img.left(), img.top() + i * cell), QPointF(img.right(), img.top() + i * cell));
   }
   p.setPen(QColor(70, 75, 88));
   p.drawRect(img.adjusted(0, 0, -1, -1));
@@ -276,12 +295,14 @@ void GenerationCanvas::paintMasked(QPainter& p, const QRect& img) {
     p.fillRect(QRect(x, y, kSwatch, kSwatch), QBrush(kReusedHatch, Qt::BDiagPattern));
     x += kSwatch + 5;
     const bool uncond = !unit || unit->unconditional_computed;
-    legendText(p, x, y,
-               finished ? tr("token cache: shown while generating")
-                        : tr("features reused from LazyMAR's token cache (%1 of %2 tokens); clear: recomputed · uncond. branch %3")
-                              .arg(reused)
-                              .arg(grid.imageTokens())
-                              .arg(uncond ? tr("computed") : tr("from the condition cache")));
+    legendText(
+        p, x, y,
+        finished
+            ? tr("token cache: shown while generating")
+            : tr("features reused from LazyMAR's token cache (%1 of %2 tokens); clear: recomputed · uncond. branch %3")
+                  .arg(reused)
+                  .arg(grid.imageTokens())
+                  .arg(uncond ? tr("computed") : tr("from the condition cache")));
   }
 }
 

@@ -29,7 +29,8 @@ HistoryGallery::HistoryGallery(HistoryModel* model, QWidget* parent) : QWidget(p
   large_ = new ImageView(this);
   large_->setMinimumSize(256, 256);
   side->addWidget(large_, 1);
-  details_ = new QLabel(tr("Generated images appear here. Open a PNG made by KV Studio to recall how it was made."), this);
+  details_ = new QLabel(tr("Generated images appear here. Open a PNG made by KV Studio to recall how it was made."),
+                        this);
   details_->setWordWrap(true);
   details_->setTextFormat(Qt::RichText);
   details_->setTextInteractionFlags(Qt::TextSelectableByMouse);

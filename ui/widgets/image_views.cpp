@@ -11,7 +11,8 @@ namespace {
 QRect fitSquare(const QRect& area, const QSize& image) {
   if (image.isEmpty()) return area;
   QSize s = image.scaled(area.size(), Qt::KeepAspectRatio);
-  return QRect(area.left() + (area.width() - s.width()) / 2, area.top() + (area.height() - s.height()) / 2, s.width(), s.height());
+  return QRect(area.left() + (area.width() - s.width()) / 2, area.top() + (area.height() - s.height()) / 2, s.width(),
+               s.height());
 }
 
 void drawScaled(QPainter& p, const QRect& target, const QImage& image) {

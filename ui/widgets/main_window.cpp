@@ -5,8 +5,8 @@
 #include <QApplication>
 #include <QCheckBox>
 #include <QCloseEvent>
-#include <QDir>
 #include <QComboBox>
+#include <QDir>
 #include <QDockWidget>
 #include <QFileDialog>
 #include <QFileInfo>
@@ -145,11 +145,14 @@ void MainWindow::buildUi() {
   gl->setSpacing(6);
   auto* overlayBar = new QHBoxLayout;
   show_attention_ = new QCheckBox(tr("Attention"), generate_page_);
-  show_attention_->setToolTip(tr("Heatmap of where the latest line's last token attended, with the condition token(s) in the side strip (A)"));
+  show_attention_->setToolTip(
+      tr("Heatmap of where the latest line's last token attended, with the condition token(s) in the side strip (A)"));
   show_retained_ = new QCheckBox(tr("Retained"), generate_page_);
   show_retained_->setToolTip(tr("Dim the image tokens evicted from the KV cache for the chosen layer/head (K)"));
   show_regions_ = new QCheckBox(tr("Regions"), generate_page_);
-  show_regions_->setToolTip(tr("Outline the current line and the policy's regions: LineAR anchors / mid / recent lines, StreamingLLM sinks / window (L)"));
+  show_regions_->setToolTip(
+      tr("Outline the current line and the policy's regions: LineAR anchors / mid / recent lines, StreamingLLM sinks / "
+         "window (L)"));
   show_grid_ = new QCheckBox(tr("Grid"), generate_page_);
   show_grid_->setToolTip(tr("Token grid lines (G)"));
   show_attention_->setChecked(true);
@@ -235,7 +238,8 @@ void MainWindow::buildUi() {
   right->setObjectName(QStringLiteral("memoryDock"));
   right->setWidget(rightSplit);
   right->setMinimumWidth(300);
-  right->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
+  right->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                     QDockWidget::DockWidgetClosable);
   addDockWidget(Qt::RightDockWidgetArea, right);
 
   // Bottom: log.
@@ -243,7 +247,8 @@ void MainWindow::buildUi() {
   auto* bottom = new QDockWidget(tr("Log"), this);
   bottom->setObjectName(QStringLiteral("logDock"));
   bottom->setWidget(log_panel_);
-  bottom->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable | QDockWidget::DockWidgetClosable);
+  bottom->setFeatures(QDockWidget::DockWidgetMovable | QDockWidget::DockWidgetFloatable |
+                      QDockWidget::DockWidgetClosable);
   addDockWidget(Qt::BottomDockWidgetArea, bottom);
   resizeDocks({bottom}, {90}, Qt::Vertical);
   resizeDocks({left, right}, {350, 360}, Qt::Horizontal);
@@ -257,7 +262,9 @@ void MainWindow::buildUi() {
   connect(policy_change_timer_, &QTimer::timeout, this, [this] {
     if (!run_->active() || pending_policy_.isEmpty()) return;
     worker_->requestPolicyChange(pending_policy_);
-    log_panel_->append(LogBridge::Info, QStringLiteral("ui"), tr("policy change to %1 requested: applies at the next %2").arg(pending_policy_, unitNoun(run_->family())));
+    log_panel_->append(
+        LogBridge::Info, QStringLiteral("ui"),
+        tr("policy change to %1 requested: applies at the next %2").arg(pending_policy_, unitNoun(run_->family())));
   });
 
   // Wiring.
@@ -306,7 +313,8 @@ void MainWindow::buildUi() {
   connect(compare_, &CompareViewModel::finished, this, [this] {
     for (int i = 0; i < compare_->paneCount(); ++i)
       if (compare_->pane(i)->result())
-        history_->addResult(compare_->pane(i)->request(), compare_->pane(i)->result(), model_.class_names, tr("compare"));
+        history_->addResult(compare_->pane(i)->request(), compare_->pane(i)->result(), model_.class_names,
+                            tr("compare"));
     panel_->setRunning(false);
     bool ok = compare_->rows().size() == compare_->paneCount();
     Q_EMIT compareFinished(ok);
@@ -331,18 +339,19 @@ void MainWindow::buildUi() {
 void MainWindow::buildMenus() {
   QMenu* file = menuBar()->addMenu(tr("&File"));
   addShortcutAction(this, file, tr("&Open PNG…"), {QKeySequence::Open}, [this] { openPng(QString()); });
-  addShortcutAction(this, file, tr("&Save PNG…"), {QKeySequence::Save}, [this] {
-    savePng(gallery_->currentRow() >= 0 ? gallery_->currentRow() : 0, QString());
-  });
+  addShortcutAction(this, file, tr("&Save PNG…"), {QKeySequence::Save},
+                    [this] { savePng(gallery_->currentRow() >= 0 ? gallery_->currentRow() : 0, QString()); });
   addShortcutAction(this, file, tr("&Models…"), {QKeySequence(Qt::CTRL | Qt::Key_M)}, [this] { showModelManager(); });
   file->addSeparator();
   addShortcutAction(this, file, tr("&Quit"), {QKeySequence::Quit}, [this] { close(); });
 
   QMenu* runMenu = menuBar()->addMenu(tr("&Run"));
-  addShortcutAction(this, runMenu, tr("&Generate"), {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)},
+  addShortcutAction(this, runMenu, tr("&Generate"),
+                    {QKeySequence(Qt::CTRL | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::Key_Enter)},
                     [this] { generate(); });
   addShortcutAction(this, runMenu, tr("&Compare"),
-                    {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return), QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Enter)},
+                    {QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Return),
+                     QKeySequence(Qt::CTRL | Qt::SHIFT | Qt::Key_Enter)},
                     [this] { runCompare(compare_view_->configs()); });
   QMenu* schedule = runMenu->addMenu(tr("Compare &panes"));
   auto* scheduleGroup = new QActionGroup(this);
@@ -359,21 +368,23 @@ void MainWindow::buildMenus() {
     compare_schedule_actions_.push_back(a);
   }
   addShortcutAction(this, runMenu, tr("C&ancel"), {QKeySequence(Qt::Key_Escape)}, [this] { cancel(); });
-  addShortcutAction(this, runMenu, tr("&Recall parameters"), {QKeySequence(Qt::CTRL | Qt::Key_R)}, [this] {
-    recall(gallery_->currentRow() >= 0 ? gallery_->currentRow() : 0);
-  });
+  addShortcutAction(this, runMenu, tr("&Recall parameters"), {QKeySequence(Qt::CTRL | Qt::Key_R)},
+                    [this] { recall(gallery_->currentRow() >= 0 ? gallery_->currentRow() : 0); });
 
   QMenu* view = menuBar()->addMenu(tr("&View"));
   addShortcutAction(this, view, tr("Generate tab"), {QKeySequence(Qt::CTRL | Qt::Key_1)}, [this] { showTab(0); });
   addShortcutAction(this, view, tr("Compare tab"), {QKeySequence(Qt::CTRL | Qt::Key_2)}, [this] { showTab(1); });
   addShortcutAction(this, view, tr("History tab"), {QKeySequence(Qt::CTRL | Qt::Key_3)}, [this] { showTab(2); });
   view->addSeparator();
-  addShortcutAction(this, view, tr("Attention overlay"), {QKeySequence(Qt::Key_A)}, [this] { show_attention_->toggle(); });
-  addShortcutAction(this, view, tr("Retained-token overlay"), {QKeySequence(Qt::Key_K)}, [this] { show_retained_->toggle(); });
+  addShortcutAction(this, view, tr("Attention overlay"), {QKeySequence(Qt::Key_A)},
+                    [this] { show_attention_->toggle(); });
+  addShortcutAction(this, view, tr("Retained-token overlay"), {QKeySequence(Qt::Key_K)},
+                    [this] { show_retained_->toggle(); });
   addShortcutAction(this, view, tr("Regions overlay"), {QKeySequence(Qt::Key_L)}, [this] { show_regions_->toggle(); });
   addShortcutAction(this, view, tr("Grid"), {QKeySequence(Qt::Key_G)}, [this] { show_grid_->toggle(); });
   view->addSeparator();
-  addShortcutAction(this, view, tr("Debug overlay"), {QKeySequence(Qt::Key_F12)}, [this] { setDebugOverlayVisible(!debugOverlayVisible()); });
+  addShortcutAction(this, view, tr("Debug overlay"), {QKeySequence(Qt::Key_F12)},
+                    [this] { setDebugOverlayVisible(!debugOverlayVisible()); });
   for (QDockWidget* dock : findChildren<QDockWidget*>()) view->addAction(dock->toggleViewAction());
 
   QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -399,7 +410,8 @@ bool MainWindow::openModel(const QString& dir) {
   panel_->setModel(model_);
   applyFamily();
   refreshMaskChoices();
-  status_label_->setText(tr("Model %1 · %2").arg(QString::fromStdString(model_.name), QString::fromStdString(model_.architecture)));
+  status_label_->setText(
+      tr("Model %1 · %2").arg(QString::fromStdString(model_.name), QString::fromStdString(model_.architecture)));
   return true;
 }
 
@@ -507,7 +519,8 @@ void MainWindow::refreshProgress() {
   } else {
     unit = r->unitProgressText();
   }
-  progress_->setFormat(tr("%1 · %2 · %3/%4 tokens").arg(runStateText(r->state()), unit).arg(r->tokensDone()).arg(r->tokensTotal()));
+  progress_->setFormat(
+      tr("%1 · %2 · %3/%4 tokens").arg(runStateText(r->state()), unit).arg(r->tokensDone()).arg(r->tokensTotal()));
   progress_text_->setText(tr("%1 tok/s · ETA %2 · %3")
                               .arg(r->tokensPerSecond(), 0, 'f', 1)
                               .arg(r->active() ? formatSeconds(r->etaSeconds()) : QStringLiteral("—"))
@@ -587,35 +600,48 @@ void MainWindow::applyFamily() {
   const kvs::FamilyDescription& f = family();
   const QString unit = unitNoun(f);
   if (f.overlays.scale_matrix) {
-    show_attention_->setToolTip(tr("Where the latest %1's queries look (on the image, all scales) and the scale-to-scale attention mass (side panel) (A)").arg(unit));
+    show_attention_->setToolTip(tr("Where the latest %1's queries look (on the image, all scales) and the "
+                                   "scale-to-scale attention mass (side panel) (A)")
+                                    .arg(unit));
     show_retained_->setText(tr("Retained"));
     show_retained_->setToolTip(tr("Side panel: per head, the share of each scale the chosen layer still caches (K)"));
     map_title_->setText(tr("Cache map · per layer: heads × scales"));
-    multiples_->setToolTip(tr("One tile per layer: rows are KV heads, columns scales (coarse to fine); teal = the scale is still cached, "
-                              "dark red = evicted, black = not generated yet. Click a tile to choose the layer."));
+    multiples_->setToolTip(
+        tr("One tile per layer: rows are KV heads, columns scales (coarse to fine); teal = the scale is still cached, "
+           "dark red = evicted, black = not generated yet. Click a tile to choose the layer."));
   } else if (f.overlays.recomputed_tokens) {
-    show_attention_->setToolTip(tr("Heatmap of where the tokens predicted at the latest %1 attended, with the condition buffer in the side strip (A)").arg(unit));
+    show_attention_->setToolTip(tr("Heatmap of where the tokens predicted at the latest %1 attended, with the "
+                                   "condition buffer in the side strip (A)")
+                                    .arg(unit));
     show_retained_->setText(tr("Recomputed"));
-    show_retained_->setToolTip(tr("Hatch the tokens whose features the latest %1 reused from the token cache; clear = recomputed (K)").arg(unit));
+    show_retained_->setToolTip(
+        tr("Hatch the tokens whose features the latest %1 reused from the token cache; clear = recomputed (K)")
+            .arg(unit));
     map_title_->setText(tr("Token cache · generation order and this %1").arg(unit));
     multiples_->setToolTip(tr("Left: the %1 at which each token was generated. Right: the tokens recomputed (orange) "
-                              "or reused from the token cache (blue) at the latest %1.").arg(unit));
+                              "or reused from the token cache (blue) at the latest %1.")
+                               .arg(unit));
   } else {
-    show_attention_->setToolTip(tr("Heatmap of where the latest %1's last token attended, with the condition token(s) in the side strip (A)").arg(unit));
+    show_attention_->setToolTip(
+        tr("Heatmap of where the latest %1's last token attended, with the condition token(s) in the side strip (A)")
+            .arg(unit));
     show_retained_->setText(tr("Retained"));
     show_retained_->setToolTip(tr("Dim the image tokens evicted from the KV cache for the chosen layer/head (K)"));
     map_title_->setText(tr("Cache map · layers × KV heads"));
-    multiples_->setToolTip(tr("Retained tokens of every layer (rows) and KV head (columns): light = still cached, dark red = evicted. "
-                              "Click a tile to show it on the canvas."));
+    multiples_->setToolTip(
+        tr("Retained tokens of every layer (rows) and KV head (columns): light = still cached, dark red = evicted. "
+           "Click a tile to show it on the canvas."));
   }
   // The policy's regions (as its unit events state them) and the current line
   // are drawn on a grid generated line by line.
   const bool lines = f.unit == kvs::GenerationUnit::Line;
   show_regions_->setEnabled(lines);
-  show_regions_->setToolTip(lines ? tr("Outline the current line and the regions the policy reports: LineAR anchors / mid / recent lines, "
-                                       "StreamingLLM sinks / window (L)")
-                                  : tr("Regions and the current line apply to models generated line by line"));
-  canvas_->setPlaceholder(tr("Press Generate (Ctrl+Enter) to stream an image here, %1 by %1 (%2)").arg(unit, QString::fromStdString(f.grid)));
+  show_regions_->setToolTip(
+      lines ? tr("Outline the current line and the regions the policy reports: LineAR anchors / mid / recent lines, "
+                 "StreamingLLM sinks / window (L)")
+            : tr("Regions and the current line apply to models generated line by line"));
+  canvas_->setPlaceholder(tr("Press Generate (Ctrl+Enter) to stream an image here, %1 by %1 (%2)")
+                              .arg(unit, QString::fromStdString(f.grid)));
   compare_view_->setFamily(f);
 }
 
@@ -695,7 +721,8 @@ void MainWindow::showModelManager() {
 
 void MainWindow::openPng(const QString& path_in) {
   QString path = path_in;
-  if (path.isEmpty()) path = QFileDialog::getOpenFileName(this, tr("Open a KV Studio PNG"), QString(), tr("PNG images (*.png)"));
+  if (path.isEmpty())
+    path = QFileDialog::getOpenFileName(this, tr("Open a KV Studio PNG"), QString(), tr("PNG images (*.png)"));
   if (path.isEmpty()) return;
   try {
     const kvs::RecalledImage r = kvs::read_generation_png(path.toStdString());
@@ -736,13 +763,16 @@ void MainWindow::recall(int row) {
   const kvs::GenerationRequest r = e.singleImageRequest();
   GenerationSettings s = GenerationSettings::fromRequest(r);
   const QString modelDir = QString::fromStdString(r.model_path);
-  if (!modelDir.isEmpty() && QFileInfo(modelDir).canonicalFilePath() != QFileInfo(QString::fromStdString(model_.dir)).canonicalFilePath()) {
+  if (!modelDir.isEmpty() &&
+      QFileInfo(modelDir).canonicalFilePath() != QFileInfo(QString::fromStdString(model_.dir)).canonicalFilePath()) {
     if (QFileInfo::exists(modelDir + QStringLiteral("/model.json"))) openModel(modelDir);
-    else showError(tr("The model this image was made with (%1) is not here; parameters recalled for %2")
-                       .arg(modelDir, QString::fromStdString(model_.name)));
+    else
+      showError(tr("The model this image was made with (%1) is not here; parameters recalled for %2")
+                    .arg(modelDir, QString::fromStdString(model_.name)));
   }
   panel_->setSettings(s);
-  showNotice(tr("Parameters recalled: %1, seed %2, %3").arg(e.className).arg(r.seed).arg(QString::fromStdString(r.policy)));
+  showNotice(
+      tr("Parameters recalled: %1, seed %2, %3").arg(e.className).arg(r.seed).arg(QString::fromStdString(r.policy)));
 }
 
 void MainWindow::setCompareSchedulePreference(CompareSchedulePreference preference) {
@@ -776,14 +806,18 @@ void MainWindow::restoreSettings() {
   }
   restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
   restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
-  if (settings.contains(QStringLiteral("view/overlays"))) setOverlays(settings.value(QStringLiteral("view/overlays")).toUInt());
-  mask_layer_->setCurrentIndex(std::clamp(settings.value(QStringLiteral("view/maskLayer"), 0).toInt(), 0, mask_layer_->count() - 1));
-  mask_head_->setCurrentIndex(std::clamp(settings.value(QStringLiteral("view/maskHead"), 0).toInt(), 0, mask_head_->count() - 1));
+  if (settings.contains(QStringLiteral("view/overlays")))
+    setOverlays(settings.value(QStringLiteral("view/overlays")).toUInt());
+  mask_layer_->setCurrentIndex(
+      std::clamp(settings.value(QStringLiteral("view/maskLayer"), 0).toInt(), 0, mask_layer_->count() - 1));
+  mask_head_->setCurrentIndex(
+      std::clamp(settings.value(QStringLiteral("view/maskHead"), 0).toInt(), 0, mask_head_->count() - 1));
   opacity_->setValue(settings.value(QStringLiteral("view/opacity"), 200).toInt());
   tabs_->setCurrentIndex(std::clamp(settings.value(QStringLiteral("view/tab"), 0).toInt(), 0, 2));
   const QStringList configs = settings.value(QStringLiteral("compare/configs")).toStringList();
   if (!configs.isEmpty()) compare_view_->setConfigs(configs);
-  setCompareSchedulePreference(parseCompareSchedulePreference(settings.value(QStringLiteral("compare/schedule")).toString()));
+  setCompareSchedulePreference(
+      parseCompareSchedulePreference(settings.value(QStringLiteral("compare/schedule")).toString()));
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {

@@ -50,10 +50,10 @@ QString compareSchedulePreferenceKey(CompareSchedulePreference p);  // "auto" | 
 CompareSchedulePreference parseCompareSchedulePreference(const QString& key, bool* ok = nullptr);
 
 struct MainWindowOptions {
-  QString bundledDemo;       // the demo bundle shipped with the app
-  QString model;             // start with this bundle (else the last used, else the demo)
-  bool useSettings = true;   // restore and save QSettings (off for --run-once)
-  int threads = 0;           // CPU threads for generation, 0: all cores
+  QString bundledDemo;      // the demo bundle shipped with the app
+  QString model;            // start with this bundle (else the last used, else the demo)
+  bool useSettings = true;  // restore and save QSettings (off for --run-once)
+  int threads = 0;          // CPU threads for generation, 0: all cores
   std::optional<CompareSchedulePreference> compareSchedule;  // overrides the setting (--compare-schedule)
 };
 

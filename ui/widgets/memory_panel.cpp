@@ -35,9 +35,7 @@ double projectedFullBytes(const MemorySample& m) {
 // Families without a KV cache that count their FLOPs show compute instead of bytes.
 bool showsFlops(const RunViewModel& run) { return !run.family().measures_kv_bytes && run.family().measures_flops; }
 
-QString shortPolicy(const QString& spec) {
-  return spec.size() > 22 ? spec.left(20) + QStringLiteral("…") : spec;
-}
+QString shortPolicy(const QString& spec) { return spec.size() > 22 ? spec.left(20) + QStringLiteral("…") : spec; }
 
 }  // namespace
 
@@ -77,7 +75,8 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
   const auto& memory = run_ ? run_->memory() : std::vector<MemorySample>{};
   if (memory.empty()) {
     p.setPen(kText);
-    if (!compact_) p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, tr("KV cache: no run yet"));
+    if (!compact_)
+      p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, tr("KV cache: no run yet"));
     return;
   }
   const MemorySample& m = memory.back();
@@ -101,7 +100,8 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
     const QString run_total = tr("run %1").arg(formatFlops(total));
     p.setPen(kText);
     if (compact_) {
-      p.drawText(bar.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter, label + QStringLiteral(" · ") + run_total);
+      p.drawText(bar.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter,
+                 label + QStringLiteral(" · ") + run_total);
     } else {
       p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
       p.setPen(kPeak);
@@ -130,14 +130,17 @@ void MemoryGauge::paintEvent(QPaintEvent*) {
   p.setPen(QPen(kPeak, 2));
   p.drawLine(QPointF(peak_x, bar.top() + 1), QPointF(peak_x, bar.bottom() - 1));
   const double share = m.kv_bytes_full > 0 ? 100.0 * m.kv_bytes_logical / m.kv_bytes_full : 0;
-  const QString label = tr("KV %1 of %2 full (%3%)").arg(formatBytes(m.kv_bytes_logical), formatBytes(m.kv_bytes_full)).arg(share, 0, 'f', 0);
+  const QString label = tr("KV %1 of %2 full (%3%)")
+                            .arg(formatBytes(m.kv_bytes_logical), formatBytes(m.kv_bytes_full))
+                            .arg(share, 0, 'f', 0);
   p.setPen(kText);
   if (compact_) {
     p.drawText(bar.adjusted(6, 0, -4, 0), Qt::AlignLeft | Qt::AlignVCenter, label);
   } else {
     p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignLeft | Qt::AlignVCenter, label);
     p.setPen(kPeak);
-    p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignRight | Qt::AlignVCenter, tr("peak %1").arg(formatBytes(m.kv_bytes_peak)));
+    p.drawText(QRectF(0, 0, width(), textHeight), Qt::AlignRight | Qt::AlignVCenter,
+               tr("peak %1").arg(formatBytes(m.kv_bytes_peak)));
   }
 }
 
@@ -156,8 +159,8 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   p.setRenderHint(QPainter::Antialiasing);
   p.fillRect(rect(), kBackground);
   const QFontMetrics fm = fontMetrics();
-  const QRectF plot(fm.horizontalAdvance(QStringLiteral("00.0 MiB")) + 8, fm.height() + 6, width() - fm.horizontalAdvance(QStringLiteral("00.0 MiB")) - 16,
-                    height() - 2 * fm.height() - 12);
+  const QRectF plot(fm.horizontalAdvance(QStringLiteral("00.0 MiB")) + 8, fm.height() + 6,
+                    width() - fm.horizontalAdvance(QStringLiteral("00.0 MiB")) - 16, height() - 2 * fm.height() - 12);
   const auto memory = run_ ? run_->memory() : std::vector<MemorySample>{};
   if (memory.empty()) {
     p.setPen(QColor(150, 155, 168));
@@ -173,8 +176,10 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   }
   const int64_t units_total = run_ && run_->started().units_total > 0 ? run_->started().units_total : 16;
   double y_max = 1;
-  for (const auto& s : memory) y_max = std::max({y_max, static_cast<double>(s.kv_bytes_full), static_cast<double>(s.kv_bytes_peak)});
-  if (!memory.empty() && memory.back().unit + 1 < units_total) y_max = std::max(y_max, projectedFullBytes(memory.back()));
+  for (const auto& s : memory)
+    y_max = std::max({y_max, static_cast<double>(s.kv_bytes_full), static_cast<double>(s.kv_bytes_peak)});
+  if (!memory.empty() && memory.back().unit + 1 < units_total)
+    y_max = std::max(y_max, projectedFullBytes(memory.back()));
   y_max *= 1.05;
   auto X = [&](double unit) { return plot.left() + plot.width() * (unit + 1) / static_cast<double>(units_total); };
   auto Y = [&](double bytes) { return plot.bottom() - plot.height() * bytes / y_max; };
@@ -261,11 +266,15 @@ void MemoryChart::paintFlopsPerStep(QPainter& p, const QRectF& plot, const std::
     const double h = plot.height() * s.flops / y_max;
     // Refresh steps (every token, both CFG branches; with head_cache=on the diffusion
     // head still reuses its caches) in grey, lazy steps in teal.
-    const bool lazy = s.recomputed_tokens >= 0 && (s.recomputed_tokens < run_->started().grid_height * run_->started().grid_width || !s.unconditional_computed);
-    p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h), lazy ? kRetained : kFull);
+    const bool lazy = s.recomputed_tokens >= 0 &&
+                      (s.recomputed_tokens < run_->started().grid_height * run_->started().grid_width ||
+                       !s.unconditional_computed);
+    p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h),
+               lazy ? kRetained : kFull);
   }
   p.setPen(QColor(150, 155, 168));
-  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter, tr("step  (GFLOP per image)"));
+  p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter,
+             tr("step  (GFLOP per image)"));
   p.fillRect(QRectF(plot.left(), 4, 12, fm.height() - 4), kFull);
   p.setPen(kText);
   p.drawText(QPointF(plot.left() + 16, 2 + fm.ascent()), tr("refresh step"));
@@ -316,7 +325,8 @@ void LayerBars::paintEvent(QPaintEvent*) {
     p.fillRect(QRectF(x, plot.bottom() - hf, w, hf), QColor(kFull.red(), kFull.green(), kFull.blue(), 60));
     p.fillRect(QRectF(x, plot.bottom() - hk, w, hk), kRetained);
     p.setPen(QColor(150, 155, 168));
-    p.drawText(QRectF(plot.left() + l * slot, plot.bottom() + 2, slot, fm.height()), Qt::AlignCenter, QStringLiteral("L%1").arg(l));
+    p.drawText(QRectF(plot.left() + l * slot, plot.bottom() + 2, slot, fm.height()), Qt::AlignCenter,
+               QStringLiteral("L%1").arg(l));
     if (l < static_cast<int>(evicted.size()) && evicted[static_cast<size_t>(l)] > 0 && w > 18) {
       p.setPen(QColor(255, 140, 140));
       p.drawText(QRectF(x - 6, plot.bottom() - hk - fm.height() - 1, w + 12, fm.height()), Qt::AlignCenter,
@@ -324,7 +334,8 @@ void LayerBars::paintEvent(QPaintEvent*) {
     }
   }
   p.setPen(QColor(150, 155, 168));
-  p.drawText(QRectF(0, plot.top() - 2, axis - 4, fm.height()), Qt::AlignRight, QString::number(static_cast<qint64>(top)));
+  p.drawText(QRectF(0, plot.top() - 2, axis - 4, fm.height()), Qt::AlignRight,
+             QString::number(static_cast<qint64>(top)));
 }
 
 void LayerBars::paintRecomputedPerStep(QPainter& p) {
@@ -341,7 +352,8 @@ void LayerBars::paintRecomputedPerStep(QPainter& p) {
   for (const auto& s : memory) {
     if (s.recomputed_tokens < 0) continue;
     const double h = plot.height() * static_cast<double>(s.recomputed_tokens) / static_cast<double>(tokens);
-    p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h), QColor(255, 170, 60));
+    p.fillRect(QRectF(plot.left() + s.unit * slot + slot * 0.1, plot.bottom() - h, std::max(1.0, slot * 0.8), h),
+               QColor(255, 170, 60));
   }
 }
 
@@ -375,38 +387,51 @@ void MemoryPanel::setRun(RunViewModel* run) {
 void MemoryPanel::refreshText() {
   const QString unit = run_ ? unitNoun(run_->family()) : tr("unit");
   if (run_ && showsFlops(*run_)) {
-    gauge_->setToolTip(tr("FLOPs of the latest %1 (per image) and their share of the largest %1 so far (a full computation); right: the run's total").arg(unit));
-    chart_->setToolTip(tr("FLOPs per %1: grey = every token and both CFG branches computed, teal = cached features reused").arg(unit));
-    bars_->setToolTip(tr("Grid tokens whose features each %1 recomputed; the others came from the token cache").arg(unit));
+    gauge_->setToolTip(tr("FLOPs of the latest %1 (per image) and their share of the largest %1 so far (a full "
+                          "computation); right: the run's total")
+                           .arg(unit));
+    chart_->setToolTip(
+        tr("FLOPs per %1: grey = every token and both CFG branches computed, teal = cached features reused").arg(unit));
+    bars_->setToolTip(
+        tr("Grid tokens whose features each %1 recomputed; the others came from the token cache").arg(unit));
   } else {
-    gauge_->setToolTip(tr("KV bytes retained now (teal) vs what the uncompressed cache would hold (grey); orange: peak allocated"));
-    chart_->setToolTip(tr("KV bytes over the run; dashed: the full cache; yellow markers: policy changes (they apply from the next %1)").arg(unit));
-    bars_->setToolTip(tr("Entries retained per layer for image 0 (grey: what the full cache holds); red: evicted during the last %1").arg(unit));
+    gauge_->setToolTip(
+        tr("KV bytes retained now (teal) vs what the uncompressed cache would hold (grey); orange: peak allocated"));
+    chart_->setToolTip(tr("KV bytes over the run; dashed: the full cache; yellow markers: policy changes (they apply "
+                          "from the next %1)")
+                           .arg(unit));
+    bars_->setToolTip(
+        tr("Entries retained per layer for image 0 (grey: what the full cache holds); red: evicted during the last %1")
+            .arg(unit));
   }
   // The process's memory as the engine reported it with the latest unit.
   const MemorySample* last = run_ && !run_->memory().empty() ? &run_->memory().back() : nullptr;
   QString device = run_ ? QString::fromStdString(run_->started().device) : QString();
   const QString deviceText =
-      device.isEmpty() ? QString() : QStringLiteral(" · <span style='color:#9aa0ad'>%1</span>").arg(device.toHtmlEscaped());
+      device.isEmpty() ? QString()
+                       : QStringLiteral(" · <span style='color:#9aa0ad'>%1</span>").arg(device.toHtmlEscaped());
   QString text;
   if (last && last->process_bytes >= 0) {
     text = tr("<span style='color:#9aa0ad'>process</span> %1 <span style='color:#9aa0ad'>(peak %2)</span>%3")
                .arg(formatBytes(last->process_bytes),
-                    last->process_peak_bytes >= 0 ? formatBytes(last->process_peak_bytes) : QStringLiteral("—"), deviceText);
+                    last->process_peak_bytes >= 0 ? formatBytes(last->process_peak_bytes) : QStringLiteral("—"),
+                    deviceText);
   } else {
     text = tr("<span style='color:#9aa0ad'>process memory: reported during a run</span>%1").arg(deviceText);
   }
   // GPU runs add the device's memory (LibTorch's caching allocator); CPU runs say so.
   if (last && last->device_allocated_bytes >= 0) {
-    text += tr("<br><span style='color:#9aa0ad'>GPU</span> %1 <span style='color:#9aa0ad'>(peak %2, reserved %3 of %4)</span>")
+    text += tr("<br><span style='color:#9aa0ad'>GPU</span> %1 <span style='color:#9aa0ad'>(peak %2, reserved %3 of "
+               "%4)</span>")
                 .arg(formatBytes(last->device_allocated_bytes), formatBytes(last->device_peak_bytes),
                      formatBytes(last->device_reserved_bytes), formatBytes(last->device_total_bytes));
   } else if (last) {
     text += tr("<br><span style='color:#9aa0ad'>GPU memory: none in use (CPU run)</span>");
   }
   process_->setText(text);
-  process_->setToolTip(tr("Process: resident memory now and its peak. GPU (on CUDA runs): what live tensors hold now, "
-                          "their peak in this run, and what the caching allocator reserves of the device's memory."));
+  process_->setToolTip(
+      tr("Process: resident memory now and its peak. GPU (on CUDA runs): what live tensors hold now, "
+         "their peak in this run, and what the caching allocator reserves of the device's memory."));
 }
 
 }  // namespace kvs::ui

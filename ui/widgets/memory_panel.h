@@ -25,7 +25,10 @@ class MemoryGauge : public QWidget {
  public:
   explicit MemoryGauge(QWidget* parent = nullptr);
   void setRun(RunViewModel* run);
-  void setCompact(bool compact) { compact_ = compact; updateGeometry(); }
+  void setCompact(bool compact) {
+    compact_ = compact;
+    updateGeometry();
+  }
   QSize sizeHint() const override { return {280, compact_ ? 26 : 46}; }
   QSize minimumSizeHint() const override { return {120, compact_ ? 22 : 40}; }
 

@@ -50,12 +50,13 @@ QWidget* pathField(QWidget* parent, QLineEdit** edit, const QString& filter) {
 
 }  // namespace
 
-ModelManagerDialog::ModelManagerDialog(ModelLocations* locations, QWidget* parent) : QDialog(parent), locations_(locations) {
+ModelManagerDialog::ModelManagerDialog(ModelLocations* locations, QWidget* parent)
+    : QDialog(parent), locations_(locations) {
   setWindowTitle(tr("Models"));
   auto* layout = new QVBoxLayout(this);
   table_ = new QTableWidget(0, 7, this);
-  table_->setHorizontalHeaderLabels({tr("name"), tr("architecture"), tr("GPT parameters"), tr("weights"), tr("KV bytes / token"),
-                                     tr("where"), tr("status")});
+  table_->setHorizontalHeaderLabels({tr("name"), tr("architecture"), tr("GPT parameters"), tr("weights"),
+                                     tr("KV bytes / token"), tr("where"), tr("status")});
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->horizontalHeader()->setSectionResizeMode(1, QHeaderView::Stretch);
   table_->verticalHeader()->hide();
@@ -74,7 +75,8 @@ ModelManagerDialog::ModelManagerDialog(ModelLocations* locations, QWidget* paren
   auto* remove = new QPushButton(tr("Remove folder"), this);
   remove->setToolTip(tr("Stop looking in the selected model's added folder"));
   auto* import = new QPushButton(tr("Import checkpoint…"), this);
-  import->setToolTip(tr("Convert an official LlamaGen c2i checkpoint + VQ tokenizer into a bundle in your models folder"));
+  import->setToolTip(
+      tr("Convert an official LlamaGen c2i checkpoint + VQ tokenizer into a bundle in your models folder"));
   auto* refreshButton = new QPushButton(tr("Refresh"), this);
   auto* close = new QPushButton(tr("Close"), this);
   buttons->addWidget(use);
@@ -111,12 +113,15 @@ void ModelManagerDialog::refresh() {
     table_->setItem(r, 1, item(QString::fromStdString(m.architecture), QString::fromStdString(m.note)));
     table_->setItem(r, 2, item(m.usable() ? QStringLiteral("%1 M").arg(m.gpt_parameters / 1e6, 0, 'f', 1) : QString()));
     table_->setItem(r, 3, item(m.weights_bytes > 0 ? formatBytes(m.weights_bytes) : QString()));
-    table_->setItem(r, 4, item(m.usable() ? QStringLiteral("%1 (f32)").arg(formatBytes(m.kv_bytes_per_token)) : QString(),
-                               m.usable() ? tr("Full cache of one image: %1 per sequence (x2 with CFG)")
-                                                .arg(formatBytes(m.kv_bytes_per_token * (m.grid * m.grid + m.condition_tokens)))
-                                          : QString()));
+    table_->setItem(r, 4,
+                    item(m.usable() ? QStringLiteral("%1 (f32)").arg(formatBytes(m.kv_bytes_per_token)) : QString(),
+                         m.usable()
+                             ? tr("Full cache of one image: %1 per sequence (x2 with CFG)")
+                                   .arg(formatBytes(m.kv_bytes_per_token * (m.grid * m.grid + m.condition_tokens)))
+                             : QString()));
     table_->setItem(r, 5, item(locations_->originOf(dir), dir));
-    auto* status = item(m.usable() ? (m.note.empty() ? tr("ok") : QString::fromStdString(m.note)) : QString::fromStdString(m.problem),
+    auto* status = item(m.usable() ? (m.note.empty() ? tr("ok") : QString::fromStdString(m.note))
+                                   : QString::fromStdString(m.problem),
                         QString::fromStdString(m.usable() ? m.note : m.problem));
     status->setForeground(m.usable() ? QColor(120, 200, 140) : QColor(248, 81, 73));
     table_->setItem(r, 6, status);
@@ -131,7 +136,8 @@ void ModelManagerDialog::useSelected() {
   if (row < 0 || row >= static_cast<int>(models_.size())) return;
   const kvs::ModelSummary& m = models_[static_cast<size_t>(row)];
   if (!m.usable()) {
-    Q_EMIT error(tr("Model %1 cannot be used: %2").arg(QString::fromStdString(m.name), QString::fromStdString(m.problem)));
+    Q_EMIT error(
+        tr("Model %1 cannot be used: %2").arg(QString::fromStdString(m.name), QString::fromStdString(m.problem)));
     return;
   }
   Q_EMIT modelChosen(QString::fromStdString(m.dir));
@@ -186,14 +192,16 @@ void ModelManagerDialog::importCheckpoint() {
   llamagen::ConvertOptions o;
   o.checkpoint = checkpoint->text().toStdString();
   o.tokenizer = tokenizer->text().toStdString();
-  const QString stem = name->text().trimmed().isEmpty() ? QFileInfo(checkpoint->text()).completeBaseName() : name->text().trimmed();
+  const QString stem = name->text().trimmed().isEmpty() ? QFileInfo(checkpoint->text()).completeBaseName()
+                                                        : name->text().trimmed();
   o.name = name->text().trimmed().toStdString();
   o.weights_dtype = dtype->currentText().toStdString();
   QDir().mkpath(locations_->userModels);
   const QString out = QDir(locations_->userModels).filePath(stem.isEmpty() ? QStringLiteral("imported") : stem);
   o.out_dir = out.toStdString();
 
-  progress_ = new QProgressDialog(tr("Converting %1…").arg(QFileInfo(checkpoint->text()).fileName()), QString(), 0, 100, this);
+  progress_ = new QProgressDialog(tr("Converting %1…").arg(QFileInfo(checkpoint->text()).fileName()), QString(), 0, 100,
+                                  this);
   progress_->setWindowTitle(tr("Importing"));
   progress_->setCancelButton(nullptr);  // the converter cannot be interrupted safely
   progress_->setMinimumDuration(0);
@@ -207,17 +215,21 @@ void ModelManagerDialog::importCheckpoint() {
     try {
       llamagen::convert_llamagen_checkpoint(o, [this](double f, const std::string& stage) {
         const QString s = QString::fromStdString(stage);
-        QMetaObject::invokeMethod(this, [this, f, s] {
-          if (progress_) {
-            progress_->setValue(static_cast<int>(f * 100));
-            progress_->setLabelText(s);
-          }
-        }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this,
+            [this, f, s] {
+              if (progress_) {
+                progress_->setValue(static_cast<int>(f * 100));
+                progress_->setLabelText(s);
+              }
+            },
+            Qt::QueuedConnection);
       });
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
     }
-    QMetaObject::invokeMethod(this, [this, out, error] { onImportDone(out, error); }, Qt::QueuedConnection);
+    QMetaObject::invokeMethod(
+        this, [this, out, error] { onImportDone(out, error); }, Qt::QueuedConnection);
   });
 }
 
@@ -229,7 +241,8 @@ void ModelManagerDialog::onImportDone(const QString& outDir, const QString& prob
     progress_ = nullptr;
   }
   if (!problem.isEmpty()) {
-    status_->setText(QStringLiteral("<span style='color:#f85149'>%1</span>").arg(tr("Import failed: %1").arg(problem).toHtmlEscaped()));
+    status_->setText(QStringLiteral("<span style='color:#f85149'>%1</span>")
+                         .arg(tr("Import failed: %1").arg(problem).toHtmlEscaped()));
     Q_EMIT error(tr("Import failed: %1").arg(problem));
     return;
   }

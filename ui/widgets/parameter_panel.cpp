@@ -50,7 +50,8 @@ std::string defaultOf(const kvs::PolicyDescription& entry, const std::string& na
 }
 
 QString classLabel(int64_t id, const std::vector<std::string>& names) {
-  if (id < static_cast<int64_t>(names.size())) return QStringLiteral("%1  ·  %2").arg(QString::fromStdString(names[static_cast<size_t>(id)])).arg(id);
+  if (id < static_cast<int64_t>(names.size()))
+    return QStringLiteral("%1  ·  %2").arg(QString::fromStdString(names[static_cast<size_t>(id)])).arg(id);
   return QStringLiteral("class %1").arg(id);
 }
 
@@ -88,7 +89,8 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   auto* seedRow = new QHBoxLayout;
   seed_edit_ = new QLineEdit(QStringLiteral("0"), what);
   seed_edit_->setMinimumWidth(60);
-  seed_edit_->setValidator(new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,19}")), seed_edit_));
+  seed_edit_->setValidator(
+      new QRegularExpressionValidator(QRegularExpression(QStringLiteral("[0-9]{1,19}")), seed_edit_));
   seed_edit_->setToolTip(tr("The same seed and parameters give the same image"));
   auto* dice = new QToolButton(what);
   dice->setText(tr("New"));
@@ -110,7 +112,8 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   cfg_->setRange(0, 30);
   cfg_->setSingleStep(0.5);
   cfg_->setDecimals(2);
-  cfg_->setToolTip(tr("Classifier-free guidance scale; above 1 runs a conditional and an unconditional row (doubling the KV cache)"));
+  cfg_->setToolTip(tr(
+      "Classifier-free guidance scale; above 1 runs a conditional and an unconditional row (doubling the KV cache)"));
   form->addRow(tr("CFG"), cfg_);
   temperature_ = new QDoubleSpinBox(what);
   temperature_->setRange(0, 5);
@@ -147,9 +150,10 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   steps_->setObjectName(QStringLiteral("stepsSpin"));
   steps_->setRange(2, 256);
   steps_->setValue(64);
-  steps_->setToolTip(tr("MAR decoding steps: each step predicts a share of the tokens (cosine schedule). "
-                        "LazyMAR's default start/interval (5, 9) are the paper's 64-step setting; "
-                        "for 32 steps the paper uses start 4, interval 5"));
+  steps_->setToolTip(
+      tr("MAR decoding steps: each step predicts a share of the tokens (cosine schedule). "
+         "LazyMAR's default start/interval (5, 9) are the paper's 64-step setting; "
+         "for 32 steps the paper uses start 4, interval 5"));
   steps_label_ = new QLabel(tr("Steps"), what);
   form->addRow(steps_label_, steps_);
   layout->addWidget(what);
@@ -187,7 +191,8 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   spec_label_ = new QLabel(policyBox);
   spec_label_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   spec_label_->setStyleSheet(QStringLiteral("font-family: monospace; color:#c9d1d9"));
-  spec_label_->setToolTip(tr("The policy spec, as kvstudio-cli --policy takes it. Changes apply to a running generation at its next line."));
+  spec_label_->setToolTip(tr(
+      "The policy spec, as kvstudio-cli --policy takes it. Changes apply to a running generation at its next line."));
   pl->addWidget(spec_label_);
   layout->addWidget(policyBox);
 
@@ -197,9 +202,9 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   generate_->setObjectName(QStringLiteral("generateButton"));
   generate_->setToolTip(tr("Generate (Ctrl+Enter)"));
   generate_->setMinimumHeight(34);
-  generate_->setStyleSheet(QStringLiteral(
-      "QPushButton{background:#2f81f7;color:white;font-weight:bold;border-radius:5px;padding:4px 14px}"
-      "QPushButton:disabled{background:#3a3f4b;color:#8b919e}"));
+  generate_->setStyleSheet(
+      QStringLiteral("QPushButton{background:#2f81f7;color:white;font-weight:bold;border-radius:5px;padding:4px 14px}"
+                     "QPushButton:disabled{background:#3a3f4b;color:#8b919e}"));
   cancel_ = new QPushButton(tr("Cancel"), this);
   cancel_->setToolTip(tr("Stop the generation (Esc)"));
   cancel_->setMinimumHeight(34);
@@ -242,7 +247,8 @@ void ParameterPanel::refillPolicies() {
     if (!policyApplies(e, family())) continue;
     policy_combo_->addItem(QString::fromStdString(e.name), QString::fromStdString(e.name));
     policy_combo_->setItemData(policy_combo_->count() - 1,
-                               QStringLiteral("%1\n%2").arg(QString::fromStdString(e.summary), QString::fromStdString(e.reference)),
+                               QStringLiteral("%1\n%2").arg(QString::fromStdString(e.summary),
+                                                            QString::fromStdString(e.reference)),
                                Qt::ToolTipRole);
   }
   const int keep = policy_combo_->findData(current);
@@ -263,22 +269,24 @@ void ParameterPanel::applyFamilyToSampling() {
   }
   const QString tip = tr("%1 samples continuous tokens: top-k/top-p do not apply").arg(familyDisplayName(family()));
   top_k_->setToolTip(continuous ? tip : tr("Sample among the k most likely tokens (0: off)"));
-  top_p_->setToolTip(continuous ? tip : tr("Sample among the most likely tokens holding this probability mass (1: off)"));
+  top_p_->setToolTip(continuous ? tip
+                                : tr("Sample among the most likely tokens holding this probability mass (1: off)"));
 }
 
 void ParameterPanel::setModel(const kvs::ModelSummary& model) {
   const int64_t previous = class_combo_->currentIndex();
   model_ = model;
   model_label_->setText(model.usable() ? QStringLiteral("<b>%1</b><br><span style='color:#9aa0ad'>%2</span>")
-                                              .arg(QString::fromStdString(model.name).toHtmlEscaped(),
-                                                   QString::fromStdString(model.architecture).toHtmlEscaped())
-                                        : QStringLiteral("<b>%1</b><br><span style='color:#f85149'>%2</span>")
-                                              .arg(QString::fromStdString(model.name).toHtmlEscaped(),
-                                                   QString::fromStdString(model.problem).toHtmlEscaped()));
+                                             .arg(QString::fromStdString(model.name).toHtmlEscaped(),
+                                                  QString::fromStdString(model.architecture).toHtmlEscaped())
+                                       : QStringLiteral("<b>%1</b><br><span style='color:#f85149'>%2</span>")
+                                             .arg(QString::fromStdString(model.name).toHtmlEscaped(),
+                                                  QString::fromStdString(model.problem).toHtmlEscaped()));
   {
     const QSignalBlocker block(class_combo_);
     class_combo_->clear();
-    for (int64_t c = 0; c < model.num_classes; ++c) class_combo_->addItem(classLabel(c, model.class_names), static_cast<qlonglong>(c));
+    for (int64_t c = 0; c < model.num_classes; ++c)
+      class_combo_->addItem(classLabel(c, model.class_names), static_cast<qlonglong>(c));
     class_combo_->setCurrentIndex(previous >= 0 && previous < model.num_classes ? static_cast<int>(previous) : 0);
   }
   const auto& d = model.sampling_defaults;
@@ -294,9 +302,13 @@ void ParameterPanel::setModel(const kvs::ModelSummary& model) {
   onBudgetModeChanged();
 }
 
-SeedMode ParameterPanel::seedMode() const { return seed_random_each_->isChecked() ? SeedMode::RandomEachRun : SeedMode::Fixed; }
+SeedMode ParameterPanel::seedMode() const {
+  return seed_random_each_->isChecked() ? SeedMode::RandomEachRun : SeedMode::Fixed;
+}
 
-void ParameterPanel::rollSeed() { seed_edit_->setText(QString::number(QRandomGenerator::global()->generate() & 0x7fffffffu)); }
+void ParameterPanel::rollSeed() {
+  seed_edit_->setText(QString::number(QRandomGenerator::global()->generate() & 0x7fffffffu));
+}
 
 void ParameterPanel::setLastSeed(quint64 seed) { last_seed_ = seed; }
 
@@ -317,7 +329,8 @@ GenerationSettings ParameterPanel::settings() const {
   s.topP = top_p_->value();
   s.batch = batch_->value();
   s.steps = family().has_request_option("steps") ? steps_->value() : 0;
-  if (family().has_request_option("cfg_schedule")) s.cfgSchedule = QString::fromStdString(model_.sampling_defaults.cfg_schedule.value_or(""));
+  if (family().has_request_option("cfg_schedule"))
+    s.cfgSchedule = QString::fromStdString(model_.sampling_defaults.cfg_schedule.value_or(""));
   s.device = device_->currentText();
   s.policy = policySpec();
   return s;
@@ -347,8 +360,7 @@ QString ParameterPanel::policySpec() const {
   } else if (entry && entry->has_budget()) {
     if (budget_mode_->currentData().toInt() == kRho)
       parts.params["rho"] = QString::number(budget_slider_->value() / 100.0, 'g', 4).toStdString();
-    else
-      parts.params["budget"] = std::to_string(budget_slider_->value());
+    else parts.params["budget"] = std::to_string(budget_slider_->value());
   }
   return QString::fromStdString(kvs::join_policy_spec(parts));
 }
@@ -385,7 +397,8 @@ void ParameterPanel::setPolicySpec(const QString& spec) {
       if (rho_text.empty() && entry)
         for (const auto& p : entry->params)
           if (p.name == "rho") rho_text = p.default_value;
-      if (auto rho = kvs::parse_number_text(rho_text)) budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
+      if (auto rho = kvs::parse_number_text(rho_text))
+        budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
     }
     parts.params.erase("rho");
     parts.params.erase("budget");
@@ -459,7 +472,8 @@ void ParameterPanel::onBudgetModeChanged() {
 }
 
 void ParameterPanel::updateBudgetLabel() {
-  if (budget_mode_->currentData().toInt() == kRho) budget_label_->setText(QStringLiteral("%1%").arg(budget_slider_->value()));
+  if (budget_mode_->currentData().toInt() == kRho)
+    budget_label_->setText(QStringLiteral("%1%").arg(budget_slider_->value()));
   else budget_label_->setText(tr("%1 tok").arg(budget_slider_->value()));
 }
 

@@ -48,8 +48,8 @@ class ParameterPanel : public QWidget {
   QString policySpec() const;
   void setPolicySpec(const QString& spec);
   SeedMode seedMode() const;
-  void rollSeed();                    // a new random seed in the seed field
-  void setLastSeed(quint64 seed);     // what "Reuse" puts back
+  void rollSeed();                 // a new random seed in the seed field
+  void setLastSeed(quint64 seed);  // what "Reuse" puts back
   void setRunning(bool running);
 
  Q_SIGNALS:

@@ -79,8 +79,10 @@ std::string PolicyForm::valueOf(const Field& f) const {
 void PolicyForm::setValue(Field& f, const std::string& value) {
   const QSignalBlocker block(f.editor);
   if (auto* combo = qobject_cast<QComboBox*>(f.editor)) combo->setCurrentText(QString::fromStdString(value));
-  else if (auto* spin = qobject_cast<QSpinBox*>(f.editor)) spin->setValue(static_cast<int>(kvs::parse_number_text(value).value_or(0)));
-  else if (auto* spin = qobject_cast<QDoubleSpinBox*>(f.editor)) spin->setValue(kvs::parse_number_text(value).value_or(0));
+  else if (auto* spin = qobject_cast<QSpinBox*>(f.editor))
+    spin->setValue(static_cast<int>(kvs::parse_number_text(value).value_or(0)));
+  else if (auto* spin = qobject_cast<QDoubleSpinBox*>(f.editor))
+    spin->setValue(kvs::parse_number_text(value).value_or(0));
 }
 
 std::map<std::string, std::string> PolicyForm::changedValues() const {

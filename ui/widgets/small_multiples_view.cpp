@@ -13,8 +13,9 @@
 namespace kvs::ui {
 
 SmallMultiplesView::SmallMultiplesView(QWidget* parent) : QWidget(parent) {
-  setToolTip(tr("Retained tokens of every layer (rows) and KV head (columns): light = still cached, dark red = evicted. "
-                "Click a tile to show it on the canvas."));
+  setToolTip(
+      tr("Retained tokens of every layer (rows) and KV head (columns): light = still cached, dark red = evicted. "
+         "Click a tile to show it on the canvas."));
   setCursor(Qt::PointingHandCursor);
 }
 
@@ -39,7 +40,8 @@ SmallMultiplesView::Layout SmallMultiplesView::layout() const {
     // Layers as tiles in a near-square grid; each tile heads x scales.
     l.layers = unit->retained->n_layer;
     l.heads = 0;
-    const int64_t cols = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(l.layers)))));
+    const int64_t cols = std::max<int64_t>(1,
+                                           static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(l.layers)))));
     const int64_t rows = (l.layers + cols - 1) / cols;
     l.top = fontMetrics().height() + 4;
     l.gap = 6;
@@ -86,7 +88,8 @@ void SmallMultiplesView::paintEvent(QPaintEvent*) {
   grid.tokens_done = (unit->unit_index + 1) * grid.width;
   p.setPen(QColor(150, 155, 168));
   for (int64_t h = 0; h < l.heads; ++h)
-    p.drawText(QRectF(l.left + h * (l.tile + l.gap), 0, l.tile, l.top - 2), Qt::AlignCenter, QStringLiteral("H%1").arg(h));
+    p.drawText(QRectF(l.left + h * (l.tile + l.gap), 0, l.tile, l.top - 2), Qt::AlignCenter,
+               QStringLiteral("H%1").arg(h));
   for (int64_t layer = 0; layer < l.layers; ++layer) {
     const double y = l.top + layer * (l.tile + l.gap);
     p.setPen(QColor(150, 155, 168));
@@ -140,7 +143,8 @@ void SmallMultiplesView::paintScaleTiles(QPainter& p) {
 
 void SmallMultiplesView::paintMaskedTiles(QPainter& p) {
   const auto& unit = run_->lastUnit();
-  const int64_t gh = std::max<int64_t>(1, run_->started().grid_height), gw = std::max<int64_t>(1, run_->started().grid_width);
+  const int64_t gh = std::max<int64_t>(1, run_->started().grid_height),
+                gw = std::max<int64_t>(1, run_->started().grid_width);
   const int64_t steps = std::max<int64_t>(1, run_->unitsTotal());
   const QFontMetrics fm = fontMetrics();
   const double top = fm.height() + 4;
@@ -148,16 +152,20 @@ void SmallMultiplesView::paintMaskedTiles(QPainter& p) {
   const QRectF order(6, top, side, side), cache(12 + side, top, side, side);
   p.setPen(QColor(150, 155, 168));
   p.drawText(QRectF(order.left(), 0, side, top - 2), Qt::AlignLeft | Qt::AlignBottom, tr("generation order"));
-  p.drawText(QRectF(cache.left(), 0, side, top - 2), Qt::AlignLeft | Qt::AlignBottom, tr("token cache, step %1").arg(unit->unit_index + 1));
+  p.drawText(QRectF(cache.left(), 0, side, top - 2), Qt::AlignLeft | Qt::AlignBottom,
+             tr("token cache, step %1").arg(unit->unit_index + 1));
   const double cw = side / static_cast<double>(gw), ch = side / static_cast<double>(gh);
   const QImage ramp = colormapBar(256, 1);
   const auto& step_of = run_->generationStep();
   for (int64_t i = 0; i < gh * gw; ++i) {
     const QRectF cellOrder(order.left() + (i % gw) * cw, order.top() + (i / gw) * ch, cw + 0.5, ch + 0.5);
     const int32_t st = i < static_cast<int64_t>(step_of.size()) ? step_of[static_cast<size_t>(i)] : -1;
-    p.fillRect(cellOrder, st < 0 ? pendingColor() : QColor(ramp.pixel(static_cast<int>(255.0 * st / std::max<int64_t>(1, steps - 1)), 0)));
+    p.fillRect(cellOrder, st < 0
+                              ? pendingColor()
+                              : QColor(ramp.pixel(static_cast<int>(255.0 * st / std::max<int64_t>(1, steps - 1)), 0)));
     const QRectF cellCache(cache.left() + (i % gw) * cw, cache.top() + (i / gw) * ch, cw + 0.5, ch + 0.5);
-    const bool recomputed = i < static_cast<int64_t>(unit->recomputed.size()) && unit->recomputed[static_cast<size_t>(i)];
+    const bool recomputed = i < static_cast<int64_t>(unit->recomputed.size()) &&
+                            unit->recomputed[static_cast<size_t>(i)];
     p.fillRect(cellCache, recomputed ? QColor(255, 170, 60) : QColor(70, 110, 200));
   }
   p.setPen(QColor(150, 155, 168));
@@ -166,7 +174,8 @@ void SmallMultiplesView::paintMaskedTiles(QPainter& p) {
   p.fillRect(QRectF(cache.left(), cache.bottom() + 5, 10, 10), QColor(255, 170, 60));
   p.drawText(QRectF(cache.left() + 14, cache.bottom() + 2, side - 14, fm.height()), Qt::AlignLeft, tr("recomputed"));
   p.fillRect(QRectF(cache.left(), cache.bottom() + 5 + fm.height(), 10, 10), QColor(70, 110, 200));
-  p.drawText(QRectF(cache.left() + 14, cache.bottom() + 2 + fm.height(), side - 14, fm.height()), Qt::AlignLeft, tr("reused (token cache)"));
+  p.drawText(QRectF(cache.left() + 14, cache.bottom() + 2 + fm.height(), side - 14, fm.height()), Qt::AlignLeft,
+             tr("reused (token cache)"));
 }
 
 void SmallMultiplesView::mousePressEvent(QMouseEvent* event) {
@@ -174,7 +183,8 @@ void SmallMultiplesView::mousePressEvent(QMouseEvent* event) {
   if (l.layers == 0) return;
   const QPointF pos = event->position();
   if (run_ && run_->family().overlays.scale_matrix) {
-    const int64_t cols = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(l.layers)))));
+    const int64_t cols = std::max<int64_t>(1,
+                                           static_cast<int64_t>(std::ceil(std::sqrt(static_cast<double>(l.layers)))));
     const int64_t c = static_cast<int64_t>((pos.x() - l.left) / (l.tile + l.gap));
     const int64_t r = static_cast<int64_t>(pos.y() / (l.top + l.tile + l.gap));
     const int64_t layer = r * cols + c;

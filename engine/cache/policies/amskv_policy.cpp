@@ -45,10 +45,12 @@ AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& optio
   if (options.c_max < 0 || options.c_min < 0)
     throw InvalidArgumentError("policy amskv: c_max and c_min are token counts (0 = the paper's default)");
   if (c_min_ > c_max_)
-    throw InvalidArgumentError("policy amskv: c_min " + std::to_string(c_min_) + " exceeds c_max " + std::to_string(c_max_));
+    throw InvalidArgumentError("policy amskv: c_min " + std::to_string(c_min_) + " exceeds c_max " +
+                               std::to_string(c_max_));
   if (c_min_ <= cds_tokens_)
-    throw InvalidArgumentError("policy amskv: c_min " + std::to_string(c_min_) + " tokens is impossible: it must exceed the " +
-                               std::to_string(cds_tokens_) + " tokens of the condensed scales");
+    throw InvalidArgumentError("policy amskv: c_min " + std::to_string(c_min_) +
+                               " tokens is impossible: it must exceed the " + std::to_string(cds_tokens_) +
+                               " tokens of the condensed scales");
   images_ = context.batch;
   const auto n = static_cast<size_t>(context.n_layer * images_);
   budget_.assign(n, c_min_);
@@ -135,14 +137,19 @@ void AmsKvPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t unit) 
 PolicyInfo amskv_policy_info() {
   std::vector<PolicyParamSpec> params = {
       integer_param("cds", "2", 0, 1e6, "condensed scales: the first scales every layer always keeps"),
-      integer_param("c_max", "0", 0, 1e6, "budget of cache-demanding layers in tokens (0 = last two scales + condensed)"),
-      integer_param("c_min", "0", 0, 1e6, "budget every layer starts with in tokens (0 = penultimate scale + condensed)"),
+      integer_param("c_max", "0", 0, 1e6,
+                    "budget of cache-demanding layers in tokens (0 = last two scales + condensed)"),
+      integer_param("c_min", "0", 0, 1e6,
+                    "budget every layer starts with in tokens (0 = penultimate scale + condensed)"),
       // A similarity: negative thresholds (the default among them) must fit the range.
       real_param("theta", "-0.008", -1, 1,
                  "a layer becomes cache-demanding when its inter-scale key similarity falls below this"),
   };
-  return {{"amskv", "AMS-KV: condensed scales + rolling local scales; low key-similarity layers get a larger budget",
-           "Xu et al. 2026 (AMS-KV, AAAI-26), Algorithms 1-2", params, {"scale"}},
+  return {{"amskv",
+           "AMS-KV: condensed scales + rolling local scales; low key-similarity layers get a larger budget",
+           "Xu et al. 2026 (AMS-KV, AAAI-26), Algorithms 1-2",
+           params,
+           {"scale"}},
           [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
             AmsKvOptions o;
             o.condensed_scales = p.integer("cds");

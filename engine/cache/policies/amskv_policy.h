@@ -52,10 +52,10 @@ class AmsKvPolicy : public CachePolicy {
   PolicyContext context_;
   AmsKvOptions options_;
   int64_t c_max_ = 0, c_min_ = 0, cds_tokens_ = 0, images_ = 1;
-  std::vector<int64_t> budget_;         // [layer x image]
-  std::vector<double> similarity_;      // [layer x image]
-  std::vector<uint8_t> drop_pending_;   // [layer x image]: the current scale is not cached
-  std::vector<at::Tensor> prev_keys_;   // per layer: the previous scale's keys of the decision rows
+  std::vector<int64_t> budget_;        // [layer x image]
+  std::vector<double> similarity_;     // [layer x image]
+  std::vector<uint8_t> drop_pending_;  // [layer x image]: the current scale is not cached
+  std::vector<at::Tensor> prev_keys_;  // per layer: the previous scale's keys of the decision rows
 };
 
 PolicyInfo amskv_policy_info();

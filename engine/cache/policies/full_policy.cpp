@@ -3,7 +3,10 @@
 namespace kvs {
 
 PolicyInfo full_policy_info() {
-  return {{"full", "no eviction: the uncompressed KV cache (masked models: full recomputation every step)", "-", {},
+  return {{"full",
+           "no eviction: the uncompressed KV cache (masked models: full recomputation every step)",
+           "-",
+           {},
            {"raster", "scale", "masked"}},
           [](const PolicyParams&, const PolicyContext& c) { return std::make_unique<FullPolicy>(c); }};
 }

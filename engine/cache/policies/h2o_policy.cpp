@@ -10,14 +10,19 @@
 namespace kvs {
 
 H2OPolicy::H2OPolicy(const PolicyContext& context, int64_t budget_tokens, double recent_fraction, bool decide_on_both)
-    : context_(context), budget_(budget_tokens), recent_(0), decide_on_both_(decide_on_both), accumulated_(context.n_layer) {
+    : context_(context),
+      budget_(budget_tokens),
+      recent_(0),
+      decide_on_both_(decide_on_both),
+      accumulated_(context.n_layer) {
   if (!(recent_fraction >= 0 && recent_fraction <= 1))
     throw InvalidArgumentError("policy h2o: recent " + std::to_string(recent_fraction) +
                                " is impossible (must be a fraction of the budget, 0 <= recent <= 1)");
   recent_ = static_cast<int64_t>(std::floor(recent_fraction * static_cast<double>(budget_) + 1e-9));
   if (budget_ <= recent_)
-    throw InvalidArgumentError("policy h2o: budget " + std::to_string(budget_) + " tokens is impossible: it must exceed the " +
-                               std::to_string(recent_) + " recent-window tokens to leave room for heavy hitters: at least " +
+    throw InvalidArgumentError("policy h2o: budget " + std::to_string(budget_) +
+                               " tokens is impossible: it must exceed the " + std::to_string(recent_) +
+                               " recent-window tokens to leave room for heavy hitters: at least " +
                                std::to_string(recent_ + 1) + " tokens (lower `recent`)");
 }
 
@@ -30,7 +35,8 @@ void H2OPolicy::observe_attention(int64_t layer, int64_t, const at::Tensor& key_
   if (!sums.defined() || sums.size(0) != rows || sums.size(1) != mass.size(1))
     sums = at::zeros({rows, mass.size(1), slots}, at::TensorOptions().dtype(at::kDouble));
   at::Tensor valid = (positions >= 0) & (positions < slots);
-  sums.scatter_add_(2, at::where(valid, positions, at::zeros_like(positions)), at::where(valid, mass, at::zeros_like(mass)));
+  sums.scatter_add_(2, at::where(valid, positions, at::zeros_like(positions)),
+                    at::where(valid, mass, at::zeros_like(mass)));
 }
 
 void H2OPolicy::after_token(KvStore& store, int64_t) {
@@ -39,7 +45,8 @@ void H2OPolicy::after_token(KvStore& store, int64_t) {
     if (s.count.max().item<int64_t>() <= budget_) continue;
     const int64_t rows = store.rows(), decide = decision_rows(store, context_);
     at::Tensor count = s.count.narrow(0, 0, decide);
-    at::Tensor candidates = s.is_image.narrow(0, 0, decide) & (s.rank.narrow(0, 0, decide) < (count - recent_).unsqueeze(-1));
+    at::Tensor candidates = s.is_image.narrow(0, 0, decide) &
+                            (s.rank.narrow(0, 0, decide) < (count - recent_).unsqueeze(-1));
     // Accumulated attention of each slot's entry, looked up by position.
     const at::Tensor& sums = accumulated_.at(layer);
     at::Tensor score = at::zeros({decide, store.kv_heads(), s.length}, at::TensorOptions().dtype(at::kDouble));
@@ -58,12 +65,14 @@ void H2OPolicy::after_token(KvStore& store, int64_t) {
 
 PolicyInfo h2o_policy_info() {
   auto params = budget_param_specs("1/4");
-  params.push_back(
-      fraction_param("recent", "1/2", 0, 1, "fraction of the budget kept as a recent window (the rest: heavy hitters)"));
-  params.push_back(
-      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: score on the conditional row, or on both rows"));
-  return {{"h2o", "H2O: heavy hitters by accumulated attention + a recent window, evicting every token",
-           "Zhang et al. 2023 (H2O) §3-4, baseline in LineAR §4.2 / HeadKV §5.2", params,
+  params.push_back(fraction_param("recent", "1/2", 0, 1,
+                                  "fraction of the budget kept as a recent window (the rest: heavy hitters)"));
+  params.push_back(choice_param("cfg_decision", "cond", {"cond", "both"},
+                                "CFG pairs: score on the conditional row, or on both rows"));
+  return {{"h2o",
+           "H2O: heavy hitters by accumulated attention + a recent window, evicting every token",
+           "Zhang et al. 2023 (H2O) §3-4, baseline in LineAR §4.2 / HeadKV §5.2",
+           params,
            // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
            {"raster"}},
           [](const PolicyParams& p, const PolicyContext& c) {

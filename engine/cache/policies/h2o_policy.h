@@ -19,7 +19,8 @@ class H2OPolicy : public CachePolicy {
   int64_t budget_tokens() const override { return budget_; }
   int64_t max_entries() const override { return budget_ + 1; }
   bool wants_key_mass() const override { return true; }
-  void observe_attention(int64_t layer, int64_t token_index, const at::Tensor& key_mass, const at::Tensor& positions) override;
+  void observe_attention(int64_t layer, int64_t token_index, const at::Tensor& key_mass,
+                         const at::Tensor& positions) override;
   void after_token(KvStore& store, int64_t token_index) override;
   int64_t recent_tokens() const { return recent_; }
 

@@ -45,7 +45,8 @@ HeadKvPolicy::HeadKvPolicy(const PolicyContext& context, const HeadKvOptions& op
   const int64_t n = context.grid_width, big_n = context.image_tokens();
   const std::string grid = std::to_string(context.grid_height) + "x" + std::to_string(n) + " grid";
   if (!(options.tau > 0 && options.tau <= 1))
-    throw InvalidArgumentError("policy headkv: tau " + number_text(options.tau) + " is impossible (must be 0 < tau <= 1)");
+    throw InvalidArgumentError("policy headkv: tau " + number_text(options.tau) +
+                               " is impossible (must be 0 < tau <= 1)");
   if (!(options.alpha >= 0 && options.alpha <= 1))
     throw InvalidArgumentError("policy headkv: alpha " + number_text(options.alpha) +
                                " is impossible (must be 0 <= alpha <= 1)");
@@ -61,18 +62,19 @@ HeadKvPolicy::HeadKvPolicy(const PolicyContext& context, const HeadKvOptions& op
                                " must be >= 1 token (0 = two lines)");
   const int64_t minimum = recent_ + n;
   if (budget_ < minimum)
-    throw InvalidArgumentError("policy headkv: budget " + std::to_string(options.budget_tokens) + " tokens is impossible: B (" +
-                               std::to_string(budget_) + " after rounding down to whole lines of " + std::to_string(n) +
-                               ") must hold the " + std::to_string(options.recent_lines) +
-                               " recent line(s) and the one-line buffer of global heads: at least " + std::to_string(minimum) +
-                               " tokens (rho >= " +
-                               std::to_string(static_cast<double>(minimum) / static_cast<double>(big_n)).substr(0, 6) + ")");
+    throw InvalidArgumentError(
+        "policy headkv: budget " + std::to_string(options.budget_tokens) + " tokens is impossible: B (" +
+        std::to_string(budget_) + " after rounding down to whole lines of " + std::to_string(n) + ") must hold the " +
+        std::to_string(options.recent_lines) + " recent line(s) and the one-line buffer of global heads: at least " +
+        std::to_string(minimum) + " tokens (rho >= " +
+        std::to_string(static_cast<double>(minimum) / static_cast<double>(big_n)).substr(0, 6) + ")");
   if (window_ + n > budget_)
-    throw InvalidArgumentError("policy headkv: local_window " + std::to_string(window_) +
-                               " tokens is impossible with B = " + std::to_string(budget_) +
-                               ": a local head holds its window plus the one-line buffer, which must fit in B (local_window "
-                               "must be in 1.." +
-                               std::to_string(budget_ - n) + ")");
+    throw InvalidArgumentError(
+        "policy headkv: local_window " + std::to_string(window_) +
+        " tokens is impossible with B = " + std::to_string(budget_) +
+        ": a local head holds its window plus the one-line buffer, which must fit in B (local_window "
+        "must be in 1.." +
+        std::to_string(budget_ - n) + ")");
   int64_t global_max = budget_;
   if (options.match_total && context.kv_heads > 1)
     global_max = context.kv_heads * budget_ - (context.kv_heads - 1) * (window_ + n);
@@ -104,7 +106,8 @@ void HeadKvPolicy::observe_queries(int64_t layer, int64_t token_index, const at:
   const int64_t n = context_.grid_width;
   at::Tensor& buffer = line_queries_[layer];
   const int64_t rows = queries.size(0);
-  if (buffer.defined() && buffer.size(0) > rows) buffer = buffer.narrow(0, 0, rows).clone();  // CFG dropped: keep cond rows
+  if (buffer.defined() && buffer.size(0) > rows)
+    buffer = buffer.narrow(0, 0, rows).clone();  // CFG dropped: keep cond rows
   if (!buffer.defined() || buffer.size(0) != rows)
     buffer = at::zeros({rows, queries.size(1), n, queries.size(3)}, queries.options());
   buffer.narrow(2, token_index % n, 1).copy_(queries);
@@ -155,7 +158,10 @@ void HeadKvPolicy::group(const KvStore& store, int64_t layer, int64_t token_inde
     double target = 0, sum = 0;
     switch (options_.cond_mass) {
       case CondMass::Exclude: target = options_.tau * image_mass; break;
-      case CondMass::Free: target = options_.tau * (cond_mass + image_mass); sum = cond_mass; break;
+      case CondMass::Free:
+        target = options_.tau * (cond_mass + image_mass);
+        sum = cond_mass;
+        break;
       case CondMass::Include: target = options_.tau * (cond_mass + image_mass); break;
     }
     if (sum >= target) return 0;
@@ -248,7 +254,8 @@ void HeadKvPolicy::compress(KvStore& store, int64_t layer, int64_t token_index) 
     at::Tensor near_mask = hist_mask & ~long_mask;
     const int64_t group_size = context_.n_head / kv;
     const double scale = 1.0 / std::sqrt(static_cast<double>(store.head_dim()));
-    at::Tensor q = line_queries_[layer].narrow(0, 0, rows).to(at::kFloat).reshape({rows, kv, group_size * n, store.head_dim()});
+    at::Tensor q =
+        line_queries_[layer].narrow(0, 0, rows).to(at::kFloat).reshape({rows, kv, group_size * n, store.head_dim()});
     at::Tensor keys = store.keys(layer, s.length).to(at::kFloat);
     at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
     auto all_rows = [&](const at::Tensor& m) { return decide == rows ? m : at::cat({m, m}, 0); };
@@ -269,8 +276,9 @@ void HeadKvPolicy::compress(KvStore& store, int64_t layer, int64_t token_index) 
 
 PolicyInfo headkv_policy_info() {
   auto params = budget_param_specs("1/6");
-  params.push_back(integer_param("threshold", "100", 0, 65536,
-                                 "cache length (condition included) at which heads are grouped; no compression before"));
+  params.push_back(
+      integer_param("threshold", "100", 0, 65536,
+                    "cache length (condition included) at which heads are grouped; no compression before"));
   params.push_back(
       real_param("tau", "0.9", 0.01, 1, "attention mass the span must hold, accumulated backwards (0 < tau <= 1)"));
   params.push_back(integer_param("local_window", "0", 0, 65536,
@@ -283,13 +291,15 @@ PolicyInfo headkv_policy_info() {
   params.push_back(choice_param("match_total", "true", {"true", "false"},
                                 "global heads get the budget local heads leave, so the mean per head is B (false: "
                                 "global heads get B)"));
-  params.push_back(choice_param(
-      "cond_mass", "exclude", {"exclude", "free", "include"},
-      "condition token's attention in grouping: left out, counted as covered, or reached last"));
   params.push_back(
-      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: decide on the conditional row, or on both rows"));
-  return {{"headkv", "HeadKV: local heads keep a sliding window, global heads recent lines + stratified eviction",
-           "Liang et al., HeadKV §4", params,
+      choice_param("cond_mass", "exclude", {"exclude", "free", "include"},
+                   "condition token's attention in grouping: left out, counted as covered, or reached last"));
+  params.push_back(choice_param("cfg_decision", "cond", {"cond", "both"},
+                                "CFG pairs: decide on the conditional row, or on both rows"));
+  return {{"headkv",
+           "HeadKV: local heads keep a sliding window, global heads recent lines + stratified eviction",
+           "Liang et al., HeadKV §4",
+           params,
            // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
            {"raster"}},
           [](const PolicyParams& p, const PolicyContext& c) {

@@ -16,12 +16,12 @@ namespace kvs {
 enum class CondMass { Exclude, Free, Include };
 
 struct HeadKvOptions {
-  int64_t budget_tokens = 0;   // B before rounding to whole lines
-  int64_t threshold = 100;     // cache length (condition included) that triggers grouping
-  double tau = 0.9;            // attention accumulation threshold
-  int64_t local_window = 0;    // W in tokens; 0 = two lines
-  int64_t recent_lines = 2;    // R in lines (global heads)
-  double alpha = 0.5;          // long-range share of the history
+  int64_t budget_tokens = 0;  // B before rounding to whole lines
+  int64_t threshold = 100;    // cache length (condition included) that triggers grouping
+  double tau = 0.9;           // attention accumulation threshold
+  int64_t local_window = 0;   // W in tokens; 0 = two lines
+  int64_t recent_lines = 2;   // R in lines (global heads)
+  double alpha = 0.5;         // long-range share of the history
   bool match_total = true;
   CondMass cond_mass = CondMass::Exclude;
   bool decide_on_both = false;
@@ -56,10 +56,10 @@ class HeadKvPolicy : public CachePolicy {
   PolicyContext context_;
   HeadKvOptions options_;
   int64_t budget_, window_, recent_, max_entries_;
-  std::vector<at::Tensor> line_queries_;     // per layer [rows, n_head, n, head_dim]
-  std::vector<int64_t> last_query_token_;    // per layer: token whose query was observed last
-  std::vector<int64_t> grouped_rows_;        // per layer: decision rows grouped (0 = not yet)
-  std::vector<std::vector<uint8_t>> global_; // per layer [decision row x kv head]: 1 = global
+  std::vector<at::Tensor> line_queries_;             // per layer [rows, n_head, n, head_dim]
+  std::vector<int64_t> last_query_token_;            // per layer: token whose query was observed last
+  std::vector<int64_t> grouped_rows_;                // per layer: decision rows grouped (0 = not yet)
+  std::vector<std::vector<uint8_t>> global_;         // per layer [decision row x kv head]: 1 = global
   std::vector<std::vector<int64_t>> global_budget_;  // per layer [decision row]: G
 };
 

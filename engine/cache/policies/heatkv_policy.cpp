@@ -17,9 +17,8 @@ namespace {
 std::vector<int64_t> order_by(const std::vector<double>& score) {
   std::vector<int64_t> order(score.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
-    return score[static_cast<size_t>(a)] < score[static_cast<size_t>(b)];
-  });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return score[static_cast<size_t>(a)] < score[static_cast<size_t>(b)]; });
   return order;
 }
 
@@ -34,19 +33,23 @@ HeatKvPolicy::HeatKvPolicy(const PolicyContext& context, const HeatKvOptions& op
                                " is impossible (a fraction of the cache, 0 < budget <= 1)");
   if (options.sinks < 0 || options.sinks > scales_ - 2)
     throw InvalidArgumentError("policy heatkv: sinks " + std::to_string(options.sinks) + " is impossible (0.." +
-                               std::to_string(scales_ - 2) + " sink scales for " + std::to_string(scales_) + " scales)");
+                               std::to_string(scales_ - 2) + " sink scales for " + std::to_string(scales_) +
+                               " scales)");
   sink_tokens_ = context.unit_begin(options.sinks);
   const int64_t cached = context.unit_begin(scales_ - 1);  // c_{K-1}
   const double per_head = options.budget * static_cast<double>(cached);
   if (per_head + 1e-9 < static_cast<double>(sink_tokens_))
     throw InvalidArgumentError("policy heatkv: budget " + std::to_string(options.budget) + " is impossible: the " +
-                               std::to_string(options.sinks) + " sink scales alone hold " + std::to_string(sink_tokens_) +
-                               " of " + std::to_string(cached) + " cached tokens per head (budget >= " +
+                               std::to_string(options.sinks) + " sink scales alone hold " +
+                               std::to_string(sink_tokens_) + " of " + std::to_string(cached) +
+                               " cached tokens per head (budget >= " +
                                std::to_string(static_cast<double>(sink_tokens_) / static_cast<double>(cached)) + ")");
-  total_budget_ = static_cast<int64_t>(std::floor(per_head * static_cast<double>(context.n_layer * context.kv_heads) + 1e-9));
+  total_budget_ = static_cast<int64_t>(
+      std::floor(per_head * static_cast<double>(context.n_layer * context.kv_heads) + 1e-9));
   if (!context.scale_profile)
-    throw InvalidArgumentError("policy heatkv needs this model's scale-attention calibration: run 'kvstudio-cli calibrate "
-                               "--policy heatkv --model DIR' (or let the session calibrate it)");
+    throw InvalidArgumentError(
+        "policy heatkv needs this model's scale-attention calibration: run 'kvstudio-cli calibrate "
+        "--policy heatkv --model DIR' (or let the session calibrate it)");
   context.scale_profile->check_matches(context);
   plan(*context.scale_profile);
 }
@@ -82,8 +85,8 @@ int64_t HeatKvPolicy::planned_size_after_layer(int64_t scale, int64_t layer) con
   int64_t m = 0;
   for (int64_t l = 0; l < context_.n_layer; ++l)
     for (int64_t h = 0; h < context_.kv_heads; ++h)
-      m += cached_tokens(l <= layer ? end_.at(static_cast<size_t>(scale)) : start_.at(static_cast<size_t>(scale)), scale,
-                         l, h);
+      m += cached_tokens(l <= layer ? end_.at(static_cast<size_t>(scale)) : start_.at(static_cast<size_t>(scale)),
+                         scale, l, h);
   return m;
 }
 
@@ -107,7 +110,8 @@ void HeatKvPolicy::plan(const ScaleAttentionProfile& profile) {
       for (int64_t h = 0; h < H; ++h) scas[static_cast<size_t>(l * H + h)] = profile.scas(l, h, i);
     source_order[static_cast<size_t>(i)] = order_by(scas);
     for (int64_t r = 0; r < T; ++r)
-      source_rank[static_cast<size_t>(i)][static_cast<size_t>(source_order[static_cast<size_t>(i)][static_cast<size_t>(r)])] = r;
+      source_rank[static_cast<size_t>(i)]
+                 [static_cast<size_t>(source_order[static_cast<size_t>(i)][static_cast<size_t>(r)])] = r;
   }
 
   HeadScaleSet previous(set_size, 0);  // G_{k-1}
@@ -115,8 +119,8 @@ void HeatKvPolicy::plan(const ScaleAttentionProfile& profile) {
     int64_t n = 0;
     if (k >= s) {
       const double ck = static_cast<double>(context_.unit_begin(k + 1));
-      n = static_cast<int64_t>(std::ceil(static_cast<double>(T) * (ck - options_.budget * cached) /
-                                             (ck - static_cast<double>(sink_tokens_)) - 1e-9));
+      n = static_cast<int64_t>(std::ceil(
+          static_cast<double>(T) * (ck - options_.budget * cached) / (ck - static_cast<double>(sink_tokens_)) - 1e-9));
       n = std::clamp<int64_t>(n, 0, T);
     }
     n_prune_.push_back(n);
@@ -179,10 +183,12 @@ void HeatKvPolicy::plan(const ScaleAttentionProfile& profile) {
       for (int64_t layer = 0; layer < L; ++layer) {
         for (;;) {
           int64_t m = 0;
-          for (int64_t l = 0; l < L; ++l) m += l <= layer ? size_g[static_cast<size_t>(l)] : size_a[static_cast<size_t>(l)];
+          for (int64_t l = 0; l < L; ++l)
+            m += l <= layer ? size_g[static_cast<size_t>(l)] : size_a[static_cast<size_t>(l)];
           if (static_cast<double>(m) <= B) break;
           if (next >= candidates.size())
-            throw Error("heatkv: no early pruning keeps scale " + std::to_string(k) + " within the budget (internal error)");
+            throw Error("heatkv: no early pruning keeps scale " + std::to_string(k) +
+                        " within the budget (internal error)");
           const int64_t l = candidates[next].layer;
           pop();
           size_a[static_cast<size_t>(l)] = layer_size(absent, l);
@@ -222,8 +228,9 @@ void HeatKvPolicy::evict(KvStore& store, int64_t layer, const HeadScaleSet& abse
   if (!any) return;
   const at::Tensor units = unit_of_slots(store, layer, context_);  // [rows, H, len]
   if (units.size(2) == 0) return;
-  const at::Tensor lookup =
-      at::tensor(std::vector<int64_t>(table.begin(), table.end()), at::TensorOptions().dtype(at::kLong)).reshape({1, H, scales_ + 1});
+  const at::Tensor lookup = at::tensor(std::vector<int64_t>(table.begin(), table.end()),
+                                       at::TensorOptions().dtype(at::kLong))
+                                .reshape({1, H, scales_ + 1});
   const at::Tensor drop = lookup.expand({units.size(0), H, scales_ + 1}).gather(2, units + 1) != 0;
   if (!drop.any().item<bool>()) return;
   store.retain(layer, ~drop);
@@ -252,8 +259,11 @@ PolicyInfo heatkv_policy_info() {
                    "greedy: evict early only what keeps the budget after every layer; naive: evict all of a scale's "
                    "pruning before it starts"),
   };
-  return {{"heatkv", "HeatKV: calibrated per-head scale importance, pruned to a strict budget after every layer",
-           "HeatKV §3 (Eq. 2-5, Algorithms 1-2)", params, {"scale"}},
+  return {{"heatkv",
+           "HeatKV: calibrated per-head scale importance, pruned to a strict budget after every layer",
+           "HeatKV §3 (Eq. 2-5, Algorithms 1-2)",
+           params,
+           {"scale"}},
           [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
             HeatKvOptions o;
             o.budget = p.real("budget");

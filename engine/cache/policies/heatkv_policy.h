@@ -15,10 +15,10 @@
 namespace kvs {
 
 struct HeatKvOptions {
-  double budget = 0.1;   // b
-  int64_t sinks = 3;     // s, in scales
-  bool binary = false;   // Binary-HeatKV (whole heads) instead of head-scales
-  bool naive = false;    // E_k = G_k \ G_{k-1}
+  double budget = 0.1;  // b
+  int64_t sinks = 3;    // s, in scales
+  bool binary = false;  // Binary-HeatKV (whole heads) instead of head-scales
+  bool naive = false;   // E_k = G_k \ G_{k-1}
 };
 
 class HeatKvPolicy : public CachePolicy {
@@ -36,7 +36,7 @@ class HeatKvPolicy : public CachePolicy {
 
   // B = floor(b x layers x heads x c_{K-1}): image entries per image over all layers and heads.
   int64_t total_budget_tokens() const { return total_budget_; }
-  int64_t heads_to_prune(int64_t scale) const { return n_prune_.at(static_cast<size_t>(scale)); }  // N_k
+  int64_t heads_to_prune(int64_t scale) const { return n_prune_.at(static_cast<size_t>(scale)); }    // N_k
   int64_t early_pruned(int64_t scale) const { return early_count_.at(static_cast<size_t>(scale)); }  // |E_k|
   // Whether head-scale (source, layer, head) is absent at the start / at the end of scale k.
   bool absent_at_start(int64_t scale, int64_t source, int64_t layer, int64_t head) const;

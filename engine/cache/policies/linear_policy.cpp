@@ -23,12 +23,12 @@ LinearPolicy::LinearPolicy(const PolicyContext& context, int64_t budget_tokens, 
   if (n_init_ < 0 || recent_lines_ < 0) throw InvalidArgumentError("policy linear: n_init and r must be >= 0");
   const int64_t minimum = n_init_ + (recent_lines_ + 1) * n;
   if (budget_ < minimum)
-    throw InvalidArgumentError("policy linear: budget " + std::to_string(budget_tokens) + " tokens is impossible: B (" +
-                               std::to_string(budget_) + " after rounding down to whole lines of " + std::to_string(n) +
-                               ") must hold " + std::to_string(n_init_) + " anchors, " + std::to_string(recent_lines_) +
-                               " recent line(s) and the one-line buffer: at least " +
-                               std::to_string(minimum) + " tokens (rho >= " +
-                               std::to_string(static_cast<double>(minimum) / context.image_tokens()).substr(0, 6) + ")");
+    throw InvalidArgumentError(
+        "policy linear: budget " + std::to_string(budget_tokens) + " tokens is impossible: B (" +
+        std::to_string(budget_) + " after rounding down to whole lines of " + std::to_string(n) + ") must hold " +
+        std::to_string(n_init_) + " anchors, " + std::to_string(recent_lines_) +
+        " recent line(s) and the one-line buffer: at least " + std::to_string(minimum) +
+        " tokens (rho >= " + std::to_string(static_cast<double>(minimum) / context.image_tokens()).substr(0, 6) + ")");
 }
 
 void LinearPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) {
@@ -60,7 +60,8 @@ void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
     at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
     at::Tensor mid_dev = mid.to(logits.device()).unsqueeze(2);
     logits = logits.masked_fill(~mid_dev, -std::numeric_limits<float>::infinity());
-    at::Tensor saliency = at::nan_to_num(at::softmax(logits, -1), 0.0).mean(2).to(at::kCPU, at::kFloat);  // [rows, kv, L]
+    at::Tensor saliency =
+        at::nan_to_num(at::softmax(logits, -1), 0.0).mean(2).to(at::kCPU, at::kFloat);  // [rows, kv, L]
     const int64_t decide = decision_rows(store, context_);
     at::Tensor score = saliency.narrow(0, 0, decide);
     if (decide_on_both_ && decide != rows) score = score + saliency.narrow(0, decide, decide);
@@ -81,7 +82,8 @@ std::vector<CacheRegion> LinearPolicy::regions(int64_t positions) const {
   const int64_t anchors_end = std::min(n_init_, done);
   const int64_t recent_from = std::max(recent_begin, anchors_end), line_end = std::max(lines_done * n, anchors_end);
   std::vector<CacheRegion> out;
-  if (recent_begin > anchors_end) out.push_back({"middle", "mid (evicted by saliency)", cond + anchors_end, cond + recent_begin});
+  if (recent_begin > anchors_end)
+    out.push_back({"middle", "mid (evicted by saliency)", cond + anchors_end, cond + recent_begin});
   if (line_end > recent_from) out.push_back({"recent", "recent lines", cond + recent_from, cond + line_end});
   if (done > line_end) out.push_back({"buffer", "line buffer", cond + line_end, cond + done});
   if (anchors_end > 0) out.push_back({"anchors", "anchors", cond, cond + anchors_end});
@@ -92,10 +94,12 @@ PolicyInfo linear_policy_info() {
   auto params = budget_param_specs("1/6");
   params.push_back(integer_param("n_init", "4", 0, 4096, "initial anchor tokens P_init always kept (N_init)"));
   params.push_back(integer_param("r", "1", 0, 64, "recent lines P_rec always kept"));
-  params.push_back(
-      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: score on the conditional row, or on both rows"));
-  return {{"linear", "LineAR: anchors + recent lines + inter-line guided eviction of n tokens per line",
-           "Qin et al., LineAR §3.3", params,
+  params.push_back(choice_param("cfg_decision", "cond", {"cond", "both"},
+                                "CFG pairs: score on the conditional row, or on both rows"));
+  return {{"linear",
+           "LineAR: anchors + recent lines + inter-line guided eviction of n tokens per line",
+           "Qin et al., LineAR §3.3",
+           params,
            // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
            {"raster"}},
           [](const PolicyParams& p, const PolicyContext& c) {

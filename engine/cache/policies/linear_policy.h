@@ -14,7 +14,8 @@ namespace kvs {
 
 class LinearPolicy : public CachePolicy {
  public:
-  LinearPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t n_init, int64_t recent_lines, bool decide_on_both);
+  LinearPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t n_init, int64_t recent_lines,
+               bool decide_on_both);
   std::string name() const override { return "linear"; }
   int64_t budget_tokens() const override { return budget_; }
   bool wants_queries() const override { return true; }

@@ -32,8 +32,8 @@ PolicyParamSpec fraction_param(std::string name, std::string default_value, doub
 
 PolicyParamSpec choice_param(std::string name, std::string default_value, std::vector<std::string> choices,
                              std::string help) {
-  return {std::move(name), PolicyParamKind::Choice, std::move(default_value), 0, 0, std::move(help),
-          std::move(choices)};
+  return {std::move(name), PolicyParamKind::Choice, std::move(default_value), 0, 0,
+          std::move(help), std::move(choices)};
 }
 
 bool PolicyDescription::has_budget() const { return find_param("rho") != nullptr; }

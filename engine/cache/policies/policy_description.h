@@ -45,7 +45,7 @@ struct PolicyDescription {
   // feature caches, built by make_masked_feature_cache in lazymar_policy.h).
   std::vector<std::string> families = {"raster", "scale"};
 
-  bool has_budget() const;  // takes the shared rho / budget parameters
+  bool has_budget() const;                                            // takes the shared rho / budget parameters
   const PolicyParamSpec* find_param(const std::string& param) const;  // nullptr when unknown
 };
 

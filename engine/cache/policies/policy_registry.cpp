@@ -64,7 +64,8 @@ PolicyInfo lazymar_policy_info() {
            "optional diffusion-head cache",
            "Yan et al. 2025 (LazyMAR) §3.2.1 token cache, §3.2.2 condition cache, §4.1 settings; head cache: official "
            "models/diffloss_cached.py",
-           params, {"masked"}},
+           params,
+           {"masked"}},
           [](const PolicyParams&, const PolicyContext&) -> std::unique_ptr<CachePolicy> {
             throw InvalidArgumentError(
                 "policy lazymar is a feature cache for masked (MAR) models; raster and next-scale models take "
@@ -82,7 +83,8 @@ PolicyParams::PolicyParams(std::map<std::string, std::string> values, const std:
     for (const auto& s : specs)
       if (s.name == k) spec = &s;
     if (spec == nullptr)
-      throw InvalidArgumentError("policy " + policy + ": unknown parameter '" + k + "' (parameters: " + join_names(specs) + ")");
+      throw InvalidArgumentError("policy " + policy + ": unknown parameter '" + k +
+                                 "' (parameters: " + join_names(specs) + ")");
     if (spec->kind != PolicyParamKind::Choice) {
       const auto number = parse_number_text(v);
       if (!number)
@@ -95,7 +97,8 @@ PolicyParams::PolicyParams(std::map<std::string, std::string> values, const std:
       if (!ok) {
         std::string choices;
         for (const auto& c : spec->choices) choices += (choices.empty() ? "" : ", ") + c;
-        throw InvalidArgumentError("policy " + policy + ": parameter " + k + " must be one of " + choices + ", got '" + v + "'");
+        throw InvalidArgumentError("policy " + policy + ": parameter " + k + " must be one of " + choices + ", got '" +
+                                   v + "'");
       }
     }
   }
@@ -122,24 +125,26 @@ int64_t resolve_budget_tokens(const PolicyParams& params, const PolicyContext& c
   if (params.explicitly_set("budget") && params.integer("budget") != 0) {
     const int64_t b = params.integer("budget");
     if (b <= 0 || b > n)
-      throw InvalidArgumentError("policy " + policy + ": budget " + std::to_string(b) + " tokens is impossible (must be in 1.." +
-                                 std::to_string(n) + " for a " + std::to_string(context.grid_height) + "x" +
-                                 std::to_string(context.grid_width) + " grid)");
+      throw InvalidArgumentError("policy " + policy + ": budget " + std::to_string(b) +
+                                 " tokens is impossible (must be in 1.." + std::to_string(n) + " for a " +
+                                 std::to_string(context.grid_height) + "x" + std::to_string(context.grid_width) +
+                                 " grid)");
     return b;
   }
   const double rho = params.real("rho");
   if (!(rho > 0 && rho <= 1))
-    throw InvalidArgumentError("policy " + policy + ": rho " + params.text("rho") + " is impossible (must be 0 < rho <= 1)");
+    throw InvalidArgumentError("policy " + policy + ": rho " + params.text("rho") +
+                               " is impossible (must be 0 < rho <= 1)");
   const int64_t b = static_cast<int64_t>(std::floor(rho * static_cast<double>(n) + 1e-9));
   if (b <= 0) throw InvalidArgumentError("policy " + policy + ": rho " + params.text("rho") + " leaves no tokens");
   return b;
 }
 
 const std::vector<PolicyInfo>& policy_registry() {
-  static const std::vector<PolicyInfo> registry = {full_policy_info(), streaming_policy_info(), random_policy_info(),
-                                                   linear_policy_info(), headkv_policy_info(),
-                                                   amskv_policy_info(), heatkv_policy_info(), lazymar_policy_info(),
-                                                   h2o_policy_info(), snapkv_policy_info(), rkv_policy_info()};
+  static const std::vector<PolicyInfo> registry = {full_policy_info(),   streaming_policy_info(), random_policy_info(),
+                                                   linear_policy_info(), headkv_policy_info(),    amskv_policy_info(),
+                                                   heatkv_policy_info(), lazymar_policy_info(),   h2o_policy_info(),
+                                                   snapkv_policy_info(), rkv_policy_info()};
   return registry;
 }
 
@@ -166,7 +171,8 @@ PolicySpec parse_policy_spec(const std::string& text) {
     if (eq == std::string::npos || eq == 0)
       throw InvalidArgumentError("policy " + spec.name + ": expected key=value, got '" + item + "'");
     const std::string key = item.substr(0, eq);
-    if (spec.params.count(key)) throw InvalidArgumentError("policy " + spec.name + ": parameter " + key + " given twice");
+    if (spec.params.count(key))
+      throw InvalidArgumentError("policy " + spec.name + ": parameter " + key + " given twice");
     spec.params[key] = item.substr(eq + 1);
   }
   return spec;

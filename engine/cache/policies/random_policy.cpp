@@ -31,7 +31,9 @@ void RandomPolicy::after_token(KvStore& store, int64_t token_index) {
 }
 
 PolicyInfo random_policy_info() {
-  return {{"random", "uniformly random eviction down to B - n at each line end", "baseline in LineAR §4",
+  return {{"random",
+           "uniformly random eviction down to B - n at each line end",
+           "baseline in LineAR §4",
            budget_param_specs("1/4"),
            // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
            {"raster"}},

@@ -14,7 +14,8 @@ at::Tensor key_redundancy(const KvStore& store, int64_t layer, const at::Tensor&
   at::Tensor keys = store.keys(layer, length).to(at::kFloat);  // [rows, kv, L, D]
   at::Tensor unit = keys / at::clamp_min(at::sqrt((keys * keys).sum(-1, /*keepdim=*/true)), 1e-12);
   at::Tensor similarity = at::matmul(unit, unit.transpose(-1, -2));  // [rows, kv, L, L]
-  at::Tensor others = is_image.unsqueeze(2) & ~at::eye(length, at::TensorOptions().dtype(at::kBool)).view({1, 1, length, length});
+  at::Tensor others = is_image.unsqueeze(2) &
+                      ~at::eye(length, at::TensorOptions().dtype(at::kBool)).view({1, 1, length, length});
   at::Tensor total = (similarity * others.to(similarity.device(), at::kFloat)).sum(-1).to(at::kCPU);  // [rows, kv, L]
   at::Tensor count = at::clamp_min(is_image.sum(-1, /*keepdim=*/true) - 1, 1).to(at::kFloat);
   return at::where(is_image, total / count, at::zeros_like(total));
@@ -29,7 +30,8 @@ RkvPolicy::RkvPolicy(const PolicyContext& context, int64_t budget_tokens, double
       decide_on_both_(decide_on_both),
       window_(context.n_layer, window < 1 ? 1 : window) {
   if (!(lambda_ >= 0 && lambda_ <= 1))
-    throw InvalidArgumentError("policy rkv: lambda " + std::to_string(lambda_) + " is impossible (must be 0 <= lambda <= 1)");
+    throw InvalidArgumentError("policy rkv: lambda " + std::to_string(lambda_) +
+                               " is impossible (must be 0 <= lambda <= 1)");
   check_observation_budget("rkv", context, budget_tokens, window, kernel);
 }
 
@@ -39,22 +41,24 @@ void RkvPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Te
 
 void RkvPolicy::after_token(KvStore& store, int64_t token_index) {
   const float minus_inf = -std::numeric_limits<float>::infinity();
-  evict_at_line_end(store, token_index, context_, budget_, window_, decide_on_both_,
-                    [&](int64_t layer, const ImageSlots& s, const at::Tensor& candidates, const at::Tensor& queries,
-                        const std::vector<int64_t>& query_positions) {
-                      // Importance: the SnapKV vote, normalised over the candidates.
-                      at::Tensor importance = at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);
-                      if (queries.defined()) {
-                        at::Tensor votes = observation_importance(store, layer, queries, query_positions, candidates, kernel_);
-                        votes = at::where(candidates, votes, at::zeros_like(votes));
-                        importance = votes / at::clamp_min(votes.sum(-1, /*keepdim=*/true), std::numeric_limits<float>::min());
-                      }
-                      // Redundancy: mean key similarity, softmax-normalised over the candidates.
-                      at::Tensor similarity = key_redundancy(store, layer, s.is_image);
-                      at::Tensor redundancy = at::nan_to_num(
-                          at::softmax(at::where(candidates, similarity, at::full_like(similarity, minus_inf)), -1), 0.0);
-                      return importance * lambda_ - redundancy * (1.0 - lambda_);  // Z, [rows, kv, L]
-                    });
+  evict_at_line_end(
+      store, token_index, context_, budget_, window_, decide_on_both_,
+      [&](int64_t layer, const ImageSlots& s, const at::Tensor& candidates, const at::Tensor& queries,
+          const std::vector<int64_t>& query_positions) {
+        // Importance: the SnapKV vote, normalised over the candidates.
+        at::Tensor importance = at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);
+        if (queries.defined()) {
+          at::Tensor votes = observation_importance(store, layer, queries, query_positions, candidates, kernel_);
+          votes = at::where(candidates, votes, at::zeros_like(votes));
+          importance = votes / at::clamp_min(votes.sum(-1, /*keepdim=*/true), std::numeric_limits<float>::min());
+        }
+        // Redundancy: mean key similarity, softmax-normalised over the candidates.
+        at::Tensor similarity = key_redundancy(store, layer, s.is_image);
+        at::Tensor redundancy =
+            at::nan_to_num(at::softmax(at::where(candidates, similarity, at::full_like(similarity, minus_inf)), -1),
+                           0.0);
+        return importance * lambda_ - redundancy * (1.0 - lambda_);  // Z, [rows, kv, L]
+      });
 }
 
 PolicyInfo rkv_policy_info() {
@@ -64,10 +68,12 @@ PolicyInfo rkv_policy_info() {
   params.push_back(integer_param("window", "0", 0, 65536,
                                  "observation window in queries (0: one line; R-KV's alpha is 8), always kept"));
   params.push_back(integer_param("kernel", "7", 1, 63, "max-pooling kernel of the importance over slot order (odd)"));
-  params.push_back(
-      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: score on the conditional row, or on both rows"));
-  return {{"rkv", "R-KV: importance minus key redundancy; cut to B - n at each line end",
-           "Cai et al. 2025 (R-KV) §3, baseline in LineAR §4.2 / HeadKV §5.2", params,
+  params.push_back(choice_param("cfg_decision", "cond", {"cond", "both"},
+                                "CFG pairs: score on the conditional row, or on both rows"));
+  return {{"rkv",
+           "R-KV: importance minus key redundancy; cut to B - n at each line end",
+           "Cai et al. 2025 (R-KV) §3, baseline in LineAR §4.2 / HeadKV §5.2",
+           params,
            // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
            {"raster"}},
           [](const PolicyParams& p, const PolicyContext& c) {

@@ -71,14 +71,17 @@ std::string ScaleAttentionProfile::to_json_text() const {
 }
 
 ScaleAttentionProfile ScaleAttentionProfile::from_json_text(const std::string& text, const std::string& source) {
-  auto bad = [&](const std::string& why) { return FormatError(source + ": not a scale-attention calibration: " + why); };
+  auto bad = [&](const std::string& why) {
+    return FormatError(source + ": not a scale-attention calibration: " + why);
+  };
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
     throw bad(std::string("invalid JSON (") + e.what() + ")");
   }
-  if (!j.is_object() || j.value("format", std::string()) != kFormat) throw bad("format is not '" + std::string(kFormat) + "'");
+  if (!j.is_object() || j.value("format", std::string()) != kFormat)
+    throw bad("format is not '" + std::string(kFormat) + "'");
   ScaleAttentionProfile p;
   try {
     if (j.at("version").get<int>() != 1) throw bad("unsupported version " + j.at("version").dump());
@@ -99,7 +102,8 @@ ScaleAttentionProfile ScaleAttentionProfile::from_json_text(const std::string& t
   for (int64_t t : p.unit_tokens)
     if (t <= 0) throw bad("a scale has no tokens");
   if (static_cast<int64_t>(p.beta.size()) != p.layers * p.heads * k * k)
-    throw bad("beta has " + std::to_string(p.beta.size()) + " values, expected " + std::to_string(p.layers * p.heads * k * k));
+    throw bad("beta has " + std::to_string(p.beta.size()) + " values, expected " +
+              std::to_string(p.layers * p.heads * k * k));
   for (int64_t l = 0; l < p.layers; ++l)
     for (int64_t h = 0; h < p.heads; ++h)
       for (int64_t k1 = 0; k1 < k; ++k1) {

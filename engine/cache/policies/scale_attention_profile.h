@@ -15,14 +15,14 @@ namespace kvs {
 struct PolicyContext;
 
 struct ScaleAttentionProfile {
-  std::string model;                 // the bundle's name when calibrated
+  std::string model;  // the bundle's name when calibrated
   int64_t layers = 0, heads = 0;
   std::vector<int64_t> unit_tokens;  // tokens per scale (1, 4, 9, ...)
   std::vector<int64_t> classes;      // the calibration images' classes
   uint64_t seed = 0;
   double cfg = 0;
-  int64_t samples = 0;               // images averaged
-  std::vector<double> beta;          // [layers][heads][scales][scales]
+  int64_t samples = 0;       // images averaged
+  std::vector<double> beta;  // [layers][heads][scales][scales]
 
   int64_t scales() const { return static_cast<int64_t>(unit_tokens.size()); }
   double beta_at(int64_t layer, int64_t head, int64_t k1, int64_t k2) const;

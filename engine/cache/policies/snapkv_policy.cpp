@@ -54,7 +54,8 @@ at::Tensor observation_importance(const KvStore& store, int64_t layer, const at:
   const int64_t group = queries.size(1) / kv, w = queries.size(2);
   at::Tensor keys = store.keys(layer, length).to(at::kFloat);  // [rows, kv, L, D]
   at::Tensor q = queries.narrow(0, 0, rows).to(keys.device(), at::kFloat).reshape({rows, kv, group * w, d});
-  at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * (1.0 / std::sqrt(static_cast<double>(d)));  // [rows, kv, g*w, L]
+  at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) *
+                      (1.0 / std::sqrt(static_cast<double>(d)));  // [rows, kv, g*w, L]
   // Causal visibility, as in the model's own attention: entry position <= query position.
   at::Tensor positions = store.positions_tensor(layer).narrow(2, 0, length).unsqueeze(2);  // [rows, kv, 1, L]
   at::Tensor query_pos = at::tensor(query_positions, at::TensorOptions().dtype(at::kLong)).view({1, 1, w, 1});
@@ -65,7 +66,8 @@ at::Tensor observation_importance(const KvStore& store, int64_t layer, const at:
   // Max pooling over the candidates' slot order (others are -inf, so they never win).
   const float minus_inf = -std::numeric_limits<float>::infinity();
   at::Tensor masked = at::where(candidates, votes, at::full_like(votes, minus_inf));
-  at::Tensor pooled = at::max_pool1d(masked.reshape({rows * kv, 1, length}), {kernel}, {1}, {kernel / 2}).reshape({rows, kv, length});
+  at::Tensor pooled =
+      at::max_pool1d(masked.reshape({rows * kv, 1, length}), {kernel}, {1}, {kernel / 2}).reshape({rows, kv, length});
   return at::where(candidates, pooled, at::full_like(pooled, minus_inf));
 }
 
@@ -75,17 +77,17 @@ void check_observation_budget(const std::string& policy, const PolicyContext& co
     throw InvalidArgumentError("policy " + policy + ": window must be >= 1 (queries in the observation window), got " +
                                std::to_string(window));
   if (kernel < 1 || kernel % 2 == 0)
-    throw InvalidArgumentError("policy " + policy + ": kernel must be an odd number >= 1 (max pooling with same padding), got " +
+    throw InvalidArgumentError("policy " + policy +
+                               ": kernel must be an odd number >= 1 (max pooling with same padding), got " +
                                std::to_string(kernel));
   const int64_t n = context.grid_width;
   const int64_t minimum = window + n + 1;
   if (budget_tokens < minimum)
-    throw InvalidArgumentError("policy " + policy + ": budget " + std::to_string(budget_tokens) +
-                               " tokens is impossible: B must hold the " + std::to_string(window) +
-                               "-token observation window, the one-line buffer (" + std::to_string(n) +
-                               " tokens) and at least one scored token: at least " + std::to_string(minimum) +
-                               " tokens (rho >= " +
-                               std::to_string(static_cast<double>(minimum) / context.image_tokens()).substr(0, 6) + ")");
+    throw InvalidArgumentError(
+        "policy " + policy + ": budget " + std::to_string(budget_tokens) + " tokens is impossible: B must hold the " +
+        std::to_string(window) + "-token observation window, the one-line buffer (" + std::to_string(n) +
+        " tokens) and at least one scored token: at least " + std::to_string(minimum) +
+        " tokens (rho >= " + std::to_string(static_cast<double>(minimum) / context.image_tokens()).substr(0, 6) + ")");
 }
 
 SnapKvPolicy::SnapKvPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t window, int64_t kernel,
@@ -137,10 +139,12 @@ PolicyInfo snapkv_policy_info() {
   auto params = budget_param_specs("1/4");
   params.push_back(integer_param("window", "0", 0, 65536, "observation window in queries (0: one line), always kept"));
   params.push_back(integer_param("kernel", "7", 1, 63, "max-pooling kernel over slot order (odd)"));
-  params.push_back(
-      choice_param("cfg_decision", "cond", {"cond", "both"}, "CFG pairs: score on the conditional row, or on both rows"));
-  return {{"snapkv", "SnapKV: observation-window attention votes, max-pooled; cut to B - n at each line end",
-           "Li et al. 2024 (SnapKV) §4", params,
+  params.push_back(choice_param("cfg_decision", "cond", {"cond", "both"},
+                                "CFG pairs: score on the conditional row, or on both rows"));
+  return {{"snapkv",
+           "SnapKV: observation-window attention votes, max-pooled; cut to B - n at each line end",
+           "Li et al. 2024 (SnapKV) §4",
+           params,
            // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
            {"raster"}},
           [](const PolicyParams& p, const PolicyContext& c) {

@@ -28,8 +28,8 @@ class ObservationWindow {
 
  private:
   int64_t window_;
-  std::vector<at::Tensor> buffers_;             // per layer [rows, n_head, window, head_dim]
-  std::vector<std::vector<int64_t>> tokens_;    // per layer, token index held by each buffer slot (-1: none)
+  std::vector<at::Tensor> buffers_;           // per layer [rows, n_head, window, head_dim]
+  std::vector<std::vector<int64_t>> tokens_;  // per layer, token index held by each buffer slot (-1: none)
 };
 
 // Observation-window importance of every slot of `layer`, [rows, kv_heads, L] CPU
@@ -53,14 +53,16 @@ void check_observation_budget(const std::string& policy, const PolicyContext& co
 // candidates and the window's queries (undefined when none were observed) with
 // their sequence positions, and returns float [rows, kv, L] for all rows; the
 // decision rows' scores (plus the unconditional rows' with decide_on_both) decide.
-using ObservationScorer = std::function<at::Tensor(int64_t layer, const ImageSlots& slots, const at::Tensor& candidates,
-                                                   const at::Tensor& queries, const std::vector<int64_t>& query_positions)>;
+using ObservationScorer =
+    std::function<at::Tensor(int64_t layer, const ImageSlots& slots, const at::Tensor& candidates,
+                             const at::Tensor& queries, const std::vector<int64_t>& query_positions)>;
 void evict_at_line_end(KvStore& store, int64_t token_index, const PolicyContext& context, int64_t budget_tokens,
                        const ObservationWindow& window, bool decide_on_both, const ObservationScorer& score);
 
 class SnapKvPolicy : public CachePolicy {
  public:
-  SnapKvPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t window, int64_t kernel, bool decide_on_both);
+  SnapKvPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t window, int64_t kernel,
+               bool decide_on_both);
   std::string name() const override { return "snapkv"; }
   int64_t budget_tokens() const override { return budget_; }
   bool wants_queries() const override { return true; }

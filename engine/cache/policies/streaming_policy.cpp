@@ -16,13 +16,14 @@ StreamingPolicy::StreamingPolicy(const PolicyContext& context, int64_t budget_to
   if (!context.unit_tokens.empty()) {
     const auto scales = static_cast<int64_t>(context.unit_tokens.size());
     if (sink_scales < 0 || sink_scales >= scales)
-      throw InvalidArgumentError("policy streaming: sink_scales " + std::to_string(sink_scales) + " is impossible (0.." +
-                                 std::to_string(scales - 1) + " for " + std::to_string(scales) + " scales)");
+      throw InvalidArgumentError("policy streaming: sink_scales " + std::to_string(sink_scales) +
+                                 " is impossible (0.." + std::to_string(scales - 1) + " for " + std::to_string(scales) +
+                                 " scales)");
     sink_ = context.unit_begin(sink_scales);
   }
   if (budget_ <= sink_)
-    throw InvalidArgumentError("policy streaming: budget " + std::to_string(budget_) + " tokens is impossible: it must exceed the " +
-                               std::to_string(sink_) + " sink tokens");
+    throw InvalidArgumentError("policy streaming: budget " + std::to_string(budget_) +
+                               " tokens is impossible: it must exceed the " + std::to_string(sink_) + " sink tokens");
 }
 
 int64_t StreamingPolicy::max_entries() const {

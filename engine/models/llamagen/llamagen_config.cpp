@@ -17,9 +17,9 @@ void require(bool ok, const std::string& message) {
 }
 
 // Fields that upstream's ModelArgs carries but that do not change inference.
-const std::set<std::string> kIgnoredGptFields = {
-    "initializer_range", "token_dropout_p", "attn_dropout_p", "resid_dropout_p", "ffn_dropout_p",
-    "drop_path_rate",    "caption_dim",     "max_batch_size", "max_seq_len"};
+const std::set<std::string> kIgnoredGptFields = {"initializer_range", "token_dropout_p", "attn_dropout_p",
+                                                 "resid_dropout_p",   "ffn_dropout_p",   "drop_path_rate",
+                                                 "caption_dim",       "max_batch_size",  "max_seq_len"};
 
 }  // namespace
 
@@ -42,13 +42,13 @@ int64_t GptConfig::parameter_count() const {
 
 void GptConfig::validate() const {
   require(dim > 0 && n_layer > 0 && n_head > 0, "gpt config: dim, n_layer and n_head must be positive");
-  require(dim % n_head == 0, "gpt config: dim " + std::to_string(dim) + " is not divisible by n_head " +
-                                 std::to_string(n_head));
+  require(dim % n_head == 0,
+          "gpt config: dim " + std::to_string(dim) + " is not divisible by n_head " + std::to_string(n_head));
   require(head_dim() % 4 == 0, "gpt config: head_dim " + std::to_string(head_dim()) +
                                    " must be a multiple of 4 (2-D RoPE splits it into row and column pairs)");
-  require(kv_heads() > 0 && n_head % kv_heads() == 0,
-          "gpt config: n_head " + std::to_string(n_head) + " is not a multiple of n_kv_head " +
-              std::to_string(kv_heads()));
+  require(kv_heads() > 0 && n_head % kv_heads() == 0, "gpt config: n_head " + std::to_string(n_head) +
+                                                          " is not a multiple of n_kv_head " +
+                                                          std::to_string(kv_heads()));
   require(vocab_size > 0 && num_classes > 0, "gpt config: vocab_size and num_classes must be positive");
   require(cls_token_num == 1, "gpt config: cls_token_num must be 1 for class-conditional (c2i) models");
   require(multiple_of > 0, "gpt config: multiple_of must be positive");
@@ -60,11 +60,13 @@ void GptConfig::validate() const {
 GptConfig gpt_preset(const std::string& name, int64_t image_size, int64_t downsample, int64_t num_classes,
                      int64_t vocab_size) {
   GptConfig c;
-  struct Size { const char* name; int64_t n_layer, n_head, dim; };
-  static const Size kSizes[] = {
-      {"GPT-B", 12, 12, 768},     {"GPT-L", 24, 16, 1024},   {"GPT-XL", 36, 20, 1280},
-      {"GPT-XXL", 48, 24, 1536},  {"GPT-XXXL", 48, 40, 2560}, {"GPT-1B", 22, 32, 2048},
-      {"GPT-3B", 24, 32, 3200},   {"GPT-7B", 32, 32, 4096}};
+  struct Size {
+    const char* name;
+    int64_t n_layer, n_head, dim;
+  };
+  static const Size kSizes[] = {{"GPT-B", 12, 12, 768},    {"GPT-L", 24, 16, 1024},    {"GPT-XL", 36, 20, 1280},
+                                {"GPT-XXL", 48, 24, 1536}, {"GPT-XXXL", 48, 40, 2560}, {"GPT-1B", 22, 32, 2048},
+                                {"GPT-3B", 24, 32, 3200},  {"GPT-7B", 32, 32, 4096}};
   for (const auto& s : kSizes) {
     if (name == s.name) {
       c.n_layer = s.n_layer;
@@ -88,7 +90,8 @@ std::vector<std::string> gpt_preset_names() {
 }
 
 void VqConfig::validate() const {
-  require(codebook_size > 0 && codebook_embed_dim > 0, "vq config: codebook_size and codebook_embed_dim must be positive");
+  require(codebook_size > 0 && codebook_embed_dim > 0,
+          "vq config: codebook_size and codebook_embed_dim must be positive");
   require(!decoder_ch_mult.empty(), "vq config: decoder_ch_mult must not be empty");
   require(ch > 0 && z_channels > 0 && num_res_blocks >= 0, "vq config: ch, z_channels must be positive");
   for (int64_t m : decoder_ch_mult) {
@@ -128,7 +131,8 @@ GptConfig gpt_config_from_json(const nlohmann::json& j) {
       else if (k == "vocab_size") c.vocab_size = v.get<int64_t>();
       else if (k == "cls_token_num") c.cls_token_num = v.get<int64_t>();
       else if (k == "block_size") c.block_size = v.get<int64_t>();
-      else if (k == "model_type") require(v == "c2i", "gpt config: model_type '" + v.dump() + "' is not supported (only c2i)");
+      else if (k == "model_type")
+        require(v == "c2i", "gpt config: model_type '" + v.dump() + "' is not supported (only c2i)");
       else if (kIgnoredGptFields.count(k) == 0) throw InvalidArgumentError("gpt config: unknown field '" + k + "'");
     }
   } catch (const nlohmann::json::exception& e) {
@@ -144,7 +148,8 @@ nlohmann::json to_json(const GptConfig& c) {
                       {"n_head", c.n_head},
                       {"n_kv_head", c.n_kv_head ? nlohmann::json(*c.n_kv_head) : nlohmann::json(nullptr)},
                       {"multiple_of", c.multiple_of},
-                      {"ffn_dim_multiplier", c.ffn_dim_multiplier ? nlohmann::json(*c.ffn_dim_multiplier) : nlohmann::json(nullptr)},
+                      {"ffn_dim_multiplier",
+                       c.ffn_dim_multiplier ? nlohmann::json(*c.ffn_dim_multiplier) : nlohmann::json(nullptr)},
                       {"rope_base", c.rope_base},
                       {"norm_eps", c.norm_eps},
                       {"num_classes", c.num_classes},
@@ -183,10 +188,14 @@ VqConfig vq_config_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const VqConfig& c) {
-  return {{"codebook_size", c.codebook_size},   {"codebook_embed_dim", c.codebook_embed_dim},
-          {"codebook_l2_norm", c.codebook_l2_norm}, {"z_channels", c.z_channels},
-          {"ch", c.ch},                         {"decoder_ch_mult", c.decoder_ch_mult},
-          {"num_res_blocks", c.num_res_blocks}, {"out_channels", c.out_channels}};
+  return {{"codebook_size", c.codebook_size},
+          {"codebook_embed_dim", c.codebook_embed_dim},
+          {"codebook_l2_norm", c.codebook_l2_norm},
+          {"z_channels", c.z_channels},
+          {"ch", c.ch},
+          {"decoder_ch_mult", c.decoder_ch_mult},
+          {"num_res_blocks", c.num_res_blocks},
+          {"out_channels", c.out_channels}};
 }
 
 }  // namespace kvs::llamagen

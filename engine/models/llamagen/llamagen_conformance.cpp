@@ -8,11 +8,11 @@
 
 #include "engine/conformance/conformance_compare.h"
 #include "engine/conformance/conformance_report.h"
-#include "engine/models/llamagen/llamagen_conformance.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/mapped_file.h"
 #include "engine/io/safetensors_reader.h"
+#include "engine/models/llamagen/llamagen_conformance.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/raster_generation.h"
 
@@ -54,12 +54,14 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
   OpenedConformanceCase opened(manifest, dir, "llamagen");
   ConformanceReport& report = opened.report;
   const auto& ctor = manifest.at("constructors");
-  llamagen::GptConfig gpt_config = llamagen::gpt_config_from_json(nlohmann::json::parse(ctor.at("gpt").at("ModelArgs").dump()));
+  llamagen::GptConfig gpt_config = llamagen::gpt_config_from_json(
+      nlohmann::json::parse(ctor.at("gpt").at("ModelArgs").dump()));
   nlohmann::json vq_json = nlohmann::json::parse(ctor.at("vq").at("ModelArgs").dump());
   vq_json["ch"] = ctor.at("vq").value("encoder_decoder_ch", 128);
   llamagen::VqConfig vq_config = llamagen::vq_config_from_json(vq_json);
 
-  const llamagen::LlamaGenModel model = llamagen::LlamaGenModel::from_weights(gpt_config, vq_config, *opened.weights, device);
+  const llamagen::LlamaGenModel model = llamagen::LlamaGenModel::from_weights(gpt_config, vq_config, *opened.weights,
+                                                                              device);
   auto input = [&](const std::string& name) { return opened.input(name); };
 
   // Lazily computed pieces shared by several checks.
@@ -71,7 +73,10 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
     }
     return *teacher_logits;
   };
-  struct GenRun { GenerateCall call; llamagen::RasterResult result; };
+  struct GenRun {
+    GenerateCall call;
+    llamagen::RasterResult result;
+  };
   std::map<std::string, GenRun> generations;
   GenerateCall last_call;
   std::optional<at::Tensor> decoded;

@@ -3,10 +3,10 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
-#include <filesystem>
+#include <algorithm>
 #include <cctype>
 #include <cstring>
-#include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "engine/core/errors.h"
@@ -17,12 +17,11 @@
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 
-
 namespace kvs::llamagen {
 namespace {
 namespace fs = std::filesystem;
-using io::StateDict;
 using io::count_indexed;
+using io::StateDict;
 
 GptConfig infer_gpt(const StateDict& sd, const ConvertOptions& opt, int64_t downsample, const std::string& origin) {
   GptConfig c;
@@ -31,7 +30,8 @@ GptConfig infer_gpt(const StateDict& sd, const ConvertOptions& opt, int64_t down
   c.vocab_size = tok.size(0);
   c.dim = tok.size(1);
   c.n_layer = count_indexed(sd, "layers.", "attention.wqkv.weight");
-  if (c.n_layer == 0) throw ModelMismatchError(origin + ": no layers.N.attention.wqkv.weight tensors (not a LlamaGen GPT?)");
+  if (c.n_layer == 0)
+    throw ModelMismatchError(origin + ": no layers.N.attention.wqkv.weight tensors (not a LlamaGen GPT?)");
   c.num_classes = cls.size(0) - 1;  // the official models carry the CFG null row
   c.n_head = opt.n_head;
   if (c.n_head == 0) {
@@ -57,7 +57,8 @@ GptConfig infer_gpt(const StateDict& sd, const ConvertOptions& opt, int64_t down
       image_size = std::stoll(tail);
   }
   if (image_size == 0)
-    throw InvalidArgumentError(origin + ": cannot tell the image size from the file name; pass --image-size (256 or 384)");
+    throw InvalidArgumentError(origin +
+                               ": cannot tell the image size from the file name; pass --image-size (256 or 384)");
   if (image_size % downsample != 0)
     throw InvalidArgumentError("image size " + std::to_string(image_size) + " is not a multiple of the tokenizer's " +
                                std::to_string(downsample) + "x downsampling");
@@ -75,10 +76,12 @@ VqConfig infer_vq(const StateDict& sd, const std::string& origin) {
   const int64_t levels = count_indexed(sd, "decoder.conv_blocks.", "res.0.conv1.weight");
   if (levels == 0) throw ModelMismatchError(origin + ": no decoder.conv_blocks tensors (not a LlamaGen VQ model?)");
   // Official decoders start at ch_mult 1 (the last conv block has `ch` channels).
-  c.ch = io::need_tensor(sd, "decoder.conv_blocks." + std::to_string(levels - 1) + ".res.0.conv1.weight", origin).size(0);
+  c.ch =
+      io::need_tensor(sd, "decoder.conv_blocks." + std::to_string(levels - 1) + ".res.0.conv1.weight", origin).size(0);
   c.decoder_ch_mult.assign(levels, 1);
   for (int64_t j = 0; j < levels; ++j) {
-    const int64_t out = io::need_tensor(sd, "decoder.conv_blocks." + std::to_string(j) + ".res.0.conv1.weight", origin).size(0);
+    const int64_t out =
+        io::need_tensor(sd, "decoder.conv_blocks." + std::to_string(j) + ".res.0.conv1.weight", origin).size(0);
     c.decoder_ch_mult[levels - 1 - j] = out / c.ch;
   }
   c.num_res_blocks = count_indexed(sd, "decoder.conv_blocks.0.res.", "conv1.weight") - 1;
@@ -97,9 +100,11 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
   if (opt.checkpoint.empty()) throw InvalidArgumentError("convert needs --checkpoint <c2i_*.pt>");
   if (opt.tokenizer.empty()) throw InvalidArgumentError("convert needs --tokenizer <vq_ds16_c2i.pt>");
   if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
-  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(opt.weights_dtype);  // validates the option early
+  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(
+      opt.weights_dtype);  // validates the option early
   std::error_code ec;
-  for (const auto& [what, path] : {std::pair<std::string, std::string>{"tokenizer", opt.tokenizer}, {"checkpoint", opt.checkpoint}})
+  for (const auto& [what, path] :
+       {std::pair<std::string, std::string>{"tokenizer", opt.tokenizer}, {"checkpoint", opt.checkpoint}})
     if (!fs::exists(path, ec)) throw FileError(what + " " + path + ": does not exist");
 
   report_progress(0.0, "reading tokenizer " + opt.tokenizer);

@@ -18,9 +18,9 @@ struct ConvertOptions {
   std::string checkpoint;  // c2i_*.pt
   std::string tokenizer;   // vq_ds*_c2i.pt
   std::string out_dir;
-  std::string name;               // default: checkpoint file stem
-  int64_t image_size = 0;         // 0: from the file name
-  int64_t n_head = 0;             // 0: from the official size table
+  std::string name;                    // default: checkpoint file stem
+  int64_t image_size = 0;              // 0: from the file name
+  int64_t n_head = 0;                  // 0: from the official size table
   std::string weights_dtype = "keep";  // keep | f32 | f16 | bf16
 };
 

@@ -7,8 +7,8 @@
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
 #include "engine/io/model_bundle.h"
-#include "engine/models/llamagen/llamagen_conformance.h"
 #include "engine/models/llamagen/llamagen_config.h"
+#include "engine/models/llamagen/llamagen_conformance.h"
 #include "engine/models/llamagen/llamagen_converter.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
@@ -80,10 +80,10 @@ class LlamaGenFamily : public ModelFamily {
                             (long long)g.dim, (long long)g.n_layer, (long long)g.n_head, (long long)g.kv_heads(),
                             (long long)g.head_dim(), (long long)g.ffn_hidden_dim(), (long long)g.vocab_size,
                             (long long)g.num_classes, (long long)g.grid_size(), (long long)g.grid_size())},
-        {"tokenizer", format_text("VQ codebook %lldx%lld (l2-norm %s), z %lld, ch %lld, %zu levels (%lldx)",
-                                  (long long)v.codebook_size, (long long)v.codebook_embed_dim,
-                                  v.codebook_l2_norm ? "on" : "off", (long long)v.z_channels, (long long)v.ch,
-                                  v.decoder_ch_mult.size(), (long long)v.downsample())},
+        {"tokenizer",
+         format_text("VQ codebook %lldx%lld (l2-norm %s), z %lld, ch %lld, %zu levels (%lldx)",
+                     (long long)v.codebook_size, (long long)v.codebook_embed_dim, v.codebook_l2_norm ? "on" : "off",
+                     (long long)v.z_channels, (long long)v.ch, v.decoder_ch_mult.size(), (long long)v.downsample())},
         {"image", format_text("%lldx%lld px", (long long)image_px, (long long)image_px)},
         {"parameters", format_text("GPT %.2fM, decoder %.2fM (weights %s)", gpt_params / 1e6, vq_params / 1e6,
                                    stored.dtypes.c_str())},
@@ -103,11 +103,12 @@ class LlamaGenFamily : public ModelFamily {
     o.weights_dtype = options.get("--dtype", "keep");
     options.refuse_unused("--family llamagen");
     const auto report = convert_llamagen_checkpoint(o, progress);
-    return format_text("wrote %s: %lld tensors, %.1f MiB (GPT dim %lld x %lld layers, %lld heads, %lldx%lld tokens; "
-                       "dropped %zu unused tokenizer tensors)",
-                       o.out_dir.c_str(), (long long)report.tensors_written, report.bytes_written / 1048576.0,
-                       (long long)report.gpt.dim, (long long)report.gpt.n_layer, (long long)report.gpt.n_head,
-                       (long long)report.gpt.grid_size(), (long long)report.gpt.grid_size(), report.dropped_keys.size());
+    return format_text(
+        "wrote %s: %lld tensors, %.1f MiB (GPT dim %lld x %lld layers, %lld heads, %lldx%lld tokens; "
+        "dropped %zu unused tokenizer tensors)",
+        o.out_dir.c_str(), (long long)report.tensors_written, report.bytes_written / 1048576.0,
+        (long long)report.gpt.dim, (long long)report.gpt.n_layer, (long long)report.gpt.n_head,
+        (long long)report.gpt.grid_size(), (long long)report.gpt.grid_size(), report.dropped_keys.size());
   }
 
   RandomArchitecture random_architecture(const std::string& text) const override {
@@ -172,11 +173,12 @@ class LlamaGenFamily : public ModelFamily {
       gpt.num_classes = options.get_int("--classes", gpt.num_classes);
     } else {
       vq = vq_preset(options.get("--tokenizer", "VQ-16"));
-      gpt = gpt_preset(preset, options.get_int("--image-size", 256), vq.downsample(), options.get_int("--classes", 1000),
-                       vq.codebook_size);
+      gpt = gpt_preset(preset, options.get_int("--image-size", 256), vq.downsample(),
+                       options.get_int("--classes", 1000), vq.codebook_size);
     }
     const std::string out = options.require("--out");
-    const std::string name = options.get("--name", preset == "demo" ? "llamagen-demo" : "llamagen-" + preset + "-random");
+    const std::string name = options.get("--name",
+                                         preset == "demo" ? "llamagen-demo" : "llamagen-" + preset + "-random");
     const uint64_t seed = options.get_u64("--seed", 0);
     const std::string dtype = options.get("--dtype", "f32");
     options.refuse_unused("preset " + preset);

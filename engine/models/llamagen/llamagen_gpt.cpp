@@ -29,16 +29,13 @@ LlamaGenGpt::LlamaGenGpt(GptConfig config, const TensorMap& weights, at::Device 
   output_ = take(weights, "output.weight", device);
   for (int64_t i = 0; i < config_.n_layer; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
-    layers_.push_back(Layer{take(weights, p + "attention.wqkv.weight", device),
-                            take(weights, p + "attention.wo.weight", device),
-                            take(weights, p + "feed_forward.w1.weight", device),
-                            take(weights, p + "feed_forward.w2.weight", device),
-                            take(weights, p + "feed_forward.w3.weight", device),
-                            take(weights, p + "attention_norm.weight", device),
-                            take(weights, p + "ffn_norm.weight", device)});
+    layers_.push_back(
+        Layer{take(weights, p + "attention.wqkv.weight", device), take(weights, p + "attention.wo.weight", device),
+              take(weights, p + "feed_forward.w1.weight", device), take(weights, p + "feed_forward.w2.weight", device),
+              take(weights, p + "feed_forward.w3.weight", device), take(weights, p + "attention_norm.weight", device),
+              take(weights, p + "ffn_norm.weight", device)});
   }
-  rope_ = rope_2d_table(config_.grid_size(), config_.head_dim(), config_.rope_base, config_.cls_token_num)
-              .to(device);
+  rope_ = rope_2d_table(config_.grid_size(), config_.head_dim(), config_.rope_base, config_.cls_token_num).to(device);
 }
 
 at::Tensor LlamaGenGpt::rms_norm(const at::Tensor& x, const at::Tensor& weight) const {
@@ -53,17 +50,16 @@ at::Tensor LlamaGenGpt::feed_forward(const Layer& layer, const at::Tensor& x) co
   return at::linear(at::silu(at::linear(x, layer.w1)) * at::linear(x, layer.w3), layer.w2);
 }
 
-at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const at::Tensor& x,
-                                  const at::Tensor& rope, KvStore* cache,
-                                  const std::vector<int64_t>& positions, const StepObserver& observer,
+at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const at::Tensor& x, const at::Tensor& rope,
+                                  KvStore* cache, const std::vector<int64_t>& positions, const StepObserver& observer,
                                   TeacherAttention teacher) const {
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t h = config_.n_head, hkv = config_.kv_heads(), d = config_.head_dim();
   const int64_t group = h / hkv;
   at::Tensor qkv = at::linear(x, layer.wqkv);
   auto parts = qkv.split_with_sizes({config_.dim, hkv * d, hkv * d}, -1);
-  at::Tensor q = apply_rope(parts[0].reshape({b, t, h, d}), rope).transpose(1, 2);      // [B,H,T,D]
-  at::Tensor k = apply_rope(parts[1].reshape({b, t, hkv, d}), rope).transpose(1, 2);    // [B,Hkv,T,D]
+  at::Tensor q = apply_rope(parts[0].reshape({b, t, h, d}), rope).transpose(1, 2);    // [B,H,T,D]
+  at::Tensor k = apply_rope(parts[1].reshape({b, t, hkv, d}), rope).transpose(1, 2);  // [B,Hkv,T,D]
   at::Tensor v = parts[2].reshape({b, t, hkv, d}).transpose(1, 2);
 
   if (observer.on_queries) observer.on_queries(layer_index, q);
@@ -100,8 +96,8 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
   return at::linear(out, layer.wo);
 }
 
-at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache,
-                                   const StepObserver& observer, TeacherAttention teacher) const {
+at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const StepObserver& observer,
+                                   TeacherAttention teacher) const {
   const int64_t t = h.size(1);
   std::vector<int64_t> positions(static_cast<size_t>(t));
   for (int64_t i = 0; i < t; ++i) positions[i] = first_position + i;

@@ -43,7 +43,8 @@ void write_random_llamagen_bundle(const std::string& dir, const std::string& nam
   at::Generator gen = at::detail::createCPUGenerator(seed);
   io::NamedTensors tensors;
   for (const auto& e : gpt_expected_tensors(gpt)) tensors.emplace_back("gpt." + e.name, init_tensor(e, gen).to(dtype));
-  for (const auto& e : vq_decoder_expected_tensors(vq)) tensors.emplace_back("vq." + e.name, init_tensor(e, gen).to(dtype));
+  for (const auto& e : vq_decoder_expected_tensors(vq))
+    tensors.emplace_back("vq." + e.name, init_tensor(e, gen).to(dtype));
   io::write_bundle(dir, llamagen_manifest(name, gpt, vq, io::random_init_provenance(seed)), tensors);
 }
 

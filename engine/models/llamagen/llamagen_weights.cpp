@@ -30,7 +30,6 @@ std::vector<io::ExpectedTensor> gpt_expected_tensors(const GptConfig& c) {
   return out;
 }
 
-
 std::vector<io::ExpectedTensor> vq_decoder_expected_tensors(const VqConfig& c) {
   std::vector<io::ExpectedTensor> out;
   out.push_back({"quantize.embedding.weight", {c.codebook_size, c.codebook_embed_dim}});
@@ -59,8 +58,7 @@ std::vector<io::ExpectedTensor> vq_decoder_expected_tensors(const VqConfig& c) {
   return out;
 }
 
-std::vector<io::ExpectedTensor> vq_encoder_expected_tensors(const VqConfig& c,
-                                                            const std::vector<int64_t>& ch_mult) {
+std::vector<io::ExpectedTensor> vq_encoder_expected_tensors(const VqConfig& c, const std::vector<int64_t>& ch_mult) {
   std::vector<io::ExpectedTensor> out;
   const int64_t levels = static_cast<int64_t>(ch_mult.size());
   int64_t block_in = c.ch;

@@ -82,9 +82,10 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
     if (policy_attention || probe_attention) {
       observer.want_key_mass = true;
       observer.on_attention = [&, policy, i, policy_attention, probe_attention](int64_t layer, const KvAttention& a,
-                                                                               const KvStore& store) {
+                                                                                const KvStore& store) {
         if (policy_attention)
-          policy->observe_attention(layer, i, a.key_mass, store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
+          policy->observe_attention(layer, i, a.key_mass,
+                                    store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
         if (probe_attention) hooks.on_attention(layer, i, a, store);
       };
     }

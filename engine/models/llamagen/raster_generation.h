@@ -18,8 +18,8 @@
 namespace kvs::llamagen {
 
 struct RasterParams {
-  double cfg_scale = 1.0;    // > 1 enables CFG (as upstream)
-  int64_t cfg_interval = -1; // -1 = CFG on every step
+  double cfg_scale = 1.0;     // > 1 enables CFG (as upstream)
+  int64_t cfg_interval = -1;  // -1 = CFG on every step
   SamplingParams sampling;
   uint64_t seed = 0;
 };
@@ -36,14 +36,15 @@ struct RasterHooks {
   // Attention probe for the UI: when wants_attention(i) is true for the step that
   // feeds token i, every layer's attention (with per-key mass) is passed on.
   std::function<bool(int64_t token_index)> wants_attention;
-  std::function<void(int64_t layer, int64_t token_index, const KvAttention& attention, const KvStore& cache)> on_attention;
+  std::function<void(int64_t layer, int64_t token_index, const KvAttention& attention, const KvStore& cache)>
+      on_attention;
   // Store capacity in image entries per segment (0 = all image tokens).
   int64_t cache_capacity_tokens = 0;
 };
 
 struct RasterResult {
-  at::Tensor tokens;                     // [B, block_size] int64, CPU
-  std::vector<at::Tensor> step_logits;   // first record_logits_steps, each [B, vocab]
+  at::Tensor tokens;                    // [B, block_size] int64, CPU
+  std::vector<at::Tensor> step_logits;  // first record_logits_steps, each [B, vocab]
   KvMemoryStats memory;
 };
 

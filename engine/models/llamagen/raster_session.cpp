@@ -28,8 +28,8 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
 
   const int64_t grid = config.grid_size();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  ctx.emit(StartedEvent{model.name, ctx.device_description, batch, grid, grid, config.block_size, "line", grid,
-                        "llamagen"});
+  ctx.emit(
+      StartedEvent{model.name, ctx.device_description, batch, grid, grid, config.block_size, "line", grid, "llamagen"});
 
   RasterParams params;
   params.cfg_scale = request.cfg_scale;
@@ -52,7 +52,8 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
     hooks.wants_attention = [grid](int64_t i) { return (i + 2) % grid == 0; };
     hooks.on_attention = [&](int64_t layer, int64_t i, const KvAttention& a, const KvStore& store) {
       const int64_t group = config.n_head / config.kv_heads();
-      at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / static_cast<double>(group);  // [kv, L]: mean over grouped heads
+      at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) /
+                        static_cast<double>(group);  // [kv, L]: mean over grouped heads
       attention.add(layer, config.cls_token_num + i, mass, store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1)));
     };
   }

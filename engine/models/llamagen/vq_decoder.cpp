@@ -48,8 +48,8 @@ at::Tensor VqDecoder::decode_codes(const at::Tensor& codes, int64_t grid_h, int6
   if (idx.numel() > 0) {
     const int64_t lo = idx.min().item<int64_t>(), hi = idx.max().item<int64_t>();
     if (lo < 0 || hi >= config_.codebook_size)
-      throw InvalidArgumentError("VQ decode: code " + std::to_string(lo < 0 ? lo : hi) + " is outside the codebook [0, " +
-                                 std::to_string(config_.codebook_size) + ")");
+      throw InvalidArgumentError("VQ decode: code " + std::to_string(lo < 0 ? lo : hi) +
+                                 " is outside the codebook [0, " + std::to_string(config_.codebook_size) + ")");
   }
   at::Tensor z = codebook_.index_select(0, idx)
                      .reshape({b, grid_h, grid_w, config_.codebook_embed_dim})
@@ -81,7 +81,14 @@ at::Tensor VqDecoder::decode_latent(const at::Tensor& z) const {
 }
 
 at::Tensor images_to_uint8_nhwc(const at::Tensor& images) {
-  return images.detach().to(at::kFloat).mul(127.5).add(128.0).clamp(0, 255).permute({0, 2, 3, 1}).to(at::kCPU, at::kByte).contiguous();
+  return images.detach()
+      .to(at::kFloat)
+      .mul(127.5)
+      .add(128.0)
+      .clamp(0, 255)
+      .permute({0, 2, 3, 1})
+      .to(at::kCPU, at::kByte)
+      .contiguous();
 }
 
 }  // namespace kvs::llamagen

@@ -38,7 +38,7 @@ class DiffusionHead {
 
   // --- pieces ---
   at::Tensor condition(const at::Tensor& t, const at::Tensor& c) const;  // y = time_embed(t) + cond_embed(c)
-  at::Tensor input(const at::Tensor& x) const;                          // input_proj
+  at::Tensor input(const at::Tensor& x) const;                           // input_proj
   // ResBlock i: x + gate * mlp(LN(x) * (1 + scale) + shift), (shift, scale, gate) = adaLN(y).
   at::Tensor res_block(int64_t i, const at::Tensor& x, const at::Tensor& y) const;
   // res_block's halves (res_block(i, x, y) == x + modulation(i, y).gate * mlp_branch(i, x, modulation(i, y)),

@@ -127,7 +127,8 @@ GaussianDiffusion::GaussianDiffusion(const std::string& timestep_respacing, int6
     posterior_mean_coef2_.push_back((1.0 - acp) * std::sqrt(alphas[i]) / (1.0 - ac));
   }
   // log(append(posterior_variance[1], posterior_variance[1:])): the first entry (0) is clipped.
-  for (size_t i = 0; i < n; ++i) posterior_log_variance_clipped_.push_back(std::log(posterior_variance[i == 0 ? 1 : i]));
+  for (size_t i = 0; i < n; ++i)
+    posterior_log_variance_clipped_.push_back(std::log(posterior_variance[i == 0 ? 1 : i]));
 }
 
 GaussianDiffusion::Step GaussianDiffusion::p_sample(const ModelFn& model, const at::Tensor& x, int64_t t,
@@ -137,7 +138,8 @@ GaussianDiffusion::Step GaussianDiffusion::p_sample(const ModelFn& model, const 
                                std::to_string(num_timesteps()) + ")");
   const size_t i = static_cast<size_t>(t);
   const int64_t channels = x.size(1);
-  at::Tensor original_t = at::full({x.size(0)}, timestep_map_[i], at::TensorOptions().dtype(at::kLong).device(x.device()));
+  at::Tensor original_t = at::full({x.size(0)}, timestep_map_[i],
+                                   at::TensorOptions().dtype(at::kLong).device(x.device()));
   at::Tensor out = model(x, t, original_t);
   if (out.dim() != 2 || out.size(0) != x.size(0) || out.size(1) != 2 * channels)
     throw InvalidArgumentError("diffusion model output has shape " + c10::str(out.sizes()) + ", expected [" +

@@ -50,7 +50,8 @@ class GaussianDiffusion {
   };
   // p_sample(model, x, t (every row at respaced step t), clip_denoised=False,
   // temperature): `noise` is the step's th.randn_like(x) draw.
-  Step p_sample(const ModelFn& model, const at::Tensor& x, int64_t t, const at::Tensor& noise, double temperature) const;
+  Step p_sample(const ModelFn& model, const at::Tensor& x, int64_t t, const at::Tensor& noise,
+                double temperature) const;
 
   // p_sample_loop from x_T = `initial` over t = T-1 .. 0, one rng.normal(x.sizes())
   // per step (moved to x's device). `cancelled` (may be empty) is checked before

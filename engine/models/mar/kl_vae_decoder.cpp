@@ -12,7 +12,8 @@ namespace kvs::mar {
 
 namespace blocks = conv_blocks;
 
-KlVaeDecoder::KlVaeDecoder(const KlVaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device)
+KlVaeDecoder::KlVaeDecoder(const KlVaeConfig& config, const std::map<std::string, at::Tensor>& weights,
+                           at::Device device)
     : config_(config), device_(device) {
   config_.validate();
   for (const auto& [name, tensor] : weights)

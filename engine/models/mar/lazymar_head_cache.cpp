@@ -17,8 +17,8 @@ using mar::MarFlops;
 // The first `rows` rows of a stored tensor (the official [:x.size(0)] slice).
 at::Tensor first_rows(const at::Tensor& stored, int64_t rows, const char* what) {
   if (!stored.defined() || stored.size(0) < rows)
-    throw InvalidArgumentError(std::string("diffusion-head cache: no stored ") + what + " for " +
-                               std::to_string(rows) + " rows (a cached step ran before a full step)");
+    throw InvalidArgumentError(std::string("diffusion-head cache: no stored ") + what + " for " + std::to_string(rows) +
+                               " rows (a cached step ran before a full step)");
   return stored.size(0) == rows ? stored : stored.narrow(0, 0, rows);
 }
 
@@ -56,9 +56,9 @@ void LazyMarHeadCache::count(double flops) const {
 at::Tensor LazyMarHeadCache::operator()(const at::Tensor& x, int64_t t, const at::Tensor& original_t) {
   const int64_t expected = next_t_ < 0 ? reverse_steps_ - 1 : next_t_;
   if (t != expected)
-    throw InvalidArgumentError("diffusion-head cache: reverse step " + std::to_string(t) + " came out of order (expected " +
-                               std::to_string(expected) + "; the loop counts down from " +
-                               std::to_string(reverse_steps_ - 1) + ")");
+    throw InvalidArgumentError("diffusion-head cache: reverse step " + std::to_string(t) +
+                               " came out of order (expected " + std::to_string(expected) +
+                               "; the loop counts down from " + std::to_string(reverse_steps_ - 1) + ")");
   next_t_ = t - 1;
   const bool warm_up = is_warm_up(t, reverse_steps_);
   if (is_full_step(t, reverse_steps_, threshold_)) {

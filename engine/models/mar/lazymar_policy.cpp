@@ -7,10 +7,10 @@
 #include <cmath>
 #include <limits>
 
-#include "engine/models/mar/lazymar_head_cache.h"
 #include "engine/core/errors.h"
 #include "engine/models/mar/diffusion_head.h"
 #include "engine/models/mar/gaussian_diffusion.h"
+#include "engine/models/mar/lazymar_head_cache.h"
 #include "engine/models/mar/mar_flops.h"
 
 namespace kvs {
@@ -48,19 +48,22 @@ at::Tensor with_buffer(const at::Tensor& grid, int64_t buffer, bool buffer_value
 
 const std::vector<double>& lazymar_official_retention() {
   // models/basic.py RETAIN_RATIO_SCHEDULE (one entry per step of a 64-step run).
-  static const std::vector<double> table = {
-      1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,
-      1.0,  1.0,  1.0,  1.0,  0.6,  0.5,  0.5,  0.5,  0.5,  0.4,  0.4,  0.4,  0.4,  0.4,  0.15, 0.15,
-      0.15, 0.15, 0.15, 0.12, 0.12, 0.12, 0.12, 0.12, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05,
-      0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05};
+  static const std::vector<double> table = {1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,
+                                            1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  1.0,  0.6,  0.5,
+                                            0.5,  0.5,  0.5,  0.4,  0.4,  0.4,  0.4,  0.4,  0.15, 0.15, 0.15,
+                                            0.15, 0.15, 0.12, 0.12, 0.12, 0.12, 0.12, 0.05, 0.05, 0.05, 0.05,
+                                            0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05,
+                                            0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05, 0.05};
   return table;
 }
 
 void LazyMarParams::validate() const {
   auto bad = [](const std::string& what) { throw InvalidArgumentError("policy lazymar: " + what); };
-  if (start < 0) bad("start " + std::to_string(start) + " is impossible (must be >= 0: the first step that may refresh)");
+  if (start < 0)
+    bad("start " + std::to_string(start) + " is impossible (must be >= 0: the first step that may refresh)");
   if (interval < 1)
-    bad("interval " + std::to_string(interval) + " is impossible (must be >= 1; 1 refreshes every step, i.e. no caching)");
+    bad("interval " + std::to_string(interval) +
+        " is impossible (must be >= 1; 1 refreshes every step, i.e. no caching)");
   if (retention != "official" && retention != "constant")
     bad("retention must be one of official, constant, got '" + retention + "'");
   if (!(ratio > 0 && ratio <= 1)) bad("ratio " + std::to_string(ratio) + " is impossible (must be 0 < ratio <= 1)");
@@ -97,7 +100,8 @@ double LazyMarParams::retention_ratio(int64_t step, int64_t steps) const {
 
 bool serves_masked_family(const std::string& name) {
   for (const auto& info : policy_registry())
-    if (info.name == name) return std::find(info.families.begin(), info.families.end(), "masked") != info.families.end();
+    if (info.name == name)
+      return std::find(info.families.begin(), info.families.end(), "masked") != info.families.end();
   return false;
 }
 
@@ -109,8 +113,9 @@ std::unique_ptr<LazyMarCache> make_masked_feature_cache(const std::string& spec,
     std::string names;
     for (const auto& i : policy_registry())
       if (serves_masked_family(i.name)) names += (names.empty() ? "" : ", ") + i.name;
-    throw InvalidArgumentError("policy '" + spec + "' is a KV-cache policy for raster/scale models; masked (MAR) models take " +
-                               names + " (MAR recomputes every step and has no KV cache to evict from)");
+    throw InvalidArgumentError("policy '" + spec +
+                               "' is a KV-cache policy for raster/scale models; masked (MAR) models take " + names +
+                               " (MAR recomputes every step and has no KV cache to evict from)");
   }
   const PolicyParams params(parsed.params, info.params, info.name);
   if (info.name == "full") return nullptr;
@@ -200,7 +205,7 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
   // --- Encoder: the buffer and the tokens predicted at the previous step; the other known tokens' K/V are cached.
   at::Tensor x_all = t.encoder_input(tokens, mask, class_embedding);  // [R, enc_tokens, E]
   count(MarFlops::encoder_input(c, R));
-  const at::Tensor keep = t.encoder_keep_mask(mask);                   // [R, positions]
+  const at::Tensor keep = t.encoder_keep_mask(mask);  // [R, positions]
   const at::Tensor before = in.predicted_before.narrow(0, 0, R).to(device);
   const at::Tensor update = params_.token_cache ? with_buffer(before, buffer, true).logical_and(keep) : keep;
   const at::Tensor update_in_seq = at::masked_select(update, keep).reshape({R, enc_tokens});
@@ -246,9 +251,9 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
   // S(x_i): cosine similarity of this step's and the previous step's values, averaged over heads.
   const at::Tensor score = at::cosine_similarity(qs.v, sim_v_, -1, 1e-8).mean(1);  // [R, positions]
   sim_v_ = qs.v.clone();
-  const at::Tensor forced = with_buffer(at::logical_or(in.to_predict.narrow(0, 0, R), in.predicted_before.narrow(0, 0, R)),
-                                        buffer, false)
-                                .to(device);
+  const at::Tensor forced =
+      with_buffer(at::logical_or(in.to_predict.narrow(0, 0, R), in.predicted_before.narrow(0, 0, R)), buffer, false)
+          .to(device);
   const int64_t forced_count = forced[0].sum().item<int64_t>();
   int64_t selected_count = positions;
   if (params_.token_cache) {
@@ -285,9 +290,11 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
       observe(l, q_full, to_head_major(kg, dec_heads), to_head_major(vg, dec_heads));
     }
     xs = t.block_mlp(MarStack::Decoder, l,
-                     t.block_attend(MarStack::Decoder, l, xs, qkv.q, to_head_major(kg, dec_heads), to_head_major(vg, dec_heads)));
+                     t.block_attend(MarStack::Decoder, l, xs, qkv.q, to_head_major(kg, dec_heads),
+                                    to_head_major(vg, dec_heads)));
     count(MarFlops::block_qkv(c, true, R, selected_count) +
-          MarFlops::block_attend(c, true, R, selected_count, positions) + MarFlops::block_mlp(c, true, R, selected_count));
+          MarFlops::block_attend(c, true, R, selected_count, positions) +
+          MarFlops::block_mlp(c, true, R, selected_count));
   }
   scatter_tokens(dec_last_, selected, xs);
   at::Tensor out = dec_last_;
@@ -300,7 +307,8 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
 
 void LazyMarCache::observe(int64_t layer, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) const {
   if (!observer_ || !observer_->on_qkv) return;
-  observer_->on_qkv(MarStack::Decoder, layer, mar::MarBlockQkv{q.narrow(0, 0, 1), k.narrow(0, 0, 1), v.narrow(0, 0, 1)});
+  observer_->on_qkv(MarStack::Decoder, layer,
+                    mar::MarBlockQkv{q.narrow(0, 0, 1), k.narrow(0, 0, 1), v.narrow(0, 0, 1)});
 }
 
 mar::GaussianDiffusion::ModelFn LazyMarCache::head_model(const mar::DiffusionHead& head,
@@ -309,8 +317,8 @@ mar::GaussianDiffusion::ModelFn LazyMarCache::head_model(const mar::DiffusionHea
                                                          double cfg) {
   (void)input;
   if (!params_.head_cache) return {};
-  return LazyMarHeadCache::model_fn(std::make_shared<LazyMarHeadCache>(
-      head, config_, diffusion.num_timesteps(), params_.head_threshold, z_rows, cfg, flops_));
+  return LazyMarHeadCache::model_fn(std::make_shared<LazyMarHeadCache>(head, config_, diffusion.num_timesteps(),
+                                                                       params_.head_threshold, z_rows, cfg, flops_));
 }
 
 }  // namespace kvs

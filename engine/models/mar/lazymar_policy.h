@@ -73,12 +73,12 @@
 namespace kvs {
 
 struct LazyMarParams {
-  int64_t start = 5;       // steps [0, start) compute everything; `start` is the first refresh of the period
-  int64_t interval = 9;    // τ: a refresh every `interval` steps from `start`
+  int64_t start = 5;     // steps [0, start) compute everything; `start` is the first refresh of the period
+  int64_t interval = 9;  // τ: a refresh every `interval` steps from `start`
   std::string retention = "official";  // "official" | "constant"
-  double ratio = 0.25;     // recomputed fraction at lazy steps with retention=constant
-  int64_t extra = 15;      // tokens recomputed on top of the forced ones
-  int64_t layer = 3;       // similarity block (0-based)
+  double ratio = 0.25;                 // recomputed fraction at lazy steps with retention=constant
+  int64_t extra = 15;                  // tokens recomputed on top of the forced ones
+  int64_t layer = 3;                   // similarity block (0-based)
   bool token_cache = true;
   bool condition_cache = true;
   bool head_cache = false;     // the official diffusion-head cache (lazymar_head_cache.h)
@@ -151,10 +151,10 @@ class LazyMarCache : public mar::MarFeatureCache {
   // Per encoder / decoder block: K and V of every sequence position (buffer +
   // grid), [cached_rows, buffer + seq_len, heads * head_dim].
   std::vector<at::Tensor> enc_k_, enc_v_, dec_k_, dec_v_;
-  at::Tensor dec_in_;    // decoder input, [cached_rows, buffer + seq_len, D]
-  at::Tensor dec_last_;  // the last block's output, same shape
-  at::Tensor sim_v_;     // block s's V at the previous step, [cached_rows, heads, N, head_dim]
-  at::Tensor cond_diff_; // X_uncond - X_cond at the last block (refresh steps), [B, N, D]
+  at::Tensor dec_in_;     // decoder input, [cached_rows, buffer + seq_len, D]
+  at::Tensor dec_last_;   // the last block's output, same shape
+  at::Tensor sim_v_;      // block s's V at the previous step, [cached_rows, heads, N, head_dim]
+  at::Tensor cond_diff_;  // X_uncond - X_cond at the last block (refresh steps), [B, N, D]
   StepReport report_;
 };
 

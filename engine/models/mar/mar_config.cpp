@@ -18,7 +18,7 @@ void require(bool ok, const std::string& message) {
 // Constructor arguments that only matter for training.
 const std::set<std::string> kIgnoredMarFields = {"mask_ratio_min", "label_drop_prob",     "attn_dropout",
                                                  "proj_dropout",   "diffusion_batch_mul", "grad_checkpointing"};
-const std::set<std::string> kIgnoredVaeFields = {"use_variational", "ckpt_path", "dropout", "resamp_with_conv",
+const std::set<std::string> kIgnoredVaeFields = {"use_variational", "ckpt_path",   "dropout",     "resamp_with_conv",
                                                  "double_z",        "in_channels", "give_pre_end"};
 
 std::string lower(std::string s) {
@@ -51,21 +51,23 @@ int64_t MarConfig::decoder_mlp_hidden() const {
 }
 
 void MarConfig::validate() const {
-  require(img_size > 0 && vae_stride > 0 && patch_size > 0, "mar config: img_size, vae_stride and patch_size must be positive");
-  require(img_size % (vae_stride * patch_size) == 0,
-          "mar config: img_size " + std::to_string(img_size) + " is not a multiple of vae_stride * patch_size (" +
-              std::to_string(vae_stride * patch_size) + ")");
+  require(img_size > 0 && vae_stride > 0 && patch_size > 0,
+          "mar config: img_size, vae_stride and patch_size must be positive");
+  require(img_size % (vae_stride * patch_size) == 0, "mar config: img_size " + std::to_string(img_size) +
+                                                         " is not a multiple of vae_stride * patch_size (" +
+                                                         std::to_string(vae_stride * patch_size) + ")");
   require(encoder_embed_dim > 0 && encoder_depth > 0 && encoder_num_heads > 0,
           "mar config: encoder_embed_dim, encoder_depth and encoder_num_heads must be positive");
   require(decoder_embed_dim > 0 && decoder_depth > 0 && decoder_num_heads > 0,
           "mar config: decoder_embed_dim, decoder_depth and decoder_num_heads must be positive");
-  require(encoder_embed_dim % encoder_num_heads == 0, "mar config: encoder_embed_dim " + std::to_string(encoder_embed_dim) +
-                                                          " is not divisible by encoder_num_heads " +
-                                                          std::to_string(encoder_num_heads));
-  require(decoder_embed_dim % decoder_num_heads == 0, "mar config: decoder_embed_dim " + std::to_string(decoder_embed_dim) +
-                                                          " is not divisible by decoder_num_heads " +
-                                                          std::to_string(decoder_num_heads));
-  require(mlp_ratio > 0 && encoder_mlp_hidden() > 0 && decoder_mlp_hidden() > 0, "mar config: mlp_ratio must be positive");
+  require(encoder_embed_dim % encoder_num_heads == 0,
+          "mar config: encoder_embed_dim " + std::to_string(encoder_embed_dim) +
+              " is not divisible by encoder_num_heads " + std::to_string(encoder_num_heads));
+  require(decoder_embed_dim % decoder_num_heads == 0,
+          "mar config: decoder_embed_dim " + std::to_string(decoder_embed_dim) +
+              " is not divisible by decoder_num_heads " + std::to_string(decoder_num_heads));
+  require(mlp_ratio > 0 && encoder_mlp_hidden() > 0 && decoder_mlp_hidden() > 0,
+          "mar config: mlp_ratio must be positive");
   require(norm_eps > 0, "mar config: norm_eps must be positive");
   require(vae_embed_dim > 0, "mar config: vae_embed_dim must be positive");
   require(class_num > 0, "mar config: class_num must be positive");

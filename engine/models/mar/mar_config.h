@@ -28,9 +28,9 @@ struct MarConfig {
   double norm_eps = 1e-6;  // norm_layer = partial(nn.LayerNorm, eps=1e-6) in every official factory
   int64_t vae_embed_dim = 16;
   int64_t class_num = 1000;
-  int64_t buffer_size = 64;  // class-embedding positions prepended to the sequence
-  int64_t diffloss_d = 3;    // residual blocks of the diffusion head
-  int64_t diffloss_w = 1024; // its width
+  int64_t buffer_size = 64;   // class-embedding positions prepended to the sequence
+  int64_t diffloss_d = 3;     // residual blocks of the diffusion head
+  int64_t diffloss_w = 1024;  // its width
   // create_diffusion(timestep_respacing=...): "100", "25,25", "ddim50", ...
   std::string num_sampling_steps = "100";
 

@@ -45,7 +45,8 @@ std::string call_text(const std::string& text, const std::string& name) {
 std::string argument(const std::string& call, const std::string& key) {
   size_t pos = 0;
   while ((pos = call.find(key, pos)) != std::string::npos) {
-    const bool word_start = pos == 0 || !(std::isalnum(static_cast<unsigned char>(call[pos - 1])) || call[pos - 1] == '_');
+    const bool word_start = pos == 0 ||
+                            !(std::isalnum(static_cast<unsigned char>(call[pos - 1])) || call[pos - 1] == '_');
     size_t eq = pos + key.size();
     while (eq < call.size() && call[eq] == ' ') ++eq;
     if (!word_start || eq >= call.size() || call[eq] != '=') {

@@ -38,7 +38,8 @@ std::string preset_for_width(int64_t width) {
   return "mar-B";
 }
 
-MarConfig infer_mar(const StateDict& sd, const MarConvertOptions& opt, const KlVaeConfig& vae, const std::string& origin) {
+MarConfig infer_mar(const StateDict& sd, const MarConvertOptions& opt, const KlVaeConfig& vae,
+                    const std::string& origin) {
   const io::ShapeMap shapes = io::shapes_of(sd);
   MarConfig c;
   const at::Tensor& z_proj = io::need_tensor(sd, "z_proj.weight", origin);
@@ -58,7 +59,8 @@ MarConfig infer_mar(const StateDict& sd, const MarConvertOptions& opt, const KlV
   c.diffloss_d = io::count_indexed(shapes, "diffloss.net.res_blocks.", "in_ln.weight");
   c.vae_embed_dim = vae.embed_dim;
   const int64_t seq_h = exact_sqrt(seq_len);
-  if (seq_h <= 0) throw ModelMismatchError(origin + ": " + std::to_string(seq_len) + " tokens do not form a square grid");
+  if (seq_h <= 0)
+    throw ModelMismatchError(origin + ": " + std::to_string(seq_len) + " tokens do not form a square grid");
   const int64_t patch = token_dim % vae.embed_dim == 0 ? exact_sqrt(token_dim / vae.embed_dim) : -1;
   if (patch <= 0)
     throw ModelMismatchError(origin + ": token width " + std::to_string(token_dim) + " is not the VAE's " +
@@ -88,7 +90,8 @@ MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarC
   if (opt.vae.empty()) throw InvalidArgumentError("convert needs --tokenizer <kl16.ckpt>");
   if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
   if (opt.vae_stride <= 0) throw InvalidArgumentError("--vae-stride must be positive");
-  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(opt.weights_dtype);  // validates the option early
+  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(
+      opt.weights_dtype);  // validates the option early
   std::error_code ec;
   for (const auto& [what, path] :
        {std::pair<std::string, std::string>{"checkpoint", opt.checkpoint}, {"tokenizer", opt.vae}})
@@ -111,15 +114,16 @@ MarConvertReport convert_mar_checkpoint(const MarConvertOptions& opt, const MarC
 
   report_progress(0.2, "reading MAR checkpoint " + opt.checkpoint);
   const std::string mar_origin = "checkpoint " + opt.checkpoint;
-  const std::vector<std::string> keys = opt.use_ema ? std::vector<std::string>{"model_ema", "model", "module", "state_dict"}
-                                                    : std::vector<std::string>{"model", "module", "state_dict"};
+  const std::vector<std::string> keys = opt.use_ema
+                                            ? std::vector<std::string>{"model_ema", "model", "module", "state_dict"}
+                                            : std::vector<std::string>{"model", "module", "state_dict"};
   io::TorchStateDict loaded = io::read_torch_state_dict_under(opt.checkpoint, "checkpoint", keys);
   report.source_key = loaded.selected_key;
   if (opt.use_ema && loaded.selected_key != "model_ema") {
-    report.warnings.push_back("the checkpoint has no EMA weights (\"model_ema\"); converted " +
-                              (loaded.selected_key.empty() ? std::string("its top-level state dict")
-                                                           : "\"" + loaded.selected_key + "\"") +
-                              " instead (the official evaluation uses the EMA weights)");
+    report.warnings.push_back(
+        "the checkpoint has no EMA weights (\"model_ema\"); converted " +
+        (loaded.selected_key.empty() ? std::string("its top-level state dict") : "\"" + loaded.selected_key + "\"") +
+        " instead (the official evaluation uses the EMA weights)");
     log.warn(report.warnings.back());
   }
   StateDict mar_sd = io::unwrapped_state_dict(std::move(loaded.tensors), mar_origin);

@@ -18,8 +18,8 @@
 namespace kvs::mar {
 
 struct MarConvertOptions {
-  std::string checkpoint;                  // checkpoint-last.pth
-  std::string vae;                         // kl16.ckpt
+  std::string checkpoint;  // checkpoint-last.pth
+  std::string vae;         // kl16.ckpt
   std::string out_dir;
   std::string name;                        // default: the checkpoint's folder name (mar_base, ...)
   int64_t num_heads = 0;                   // 0: the official table

@@ -18,7 +18,11 @@ const FamilyDescription& mar_description() {
     f.overlays.recomputed_tokens = true;
     f.overlays.flops = true;
     f.policy_family = "masked";
-    f.compare_presets = {"", "full", "lazymar", "lazymar:interval=4", "lazymar:retention=constant,ratio=0.25",
+    f.compare_presets = {"",
+                         "full",
+                         "lazymar",
+                         "lazymar:interval=4",
+                         "lazymar:retention=constant,ratio=0.25",
                          "lazymar:condition_cache=off"};
     f.request_options = {"steps", "cfg_schedule"};
     f.conformance_constructor = "mar";

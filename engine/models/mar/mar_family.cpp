@@ -6,9 +6,9 @@
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
 #include "engine/io/model_bundle.h"
-#include "engine/models/mar/mar_conformance.h"
 #include "engine/models/mar/lazymar_policy.h"
 #include "engine/models/mar/mar_config.h"
+#include "engine/models/mar/mar_conformance.h"
 #include "engine/models/mar/mar_converter.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random_init.h"
@@ -72,10 +72,10 @@ class MarFamily : public ModelFamily {
                  {"sampling_defaults", defaults},
                  {"weights_dtypes", stored.dtypes}};
     info.lines = {
-        {"encoder", format_text("%lld blocks, width %lld, %lld heads, mlp %lld; %lld buffer positions",
-                                (long long)c.encoder_depth, (long long)c.encoder_embed_dim,
-                                (long long)c.encoder_num_heads, (long long)c.encoder_mlp_hidden(),
-                                (long long)c.buffer_size)},
+        {"encoder",
+         format_text("%lld blocks, width %lld, %lld heads, mlp %lld; %lld buffer positions", (long long)c.encoder_depth,
+                     (long long)c.encoder_embed_dim, (long long)c.encoder_num_heads, (long long)c.encoder_mlp_hidden(),
+                     (long long)c.buffer_size)},
         {"decoder", format_text("%lld blocks, width %lld, %lld heads, mlp %lld", (long long)c.decoder_depth,
                                 (long long)c.decoder_embed_dim, (long long)c.decoder_num_heads,
                                 (long long)c.decoder_mlp_hidden())},
@@ -98,7 +98,8 @@ class MarFamily : public ModelFamily {
 
   std::string convert(const FamilyOptions& options, const ProgressCallback& progress) const override {
     for (const char* option : {"--image-size", "--patch-nums"})
-      if (options.has(option)) throw InvalidArgumentError(std::string("option ") + option + " does not apply to --family mar");
+      if (options.has(option))
+        throw InvalidArgumentError(std::string("option ") + option + " does not apply to --family mar");
     MarConvertOptions o;
     o.checkpoint = options.require("--checkpoint");
     o.vae = options.require("--tokenizer");
@@ -114,13 +115,14 @@ class MarFamily : public ModelFamily {
     options.refuse_unused("--family mar");
     const auto report = convert_mar_checkpoint(o, progress);
     // report.warnings were logged by the converter already.
-    return format_text("wrote %s: %lld tensors, %.1f MiB (MAR width %lld, %lld+%lld blocks, %lld heads, %lldx%lld tokens, "
-                       "diffusion head %lld x %lld; weights \"%s\"; dropped %zu unused VAE tensors)",
-                       o.out_dir.c_str(), (long long)report.tensors_written, report.bytes_written / 1048576.0,
-                       (long long)report.mar.encoder_embed_dim, (long long)report.mar.encoder_depth,
-                       (long long)report.mar.decoder_depth, (long long)report.mar.encoder_num_heads,
-                       (long long)report.mar.seq_h(), (long long)report.mar.seq_w(), (long long)report.mar.diffloss_d,
-                       (long long)report.mar.diffloss_w, report.source_key.c_str(), report.dropped_keys.size());
+    return format_text(
+        "wrote %s: %lld tensors, %.1f MiB (MAR width %lld, %lld+%lld blocks, %lld heads, %lldx%lld tokens, "
+        "diffusion head %lld x %lld; weights \"%s\"; dropped %zu unused VAE tensors)",
+        o.out_dir.c_str(), (long long)report.tensors_written, report.bytes_written / 1048576.0,
+        (long long)report.mar.encoder_embed_dim, (long long)report.mar.encoder_depth,
+        (long long)report.mar.decoder_depth, (long long)report.mar.encoder_num_heads, (long long)report.mar.seq_h(),
+        (long long)report.mar.seq_w(), (long long)report.mar.diffloss_d, (long long)report.mar.diffloss_w,
+        report.source_key.c_str(), report.dropped_keys.size());
   }
 
   RandomArchitecture random_architecture(const std::string& text) const override {
@@ -141,7 +143,8 @@ class MarFamily : public ModelFamily {
     RandomArchitecture arch;
     arch.manifest = mar_manifest(name, mar_config, vae_config, nlohmann::json::object());
     arch.manifest["sampling_defaults"] = defaults;
-    arch.write = [name, mar_config, vae_config, defaults](const std::string& dir, uint64_t seed, const std::string& dtype) {
+    arch.write = [name, mar_config, vae_config, defaults](const std::string& dir, uint64_t seed,
+                                                          const std::string& dtype) {
       write_random_mar_bundle(dir, name, mar_config, vae_config, seed, dtype, &defaults);
     };
     return arch;
@@ -159,7 +162,8 @@ class MarFamily : public ModelFamily {
 
   std::string write_random(const std::string& preset, const FamilyOptions& options) const override {
     for (const char* option : {"--image-size", "--tokenizer"})
-      if (options.has(option)) throw InvalidArgumentError(std::string("option ") + option + " does not apply to MAR presets");
+      if (options.has(option))
+        throw InvalidArgumentError(std::string("option ") + option + " does not apply to MAR presets");
     const bool demo = preset == "mar-demo";
     MarConfig mar_config = demo ? demo_mar_config() : mar_preset(preset);
     const KlVaeConfig vae_config = demo ? demo_kl_vae_config() : kl16_config();
@@ -171,8 +175,7 @@ class MarFamily : public ModelFamily {
     const uint64_t seed = options.get_u64("--seed", 0);
     const std::string dtype = options.get("--dtype", "f32");
     options.refuse_unused("preset " + preset);
-    write_random_mar_bundle(out, name, mar_config, vae_config, seed, dtype,
-                            &defaults);
+    write_random_mar_bundle(out, name, mar_config, vae_config, seed, dtype, &defaults);
     return format_text("wrote %s (%s, %.1fM MAR parameters, %lld px, random weights)", out.c_str(), name.c_str(),
                        mar_parameter_count(mar_config) / 1e6,
                        (long long)(mar_config.seq_h() * mar_config.patch_size * vae_config.upsampling()));

@@ -57,7 +57,9 @@ double MarFlops::head_condition(const MarConfig& c, int64_t rows) {
   return linear(rows, kFrequencyEmbeddingSize, w) + linear(rows, w, w) + linear(rows, c.decoder_embed_dim, w);
 }
 
-double MarFlops::head_input(const MarConfig& c, int64_t rows) { return linear(rows, c.token_embed_dim(), c.diffloss_w); }
+double MarFlops::head_input(const MarConfig& c, int64_t rows) {
+  return linear(rows, c.token_embed_dim(), c.diffloss_w);
+}
 
 double MarFlops::head_res_block(const MarConfig& c, int64_t rows) {
   const int64_t w = c.diffloss_w;

@@ -21,7 +21,8 @@ MarModel MarModel::from_weights(const MarConfig& mar_config, const KlVaeConfig& 
   io::require_floating_tensors(weights);
   MarModel model;
   model.transformer = std::make_unique<MarTransformer>(mar_config, io::tensors_with_prefix(weights, "mar."), device);
-  model.head = std::make_unique<DiffusionHead>(mar_config, io::tensors_with_prefix(weights, "mar.diffloss.net."), device);
+  model.head = std::make_unique<DiffusionHead>(mar_config, io::tensors_with_prefix(weights, "mar.diffloss.net."),
+                                               device);
   model.diffusion = std::make_unique<GaussianDiffusion>(mar_config.num_sampling_steps);
   model.vae = std::make_unique<KlVaeDecoder>(vae_config, io::tensors_with_prefix(weights, "vae."), device);
   return model;

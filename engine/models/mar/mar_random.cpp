@@ -43,7 +43,8 @@ at::Tensor ReplayMarRandom::orders(int64_t batch, int64_t seq_len) {
   if (!orders_.defined() || orders_.dim() != 2 || orders_.size(0) != batch || orders_.size(1) != seq_len)
     throw InvalidArgumentError("replayed randomness: recorded orders have shape " +
                                (orders_.defined() ? shape_text(orders_.sizes()) : std::string("(none)")) +
-                               ", generation asks for [" + std::to_string(batch) + ", " + std::to_string(seq_len) + "]");
+                               ", generation asks for [" + std::to_string(batch) + ", " + std::to_string(seq_len) +
+                               "]");
   return orders_.to(at::kCPU, at::kLong);
 }
 

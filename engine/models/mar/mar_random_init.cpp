@@ -22,7 +22,8 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 at::Tensor init_tensor(const io::ExpectedTensor& e, at::Generator& gen) {
   const auto f32 = at::TensorOptions().dtype(at::kFloat);
   const std::string& n = e.name;
-  if (n == "class_emb.weight" || n == "fake_latent" || n == "mask_token") return at::normal(0.0, 1.0, e.shape, gen, f32);
+  if (n == "class_emb.weight" || n == "fake_latent" || n == "mask_token")
+    return at::normal(0.0, 1.0, e.shape, gen, f32);
   if (ends_with(n, "pos_embed_learned")) return at::normal(0.0, 0.5, e.shape, gen, f32);
   if (ends_with(n, ".bias")) return at::zeros(e.shape, f32);
   if (e.shape.size() == 1) return at::ones(e.shape, f32);  // LayerNorm / GroupNorm weights
@@ -46,9 +47,9 @@ void write_random_mar_bundle(const std::string& dir, const std::string& name, co
   at::Generator gen = at::detail::createCPUGenerator(seed);
   io::NamedTensors tensors;
   for (const auto& e : mar_expected_tensors(mar)) tensors.emplace_back("mar." + e.name, init_tensor(e, gen).to(dtype));
-  for (const auto& e : kl_vae_expected_tensors(vae)) tensors.emplace_back("vae." + e.name, init_tensor(e, gen).to(dtype));
-  nlohmann::json manifest = mar_manifest(name, mar, vae,
-                                         io::random_init_provenance(seed));
+  for (const auto& e : kl_vae_expected_tensors(vae))
+    tensors.emplace_back("vae." + e.name, init_tensor(e, gen).to(dtype));
+  nlohmann::json manifest = mar_manifest(name, mar, vae, io::random_init_provenance(seed));
   if (sampling_defaults) manifest["sampling_defaults"] = *sampling_defaults;
   io::write_bundle(dir, manifest, tensors);
 }

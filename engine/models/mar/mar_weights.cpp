@@ -91,7 +91,8 @@ std::vector<io::ExpectedTensor> kl_vae_expected_tensors(const KlVaeConfig& c) {
   for (int64_t level = levels - 1; level >= 0; --level) {
     const int64_t block_out = c.ch * c.ch_mult[static_cast<size_t>(level)];
     const std::string p = "decoder.up." + std::to_string(level);
-    const bool attn = std::find(c.attn_resolutions.begin(), c.attn_resolutions.end(), curr_res) != c.attn_resolutions.end();
+    const bool attn = std::find(c.attn_resolutions.begin(), c.attn_resolutions.end(), curr_res) !=
+                      c.attn_resolutions.end();
     for (int64_t i = 0; i <= c.num_res_blocks; ++i) {
       add_resnet(out, p + ".block." + std::to_string(i), block_in, block_out);
       block_in = block_out;
@@ -143,7 +144,8 @@ KlVaeConfig infer_kl_vae_config(const io::ShapeMap& shapes, const std::string& o
   return c;
 }
 
-std::vector<io::ExpectedTensor> with_prefix(const std::string& prefix, const std::vector<io::ExpectedTensor>& expected) {
+std::vector<io::ExpectedTensor> with_prefix(const std::string& prefix,
+                                            const std::vector<io::ExpectedTensor>& expected) {
   std::vector<io::ExpectedTensor> out;
   out.reserve(expected.size());
   for (const auto& e : expected) out.push_back({prefix + e.name, e.shape});

@@ -26,7 +26,8 @@ at::Tensor mask_by_order(int64_t mask_len, const at::Tensor& orders) {
 }  // namespace
 
 void MaskedParams::validate() const {
-  if (num_iter < 1) throw InvalidArgumentError("MAR needs at least 1 decoding step (got " + std::to_string(num_iter) + ")");
+  if (num_iter < 1)
+    throw InvalidArgumentError("MAR needs at least 1 decoding step (got " + std::to_string(num_iter) + ")");
   if (cfg_schedule != "linear" && cfg_schedule != "constant")
     throw InvalidArgumentError("unknown cfg schedule '" + cfg_schedule + "' (expected linear or constant)");
   if (!(temperature > 0)) throw InvalidArgumentError("MAR temperature must be > 0");
@@ -63,7 +64,8 @@ at::Tensor sample_head(const DiffusionHead& head, const GaussianDiffusion& diffu
   if (guided) {
     noise = rng.normal({rows / 2, channels}).to(z.device());
     noise = at::cat({noise, noise}, 0);
-    if (!fn) fn = [&](const at::Tensor& x, int64_t, const at::Tensor& t) { return head.forward_with_cfg(x, t, z, cfg); };
+    if (!fn)
+      fn = [&](const at::Tensor& x, int64_t, const at::Tensor& t) { return head.forward_with_cfg(x, t, z, cfg); };
   } else {
     noise = rng.normal({rows, channels}).to(z.device());
     if (!fn) fn = [&](const at::Tensor& x, int64_t, const at::Tensor& t) { return head.forward(x, t, z); };
@@ -128,12 +130,14 @@ MaskedResult generate_masked(const MarModel& model, const at::Tensor& labels_in,
     const int64_t width = z.size(2);
     at::Tensor z_rows = at::masked_select(z, input.to_predict.unsqueeze(-1)).reshape({-1, width});
     GaussianDiffusion::ModelFn head_fn;
-    if (hooks.feature_cache) head_fn = hooks.feature_cache->head_model(*model.head, *model.diffusion, input, z_rows, cfg_iter);
+    if (hooks.feature_cache)
+      head_fn = hooks.feature_cache->head_model(*model.head, *model.diffusion, input, z_rows, cfg_iter);
     // The exact head runs on every row of z_rows (forward_with_cfg doubles the conditional half) per reverse step.
     if (hooks.flops && !head_fn)
-      hooks.flops->add(static_cast<double>(model.diffusion->num_timesteps()) * MarFlops::head_forward(config, z_rows.size(0)));
-    at::Tensor sampled =
-        sample_head(*model.head, *model.diffusion, z_rows, params.temperature, cfg_iter, rng, head_fn, hooks.cancelled);
+      hooks.flops->add(static_cast<double>(model.diffusion->num_timesteps()) *
+                       MarFlops::head_forward(config, z_rows.size(0)));
+    at::Tensor sampled = sample_head(*model.head, *model.diffusion, z_rows, params.temperature, cfg_iter, rng, head_fn,
+                                     hooks.cancelled);
     if (guided) sampled = sampled.narrow(0, 0, sampled.size(0) / 2);  // drop the null-class samples
     tokens = tokens.clone();
     tokens.masked_scatter_(to_predict.unsqueeze(-1).expand_as(tokens), sampled.contiguous());

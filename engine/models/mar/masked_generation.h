@@ -47,9 +47,9 @@ float cfg_for_step(double cfg, const std::string& schedule, int64_t mask_len, in
 struct MarStepInput {
   int64_t step = 0, num_iter = 0;
   bool cfg = false;
-  at::Tensor tokens;            // [rows, seq_len, C]: known tokens, zeros elsewhere
-  at::Tensor mask;              // [rows, seq_len] float, 1 = unknown before this step
-  at::Tensor class_embedding;   // [rows, E]
+  at::Tensor tokens;           // [rows, seq_len, C]: known tokens, zeros elsewhere
+  at::Tensor mask;             // [rows, seq_len] float, 1 = unknown before this step
+  at::Tensor class_embedding;  // [rows, E]
   // The positions this step predicts / the previous step predicted ([rows,
   // seq_len] bool). Upstream derives the former after the forward; it depends
   // only on the order, so it is known before (LazyMAR recomputes both sets).
@@ -80,21 +80,21 @@ class MarFeatureCache {
 // What on_step sees after a step (image rows only, never the CFG copies).
 struct MaskedStep {
   int64_t step = 0, steps_total = 0;
-  int64_t tokens_done = 0;   // known tokens per image after this step
-  int64_t predicted = 0;     // tokens per image predicted at this step
-  double cfg = 1.0;          // this step's guidance
-  const at::Tensor* tokens = nullptr;     // [B, seq_len, C]: known tokens, zeros elsewhere
+  int64_t tokens_done = 0;                     // known tokens per image after this step
+  int64_t predicted = 0;                       // tokens per image predicted at this step
+  double cfg = 1.0;                            // this step's guidance
+  const at::Tensor* tokens = nullptr;          // [B, seq_len, C]: known tokens, zeros elsewhere
   const at::Tensor* predicted_mask = nullptr;  // [B, seq_len] bool: predicted at this step
-  const at::Tensor* known = nullptr;      // [B, seq_len] bool: known after this step
-  const at::Tensor* orders = nullptr;     // [B, seq_len] int64: the generation orders
+  const at::Tensor* known = nullptr;           // [B, seq_len] bool: known after this step
+  const at::Tensor* orders = nullptr;          // [B, seq_len] int64: the generation orders
 };
 
 struct MaskedHooks {
   // Checked before every step and every reverse diffusion step; true throws CancelledError.
   std::function<bool()> cancelled;
   std::function<void(const MaskedStep&)> on_step;
-  MarFeatureCache* feature_cache = nullptr;     // null: the full computation
-  const MarBlockObserver* observer = nullptr;   // per-block hooks of the full computation
+  MarFeatureCache* feature_cache = nullptr;    // null: the full computation
+  const MarBlockObserver* observer = nullptr;  // per-block hooks of the full computation
   // Counts the matmul/attention FLOPs executed (mar_flops.h): the full computation
   // and the exact head here; a feature cache counts what it runs itself (and its
   // head_model's evaluations). begin_step() is called before every step.

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <optional>
 
-#include "engine/models/mar/lazymar_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
+#include "engine/models/mar/lazymar_policy.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/masked_generation.h"
@@ -54,7 +54,8 @@ class StepAttention {
     at::Tensor sum;
     for (const Seen& s : seen) {
       const at::Tensor q = s.q.index_select(1, index);  // [heads, new tokens, head_dim]
-      at::Tensor probs = at::softmax(at::matmul(q, s.k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1))), -1);
+      at::Tensor probs = at::softmax(at::matmul(q, s.k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1))),
+                                     -1);
       if (request_.attention_head >= 0) probs = probs.narrow(0, request_.attention_head, 1);
       const at::Tensor mean = probs.mean(at::IntArrayRef{0, 1}).to(at::kCPU, at::kFloat);
       sum = sum.defined() ? sum + mean : mean;
@@ -96,14 +97,17 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
   // "full": the exact recomputation; "lazymar:...": LazyMAR's feature caches. Others are refused with the list.
   const std::unique_ptr<LazyMarCache> feature_cache = make_masked_feature_cache(request.policy, config, &flops);
   if (request.attention_layer < -1 || request.attention_layer >= config.decoder_depth)
-    throw InvalidArgumentError("attention layer " + std::to_string(request.attention_layer) + " does not exist (MAR's decoder has " +
-                               std::to_string(config.decoder_depth) + " blocks; -1 = mean)");
+    throw InvalidArgumentError("attention layer " + std::to_string(request.attention_layer) +
+                               " does not exist (MAR's decoder has " + std::to_string(config.decoder_depth) +
+                               " blocks; -1 = mean)");
   if (request.attention_head < -1 || request.attention_head >= config.decoder_num_heads)
-    throw InvalidArgumentError("attention head " + std::to_string(request.attention_head) + " does not exist (MAR's decoder has " +
-                               std::to_string(config.decoder_num_heads) + " heads; -1 = mean)");
+    throw InvalidArgumentError("attention head " + std::to_string(request.attention_head) +
+                               " does not exist (MAR's decoder has " + std::to_string(config.decoder_num_heads) +
+                               " heads; -1 = mean)");
   if (request.sampling.top_k != 0 || request.sampling.top_p != 1.0 || !request.sampling.sample)
-    throw InvalidArgumentError("top-k, top-p and greedy apply to token models; MAR samples continuous tokens with its "
-                               "diffusion head (use --temperature)");
+    throw InvalidArgumentError(
+        "top-k, top-p and greedy apply to token models; MAR samples continuous tokens with its "
+        "diffusion head (use --temperature)");
 
   MaskedParams params;
   params.num_iter = request.steps > 0 ? request.steps : 64;
@@ -114,7 +118,8 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
 
   const int64_t grid = config.seq_h(), seq_len = config.seq_len();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  ctx.emit(StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter, "mar"});
+  ctx.emit(
+      StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter, "mar"});
 
   RunClock clock;
   int64_t unknown_before = seq_len;

@@ -17,6 +17,7 @@ namespace kvs::mar {
 
 struct MarModel;
 
-GenerationResult run_masked_generation(const MarModel& model, const GenerationRequest& request, const RunContext& context);
+GenerationResult run_masked_generation(const MarModel& model, const GenerationRequest& request,
+                                       const RunContext& context);
 
 }  // namespace kvs::mar

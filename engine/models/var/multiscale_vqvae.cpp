@@ -18,7 +18,8 @@ at::Tensor take(const std::map<std::string, at::Tensor>& weights, const std::str
 
 }  // namespace
 
-MultiScaleVqvae::MultiScaleVqvae(VqvaeConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device)
+MultiScaleVqvae::MultiScaleVqvae(VqvaeConfig config, const std::map<std::string, at::Tensor>& weights,
+                                 at::Device device)
     : config_(std::move(config)), device_(device) {
   config_.validate();
   embedding_ = take(weights, "quantize.embedding.weight", device);
@@ -60,7 +61,8 @@ at::Tensor MultiScaleVqvae::scale_contribution(const at::Tensor& h, int64_t si) 
   const int64_t hw = final_grid();
   if (si == scales() - 1) return phi(h.to(at::kFloat), si);
   // F.interpolate(h, size=(HW, HW), mode='bicubic') (align_corners False, no scale factors).
-  at::Tensor up = at::upsample_bicubic2d(h.to(at::kFloat), {hw, hw}, /*align_corners=*/false, c10::nullopt, c10::nullopt);
+  at::Tensor up = at::upsample_bicubic2d(h.to(at::kFloat), {hw, hw}, /*align_corners=*/false, c10::nullopt,
+                                         c10::nullopt);
   return phi(up, si);
 }
 
@@ -74,8 +76,8 @@ at::Tensor MultiScaleVqvae::lookup_scale(const at::Tensor& f_rest, int64_t si) c
   at::Tensor rest = si == scales() - 1 ? f_rest : at::adaptive_avg_pool2d(f_rest, {pn, pn});
   if (rest.size(2) != pn || rest.size(3) != pn || rest.size(1) != c)
     throw InvalidArgumentError("scale " + std::to_string(si) + " lookup needs a [B, " + std::to_string(c) + ", " +
-                               std::to_string(final_grid()) + ", " + std::to_string(final_grid()) +
-                               "] residual, got " + c10::str(f_rest.sizes()));
+                               std::to_string(final_grid()) + ", " + std::to_string(final_grid()) + "] residual, got " +
+                               c10::str(f_rest.sizes()));
   at::Tensor rest_nc = rest.detach().to(at::kFloat).permute({0, 2, 3, 1}).reshape({-1, c});
   const at::Tensor e = embedding_.detach();
   // d = sum(r^2, keepdim) + sum(e^2); d.addmm_(r, e^T, alpha=-2, beta=1), as upstream.

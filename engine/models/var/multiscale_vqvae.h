@@ -72,9 +72,9 @@ class MultiScaleVqvae {
 
   VqvaeConfig config_;
   at::Device device_;
-  at::Tensor embedding_;                       // [V, Cvae]
+  at::Tensor embedding_;  // [V, Cvae]
   std::vector<at::Tensor> phi_weight_, phi_bias_;
-  std::vector<int64_t> phi_schedule_;          // scale -> phi
+  std::vector<int64_t> phi_schedule_;  // scale -> phi
   at::Tensor post_quant_weight_, post_quant_bias_;
   std::unique_ptr<VaeDecoder> decoder_;
 };

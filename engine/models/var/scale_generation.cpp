@@ -31,8 +31,8 @@ PolicyContext scale_policy_context(const VarConfig& config, int64_t batch, bool 
   return context;
 }
 
-ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleVqvae& vqvae, const at::Tensor& labels_in,
-                            const ScaleParams& params, const ScaleHooks& hooks) {
+ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleVqvae& vqvae,
+                            const at::Tensor& labels_in, const ScaleParams& params, const ScaleHooks& hooks) {
   const VarConfig& config = transformer.config();
   check_compatible(config, vqvae.config());
   params.sampling.validate();
@@ -45,7 +45,8 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
 
   const bool use_cfg = params.cfg != 0.0;
   const int64_t scales = config.scales(), total = config.total_tokens();
-  at::Tensor cond_labels = use_cfg ? at::cat({labels, at::full({batch}, config.null_class(), labels.options())}) : labels;
+  at::Tensor cond_labels = use_cfg ? at::cat({labels, at::full({batch}, config.null_class(), labels.options())})
+                                   : labels;
   const VarCondition condition = transformer.condition(cond_labels);
   // No headroom: a layer's segments grow to exactly the scale being appended and
   // shrink to exactly what the policy keeps. A scale is appended once per layer,
@@ -74,13 +75,15 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
     ScaleObserver observer;
     observer.before_layer = [&](int64_t) { check_cancel(); };
     if (policy != nullptr && policy->wants_unit_keys())
-      observer.on_keys = [policy, si](int64_t layer, const at::Tensor& keys) { policy->observe_unit_keys(layer, si, keys); };
+      observer.on_keys = [policy, si](int64_t layer, const at::Tensor& keys) {
+        policy->observe_unit_keys(layer, si, keys);
+      };
     const bool policy_attention = policy != nullptr && policy->wants_key_mass();
     const bool probe_attention = hooks.wants_attention && hooks.on_attention && hooks.wants_attention(si);
     if (policy_attention || probe_attention) {
       observer.want_key_mass = true;
       observer.on_attention = [&, policy, si, policy_attention, probe_attention](int64_t layer, const KvAttention& a,
-                                                                                const KvStore& store) {
+                                                                                 const KvStore& store) {
         if (policy_attention)
           policy->observe_unit_attention(layer, si, a.key_mass,
                                          store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
@@ -91,7 +94,9 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
       observer.before_attention = [policy, si](int64_t layer, KvStore& store) {
         policy->before_unit_attention(store, layer, si);
       };
-      observer.after_layer = [policy, si](int64_t layer, KvStore& store) { policy->after_unit_layer(store, layer, si); };
+      observer.after_layer = [policy, si](int64_t layer, KvStore& store) {
+        policy->after_unit_layer(store, layer, si);
+      };
     }
 
     at::Tensor logits = transformer.forward_scale(x, condition, si, cache, observer);

@@ -35,8 +35,8 @@ struct ScaleStep {
   int64_t scale = 0, scales_total = 0;
   int64_t patch_num = 0;
   int64_t tokens_done = 0, tokens_total = 0;  // flattened sequence tokens per image
-  const at::Tensor* ids = nullptr;             // this scale's ids [B, pn*pn] (CPU int64)
-  const at::Tensor* f_hat = nullptr;           // f_hat so far [B, Cvae, H, W] (device): fhat_to_img -> preview
+  const at::Tensor* ids = nullptr;            // this scale's ids [B, pn*pn] (CPU int64)
+  const at::Tensor* f_hat = nullptr;          // f_hat so far [B, Cvae, H, W] (device): fhat_to_img -> preview
   const KvStore* cache = nullptr;
 };
 

@@ -9,8 +9,8 @@
 
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
-#include "engine/core/logging.h"
 #include "engine/core/errors.h"
+#include "engine/core/logging.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
@@ -37,7 +37,8 @@ bool needs_scale_profile(const std::string& spec) {
 // file, or a fresh one on a few classes (kept for later runs).
 std::shared_ptr<const ScaleAttentionProfile> scale_profile_for(const VarModel& model,
                                                                std::shared_ptr<const ScaleAttentionProfile>& slot,
-                                                               const GenerationRequest& request, const RunContext& ctx) {
+                                                               const GenerationRequest& request,
+                                                               const RunContext& ctx) {
   if (slot) return slot;
   auto log = module_logger("session");
   const std::string path = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
@@ -54,7 +55,8 @@ std::shared_ptr<const ScaleAttentionProfile> scale_profile_for(const VarModel& m
   params.cfg = request.cfg_scale;
   params.sampling = request.sampling;
   params.seed = 0;
-  slot = std::make_shared<const ScaleAttentionProfile>(calibrate_scale_attention(model, classes, params, ctx.cancelled));
+  slot = std::make_shared<const ScaleAttentionProfile>(
+      calibrate_scale_attention(model, classes, params, ctx.cancelled));
   return slot;
 }
 
@@ -105,7 +107,8 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
 
   PolicyContext context = scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
   auto context_for = [&](const std::string& spec) {
-    if (needs_scale_profile(spec) && !context.scale_profile) context.scale_profile = scale_profile_for(model, profile_slot, request, ctx);
+    if (needs_scale_profile(spec) && !context.scale_profile)
+      context.scale_profile = scale_profile_for(model, profile_slot, request, ctx);
     return context;
   };
   std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context_for(request.policy));
@@ -141,8 +144,8 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
     apply_policy_change(ctx, step.scale, policy_spec,
                         [&](const std::string& spec) { policy = make_scale_policy(spec, context_for(spec)); });
   };
-  const ScaleResult generated =
-      generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params, hooks);
+  const ScaleResult generated = generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params,
+                                                hooks);
 
   GenerationResult result = clock.result(model.name, ctx, grid, total);
   result.images = decode_fhat(model, generated.f_hat);

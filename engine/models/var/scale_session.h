@@ -16,7 +16,7 @@ namespace kvs {
 struct ScaleAttentionProfile;
 struct PolicyContext;
 class CachePolicy;
-}
+}  // namespace kvs
 
 namespace kvs::var {
 

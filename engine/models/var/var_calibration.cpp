@@ -19,7 +19,8 @@ ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std
                                                 const ScaleParams& params, const std::function<bool()>& cancelled) {
   const VarConfig& config = model.transformer->config();
   if (classes.empty()) throw InvalidArgumentError("calibration needs at least one class");
-  const int64_t layers = config.depth, heads = config.num_heads, scales = config.scales(), total = config.total_tokens();
+  const int64_t layers = config.depth, heads = config.num_heads, scales = config.scales(),
+                total = config.total_tokens();
   const auto images = static_cast<int64_t>(classes.size());
 
   // position -> scale (index 0: empty slot, position -1).
@@ -38,7 +39,8 @@ ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std
     const int64_t len = a.key_mass.size(-1);
     const at::Tensor mass = a.key_mass.narrow(0, 0, images).to(at::kCPU, at::kDouble);  // [images, H, len]
     const at::Tensor pos = store.positions_tensor(layer).narrow(0, 0, images).narrow(2, 0, len);
-    const at::Tensor bins = at::index_select(scale_of, 0, (pos.clamp(-1, total - 1) + 1).reshape({-1})).reshape(pos.sizes());
+    const at::Tensor bins =
+        at::index_select(scale_of, 0, (pos.clamp(-1, total - 1) + 1).reshape({-1})).reshape(pos.sizes());
     at::Tensor by_scale = at::zeros({images, heads, scales + 1}, mass.options()).scatter_add_(2, bins, mass);
     // beta^d[k1 = si][k2] = mass on scale k2 / t_si, summed over images here.
     beta[layer].select(1, si).add_(by_scale.narrow(2, 0, scales).sum(0) / static_cast<double>(config.scale_tokens(si)));

@@ -15,8 +15,7 @@ struct VarModel;
 // One image per class, generated together with `params` (CFG as given) and the
 // full cache. `cancelled` is checked between layers (CancelledError).
 ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std::vector<int64_t>& classes,
-                                                const ScaleParams& params,
-                                                const std::function<bool()>& cancelled = {});
+                                                const ScaleParams& params, const std::function<bool()>& cancelled = {});
 
 // `count` classes spread evenly over the model's classes (the default calibration set).
 std::vector<int64_t> spread_classes(int64_t num_classes, int64_t count);

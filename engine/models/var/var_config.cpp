@@ -24,8 +24,8 @@ std::string join(const std::vector<int64_t>& v) {
 }
 
 // Constructor arguments that do not change inference.
-const std::set<std::string> kIgnoredVarFields = {"drop_rate",          "attn_drop_rate",    "drop_path_rate",
-                                                 "cond_drop_rate",     "flash_if_available", "fused_if_available"};
+const std::set<std::string> kIgnoredVarFields = {"drop_rate",      "attn_drop_rate",     "drop_path_rate",
+                                                 "cond_drop_rate", "flash_if_available", "fused_if_available"};
 const std::set<std::string> kIgnoredVqvaeFields = {"dropout", "beta", "using_znorm", "test_mode"};
 
 }  // namespace
@@ -151,10 +151,17 @@ std::vector<int64_t> patch_nums_for_resolution(int64_t image_size) {
 VarConfig var_preset(const std::string& name_in, int64_t image_size, int64_t num_classes) {
   std::string name = name_in;
   if (name.rfind("var-", 0) == 0) name = name.substr(4);
-  struct Size { const char* name; int64_t depth; int64_t resolution; bool shared_aln; };
-  static const Size kSizes[] = {
-      {"d16", 16, 256, false}, {"d20", 20, 256, false}, {"d24", 24, 256, false},
-      {"d30", 30, 256, false}, {"d36", 36, 512, true}};
+  struct Size {
+    const char* name;
+    int64_t depth;
+    int64_t resolution;
+    bool shared_aln;
+  };
+  static const Size kSizes[] = {{"d16", 16, 256, false},
+                                {"d20", 20, 256, false},
+                                {"d24", 24, 256, false},
+                                {"d30", 30, 256, false},
+                                {"d36", 36, 512, true}};
   for (const auto& s : kSizes) {
     if (name != s.name) continue;
     VarConfig c;
@@ -209,10 +216,17 @@ VarConfig var_config_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const VarConfig& c) {
-  return {{"depth", c.depth},           {"embed_dim", c.embed_dim},       {"num_heads", c.num_heads},
-          {"mlp_ratio", c.mlp_ratio},   {"norm_eps", c.norm_eps},         {"shared_aln", c.shared_aln},
-          {"attn_l2_norm", c.attn_l2_norm}, {"num_classes", c.num_classes}, {"vocab_size", c.vocab_size},
-          {"Cvae", c.cvae},             {"patch_nums", c.patch_nums}};
+  return {{"depth", c.depth},
+          {"embed_dim", c.embed_dim},
+          {"num_heads", c.num_heads},
+          {"mlp_ratio", c.mlp_ratio},
+          {"norm_eps", c.norm_eps},
+          {"shared_aln", c.shared_aln},
+          {"attn_l2_norm", c.attn_l2_norm},
+          {"num_classes", c.num_classes},
+          {"vocab_size", c.vocab_size},
+          {"Cvae", c.cvae},
+          {"patch_nums", c.patch_nums}};
 }
 
 VqvaeConfig vqvae_config_from_json(const nlohmann::json& j) {

@@ -19,15 +19,15 @@ struct VarConfig {
   int64_t num_heads = 16;
   double mlp_ratio = 4.0;
   double norm_eps = 1e-6;
-  bool shared_aln = false;    // d36: one shared AdaLN projection + per-block ada_gss
-  bool attn_l2_norm = true;   // q/k L2-normalised, per-head learned scale, SDPA scale 1
-  int64_t num_classes = 1000; // the null (unconditional) class is num_classes
-  int64_t vocab_size = 4096;  // V (from the VQVAE)
-  int64_t cvae = 32;          // Cvae (the VQVAE's z_channels)
+  bool shared_aln = false;     // d36: one shared AdaLN projection + per-block ada_gss
+  bool attn_l2_norm = true;    // q/k L2-normalised, per-head learned scale, SDPA scale 1
+  int64_t num_classes = 1000;  // the null (unconditional) class is num_classes
+  int64_t vocab_size = 4096;   // V (from the VQVAE)
+  int64_t cvae = 32;           // Cvae (the VQVAE's z_channels)
   std::vector<int64_t> patch_nums{1, 2, 3, 4, 5, 6, 8, 10, 13, 16};
 
   int64_t head_dim() const { return embed_dim / num_heads; }
-  int64_t mlp_hidden() const;          // round(embed_dim * mlp_ratio)
+  int64_t mlp_hidden() const;  // round(embed_dim * mlp_ratio)
   int64_t scales() const { return static_cast<int64_t>(patch_nums.size()); }
   int64_t scale_tokens(int64_t si) const { return patch_nums.at(si) * patch_nums.at(si); }
   int64_t scale_begin(int64_t si) const;  // flattened sequence index of the scale's first token

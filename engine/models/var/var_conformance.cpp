@@ -43,7 +43,8 @@ std::optional<int64_t> index_suffix(const std::string& name, const std::string& 
 std::string argument(const std::string& call, const std::string& key) {
   size_t pos = 0;
   while ((pos = call.find(key, pos)) != std::string::npos) {
-    const bool word_start = pos == 0 || !(std::isalnum(static_cast<unsigned char>(call[pos - 1])) || call[pos - 1] == '_');
+    const bool word_start = pos == 0 ||
+                            !(std::isalnum(static_cast<unsigned char>(call[pos - 1])) || call[pos - 1] == '_');
     size_t eq = pos + key.size();
     while (eq < call.size() && call[eq] == ' ') ++eq;
     if (word_start && eq < call.size() && call[eq] == '=') {
@@ -154,17 +155,20 @@ ConformanceReport run_var_conformance(const ojson& manifest, const std::filesyst
       check = compare_with_reference(name, spec, *teacher_input, opened.io_file->tensor(name));
     } else if (name == "logits") {
       // The transformer on its own: fed the reference teacher-forcing input.
-      if (!teacher_logits) teacher_logits = model.transformer->forward_teacher(input("label_B"), input("x_BLCv_wo_first_l"));
+      if (!teacher_logits)
+        teacher_logits = model.transformer->forward_teacher(input("label_B"), input("x_BLCv_wo_first_l"));
       check = compare_with_reference(name, spec, *teacher_logits, opened.io_file->tensor(name));
     } else if (auto si = index_suffix(name, "idx_s")) {
       const auto& result = generate();
       if (*si >= static_cast<int64_t>(result.ids.size())) throw FormatError("scale index out of range");
-      check = compare_with_reference(name, spec, result.ids[static_cast<size_t>(*si)], opened.io_file->tensor(name).to(at::kLong));
+      check = compare_with_reference(name, spec, result.ids[static_cast<size_t>(*si)],
+                                     opened.io_file->tensor(name).to(at::kLong));
       check.note = generation_note;
     } else if (auto si_logits = index_suffix(name, "infer_cfg_logits_s")) {
       const auto& result = generate();
       if (*si_logits >= static_cast<int64_t>(result.scale_logits.size())) throw FormatError("scale index out of range");
-      check = compare_with_reference(name, spec, result.scale_logits[static_cast<size_t>(*si_logits)], opened.io_file->tensor(name));
+      check = compare_with_reference(name, spec, result.scale_logits[static_cast<size_t>(*si_logits)],
+                                     opened.io_file->tensor(name));
     } else if (name == "f_hat") {
       check = compare_with_reference(name, spec, generate().f_hat, opened.io_file->tensor(name));
     } else if (name == "image") {

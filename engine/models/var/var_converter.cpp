@@ -20,8 +20,8 @@
 namespace kvs::var {
 namespace {
 namespace fs = std::filesystem;
-using io::StateDict;
 using io::count_indexed;
+using io::StateDict;
 
 std::string join(const std::vector<int64_t>& v) {
   std::string s;
@@ -35,7 +35,8 @@ std::string join(const std::vector<int64_t>& v) {
 VarConfig infer_var(const StateDict& sd, const VarConvertOptions& opt, const std::string& origin) {
   VarConfig c;
   c.depth = count_indexed(sd, "blocks.", "attn.mat_qkv.weight");
-  if (c.depth == 0) throw ModelMismatchError(origin + ": no blocks.N.attn.mat_qkv.weight tensors (not a VAR checkpoint?)");
+  if (c.depth == 0)
+    throw ModelMismatchError(origin + ": no blocks.N.attn.mat_qkv.weight tensors (not a VAR checkpoint?)");
   const at::Tensor& word = io::need_tensor(sd, "word_embed.weight", origin);
   c.embed_dim = word.size(0);
   c.cvae = word.size(1);
@@ -49,7 +50,8 @@ VarConfig infer_var(const StateDict& sd, const VarConvertOptions& opt, const std
   if (c.embed_dim % c.num_heads != 0)
     throw InvalidArgumentError(origin + ": width " + std::to_string(c.embed_dim) + " is not divisible by " +
                                std::to_string(c.num_heads) + " heads; pass --n-head");
-  c.mlp_ratio = static_cast<double>(io::need_tensor(sd, "blocks.0.ffn.fc1.weight", origin).size(0)) / static_cast<double>(c.embed_dim);
+  c.mlp_ratio = static_cast<double>(io::need_tensor(sd, "blocks.0.ffn.fc1.weight", origin).size(0)) /
+                static_cast<double>(c.embed_dim);
   const int64_t total = io::need_tensor(sd, "pos_1LC", origin).size(1);
   const int64_t scales = io::need_tensor(sd, "lvl_embed.weight", origin).size(0);
   if (!opt.patch_nums.empty()) {
@@ -68,9 +70,9 @@ VarConfig infer_var(const StateDict& sd, const VarConvertOptions& opt, const std
   }
   c.validate();
   if (c.total_tokens() != total || c.scales() != scales)
-    throw ModelMismatchError(origin + ": patch_nums " + join(c.patch_nums) + " give " + std::to_string(c.total_tokens()) +
-                             " tokens in " + std::to_string(c.scales()) + " scales, the checkpoint has " +
-                             std::to_string(total) + " in " + std::to_string(scales));
+    throw ModelMismatchError(origin + ": patch_nums " + join(c.patch_nums) + " give " +
+                             std::to_string(c.total_tokens()) + " tokens in " + std::to_string(c.scales()) +
+                             " scales, the checkpoint has " + std::to_string(total) + " in " + std::to_string(scales));
   return c;
 }
 
@@ -129,7 +131,8 @@ VarConvertReport convert_var_checkpoint(const VarConvertOptions& opt, const VarC
   if (opt.checkpoint.empty()) throw InvalidArgumentError("convert needs --checkpoint <var_d*.pth>");
   if (opt.tokenizer.empty()) throw InvalidArgumentError("convert needs --tokenizer <vae_ch160v4096z32.pth>");
   if (opt.out_dir.empty()) throw InvalidArgumentError("convert needs --out <folder>");
-  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(opt.weights_dtype);  // validates the option early
+  const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(
+      opt.weights_dtype);  // validates the option early
   std::error_code ec;
   for (const auto& [what, path] :
        {std::pair<std::string, std::string>{"checkpoint", opt.checkpoint}, {"tokenizer", opt.tokenizer}})

@@ -17,14 +17,14 @@
 namespace kvs::var {
 
 struct VarConvertOptions {
-  std::string checkpoint;               // var_d*.pth
-  std::string tokenizer;                // vae_ch160v4096z32.pth
+  std::string checkpoint;  // var_d*.pth
+  std::string tokenizer;   // vae_ch160v4096z32.pth
   std::string out_dir;
-  std::string name;                     // default: checkpoint file stem
-  std::vector<int64_t> patch_nums;      // empty: the official schedule whose token count fits pos_1LC
-  int64_t num_heads = 0;                // 0: from scale_mul_1H11, else depth (official)
-  double quant_resi = 0.5;              // not stored in the state dict; official 0.5
-  std::string weights_dtype = "keep";   // keep | f32 | f16 | bf16
+  std::string name;                    // default: checkpoint file stem
+  std::vector<int64_t> patch_nums;     // empty: the official schedule whose token count fits pos_1LC
+  int64_t num_heads = 0;               // 0: from scale_mul_1H11, else depth (official)
+  double quant_resi = 0.5;             // not stored in the state dict; official 0.5
+  std::string weights_dtype = "keep";  // keep | f32 | f16 | bf16
 };
 
 struct VarConvertReport {

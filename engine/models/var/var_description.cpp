@@ -16,8 +16,13 @@ const FamilyDescription& var_description() {
     f.overlays.retained_masks = true;
     f.overlays.scale_matrix = true;
     f.policy_family = "scale";
-    f.compare_presets = {"",       "full",          "heatkv:budget=0.1", "heatkv:budget=0.25",
-                         "amskv", "streaming:rho=0.25", "heatkv:budget=0.1,variant=binary"};
+    f.compare_presets = {"",
+                         "full",
+                         "heatkv:budget=0.1",
+                         "heatkv:budget=0.25",
+                         "amskv",
+                         "streaming:rho=0.25",
+                         "heatkv:budget=0.1,variant=binary"};
     f.conformance_constructor = "var_args";
     f.random_presets = {"var-demo", "var-d16", "var-d20", "var-d24", "var-d30", "var-d36"};
     f.convert_usage =

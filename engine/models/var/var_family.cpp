@@ -10,11 +10,11 @@
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
 #include "engine/io/model_bundle.h"
-#include "engine/models/var/var_conformance.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scale_session.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_config.h"
+#include "engine/models/var/var_conformance.h"
 #include "engine/models/var/var_converter.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
@@ -57,11 +57,11 @@ class VarFamily : public ModelFamily {
     // HeatKV's calibration stays with the loaded model: read or measured when a
     // policy first needs it.
     auto profile = std::make_shared<std::shared_ptr<const ScaleAttentionProfile>>();
-    return std::make_unique<LoadedModelOf<VarModel>>(
-        VarModel::load(bundle, torch_device(device)),
-        [profile](const VarModel& model, const GenerationRequest& request, const RunContext& context) {
-          return run_scale_generation(model, *profile, request, context);
-        });
+    return std::make_unique<LoadedModelOf<VarModel>>(VarModel::load(bundle, torch_device(device)),
+                                                     [profile](const VarModel& model, const GenerationRequest& request,
+                                                               const RunContext& context) {
+                                                       return run_scale_generation(model, *profile, request, context);
+                                                     });
   }
 
   void summarize(const io::ModelBundle& bundle, ModelSummary& s) const override {
@@ -83,8 +83,8 @@ class VarFamily : public ModelFamily {
     std::ostringstream a;
     a << "VAR depth " << c.depth << ", width " << c.embed_dim << ", " << c.num_heads << " heads";
     if (c.shared_aln) a << " (shared AdaLN)";
-    a << "; " << c.scales() << " scales up to " << s.grid << "x" << s.grid << " (" << c.total_tokens()
-      << " tokens), " << s.image_size << " px; VQVAE " << v.vocab_size << " codes";
+    a << "; " << c.scales() << " scales up to " << s.grid << "x" << s.grid << " (" << c.total_tokens() << " tokens), "
+      << s.image_size << " px; VQVAE " << v.vocab_size << " codes";
     s.architecture = a.str();
   }
 
@@ -116,11 +116,12 @@ class VarFamily : public ModelFamily {
                      (long long)c.depth, (long long)c.embed_dim, (long long)c.num_heads, (long long)c.head_dim(),
                      (long long)c.mlp_hidden(), c.shared_aln ? ", shared AdaLN" : "",
                      c.attn_l2_norm ? ", L2-normalised attention" : "", (long long)c.vocab_size,
-                     (long long)c.num_classes, (long long)c.scales(), join_ints(c.patch_nums).c_str(), (long long)tokens)},
-        {"tokenizer", format_text("multi-scale VQVAE codebook %lldx%lld, ch %lld, %zu levels (%lldx), phi %lld (schedule %s)",
-                                  (long long)v.vocab_size, (long long)v.z_channels, (long long)v.ch, v.ch_mult.size(),
-                                  (long long)v.downsample(), (long long)v.phi_count(),
-                                  join_ints(v.phi_schedule()).c_str())},
+                     (long long)c.num_classes, (long long)c.scales(), join_ints(c.patch_nums).c_str(),
+                     (long long)tokens)},
+        {"tokenizer",
+         format_text("multi-scale VQVAE codebook %lldx%lld, ch %lld, %zu levels (%lldx), phi %lld (schedule %s)",
+                     (long long)v.vocab_size, (long long)v.z_channels, (long long)v.ch, v.ch_mult.size(),
+                     (long long)v.downsample(), (long long)v.phi_count(), join_ints(v.phi_schedule()).c_str())},
         {"image", format_text("%lldx%lld px", (long long)v.image_size(), (long long)v.image_size())},
         {"parameters", format_text("VAR %.2fM, VQVAE decoder %.2fM (weights %s)", var_params / 1e6, vae_params / 1e6,
                                    stored.dtypes.c_str())},
@@ -141,12 +142,13 @@ class VarFamily : public ModelFamily {
     o.weights_dtype = options.get("--dtype", "keep");
     options.refuse_unused("--family var");
     const auto report = convert_var_checkpoint(o, progress);
-    return format_text("wrote %s: %lld tensors, %.1f MiB (VAR depth %lld, width %lld, %lld heads%s, %lld scales up to "
-                       "%lldx%lld; dropped %zu unused tensors)",
-                       o.out_dir.c_str(), (long long)report.tensors_written, report.bytes_written / 1048576.0,
-                       (long long)report.var.depth, (long long)report.var.embed_dim, (long long)report.var.num_heads,
-                       report.var.shared_aln ? ", shared AdaLN" : "", (long long)report.var.scales(),
-                       (long long)report.var.final_grid(), (long long)report.var.final_grid(), report.dropped_keys.size());
+    return format_text(
+        "wrote %s: %lld tensors, %.1f MiB (VAR depth %lld, width %lld, %lld heads%s, %lld scales up to "
+        "%lldx%lld; dropped %zu unused tensors)",
+        o.out_dir.c_str(), (long long)report.tensors_written, report.bytes_written / 1048576.0,
+        (long long)report.var.depth, (long long)report.var.embed_dim, (long long)report.var.num_heads,
+        report.var.shared_aln ? ", shared AdaLN" : "", (long long)report.var.scales(),
+        (long long)report.var.final_grid(), (long long)report.var.final_grid(), report.dropped_keys.size());
   }
 
   RandomArchitecture random_architecture(const std::string& text) const override {
@@ -228,12 +230,13 @@ class VarFamily : public ModelFamily {
     const VarModel model = VarModel::load(bundle, torch_device(device));
     const int64_t num_classes = model.transformer->config().num_classes;
     if (request.images < 1) throw InvalidArgumentError("option --images must be >= 1");
-    const std::vector<int64_t> classes =
-        request.classes.empty() ? spread_classes(num_classes, request.images) : request.classes;
+    const std::vector<int64_t> classes = request.classes.empty() ? spread_classes(num_classes, request.images)
+                                                                 : request.classes;
     for (int64_t c : classes)
       if (c < 0 || c >= num_classes)
         throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: model " + model.name + " has " +
-                                   std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) + ")");
+                                   std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) +
+                                   ")");
     ScaleParams params;
     params.cfg = request.cfg;
     params.seed = request.seed;

@@ -32,7 +32,8 @@ at::Tensor init_tensor(const io::ExpectedTensor& e, at::Generator& gen) {
   if (e.shape.size() == 1) return at::ones(e.shape, f32);  // GroupNorm weights
   int64_t fan_in = 1;
   for (size_t i = 1; i < e.shape.size(); ++i) fan_in *= e.shape[i];
-  const double variance = contains(n, "ada_lin") ? 0.25 / static_cast<double>(fan_in) : 1.0 / static_cast<double>(fan_in);
+  const double variance = contains(n, "ada_lin") ? 0.25 / static_cast<double>(fan_in)
+                                                 : 1.0 / static_cast<double>(fan_in);
   return at::normal(0.0, std::sqrt(variance), e.shape, gen, f32);
 }
 
@@ -47,7 +48,8 @@ void write_random_var_bundle(const std::string& dir, const std::string& name, co
   at::Generator gen = at::detail::createCPUGenerator(seed);
   io::NamedTensors tensors;
   for (const auto& e : var_expected_tensors(var)) tensors.emplace_back("var." + e.name, init_tensor(e, gen).to(dtype));
-  for (const auto& e : vqvae_expected_tensors(vae)) tensors.emplace_back("vae." + e.name, init_tensor(e, gen).to(dtype));
+  for (const auto& e : vqvae_expected_tensors(vae))
+    tensors.emplace_back("vae." + e.name, init_tensor(e, gen).to(dtype));
   io::write_bundle(dir, var_manifest(name, var, vae, io::random_init_provenance(seed)), tensors);
 }
 

@@ -104,7 +104,8 @@ at::Tensor VarTransformer::layer_norm(const at::Tensor& x) const {
 std::array<at::Tensor, 3> VarTransformer::qkv(const Block& block, const at::Tensor& x) const {
   const int64_t rows = x.size(0), t = x.size(1), h = config_.num_heads, d = config_.head_dim();
   // F.linear(x, mat_qkv, cat(q_bias, zero_k_bias, v_bias)).view(B, L, 3, H, hd).permute(2, 0, 3, 1, 4)
-  auto parts = at::linear(x, block.qkv_weight, block.qkv_bias).view({rows, t, 3, h, d}).permute({2, 0, 3, 1, 4}).unbind(0);
+  auto parts =
+      at::linear(x, block.qkv_weight, block.qkv_bias).view({rows, t, 3, h, d}).permute({2, 0, 3, 1, 4}).unbind(0);
   at::Tensor q = parts[0], k = parts[1];
   if (config_.attn_l2_norm) {
     q = l2_normalize(q) * block.query_scale;
@@ -118,7 +119,8 @@ at::Tensor VarTransformer::block_forward(int64_t index, const at::Tensor& x, con
   const Block& b = blocks_[static_cast<size_t>(index)];
   const auto& [gamma1, gamma2, scale1, scale2, shift1, shift2] = condition.blocks[static_cast<size_t>(index)];
   at::Tensor h = x + attend(index, layer_norm(x) * (scale1 + 1) + shift1) * gamma1;
-  at::Tensor f = at::linear(at::gelu(at::linear(layer_norm(h) * (scale2 + 1) + shift2, b.fc1_weight, b.fc1_bias), "tanh"),
+  at::Tensor f = at::linear(at::gelu(at::linear(layer_norm(h) * (scale2 + 1) + shift2, b.fc1_weight, b.fc1_bias),
+                                     "tanh"),
                             b.fc2_weight, b.fc2_bias);
   return h + f * gamma2;
 }

@@ -37,9 +37,9 @@ nlohmann::json export_llamagen_bundle(const BundleExportOptions& options) {
 
   const std::vector<std::string> class_names = checked_world_class_names(gpt_cfg.num_classes, "GPT");
   const int image_size = vq_manifest.at("config").at("image_size").get<int>();
-  nlohmann::json manifest = llamagen::llamagen_manifest(
-      options.name, gpt_cfg, vq_cfg.arch,
-      trained_provenance(options, "kvstudio-train export", image_size, vq_manifest, "gpt_training", gpt_manifest));
+  nlohmann::json manifest = llamagen::llamagen_manifest(options.name, gpt_cfg, vq_cfg.arch,
+                                                        trained_provenance(options, "kvstudio-train export", image_size,
+                                                                           vq_manifest, "gpt_training", gpt_manifest));
   write_trained_bundle(options, dtype, tensors, class_names, manifest);
   // The bundle must load through the engine's strict loader, as every bundle does.
   llamagen::LlamaGenModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);

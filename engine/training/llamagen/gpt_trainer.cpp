@@ -13,8 +13,8 @@
 #include "engine/models/llamagen/llamagen_gpt.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 #include "engine/training/checkpoint.h"
-#include "engine/training/token_dataset.h"
 #include "engine/training/llamagen/vq_model.h"
+#include "engine/training/token_dataset.h"
 #include "engine/training/world_data.h"
 
 namespace kvs::training {
@@ -46,11 +46,10 @@ at::Tensor gpt_loss(const llamagen::LlamaGenGpt& gpt, const at::Tensor& labels, 
   // Input: class token + all but the last image token; the logits at sequence
   // position cls_token_num - 1 + i predict image token i.
   at::Tensor logits = gpt.forward_teacher(labels.to(gpt.device()), targets.narrow(1, 0, targets.size(1) - 1),
-                                         llamagen::LlamaGenGpt::TeacherAttention::Fused);
+                                          llamagen::LlamaGenGpt::TeacherAttention::Fused);
   logits = logits.narrow(1, gpt.config().cls_token_num - 1, targets.size(1)).reshape({-1, vocab});
   targets = targets.reshape({-1});
-  if (token_accuracy)
-    *token_accuracy = logits.detach().argmax(1).eq(targets).to(at::kDouble).mean().item<double>();
+  if (token_accuracy) *token_accuracy = logits.detach().argmax(1).eq(targets).to(at::kDouble).mean().item<double>();
   return at::cross_entropy_loss(logits, targets);
 }
 
@@ -81,12 +80,13 @@ TrainSummary train_gpt(const TrainOptions& options, const GptTrainSetup& setup) 
     const ImageTokenizer tokenizer{[&vq](const at::Tensor& input) { return vq.encode_codes(input); }, vq.device()};
     WorldImageSet images = load_world_split(options.work_dir, WorldSplit::Train, setup.train_per_class, image_size,
                                             options.render_threads);
-    train = tokenize_images_cached(tokenizer, images, dir + "/tokens-train-" + std::to_string(setup.train_per_class) +
-                                                   ".safetensors", tokenizer_id);
+    train = tokenize_images_cached(tokenizer, images,
+                                   dir + "/tokens-train-" + std::to_string(setup.train_per_class) + ".safetensors",
+                                   tokenizer_id);
     WorldImageSet eval_images = load_world_split(options.work_dir, WorldSplit::HeldOut, setup.eval_per_class,
                                                  image_size, options.render_threads);
-    held_out = tokenize_images_cached(tokenizer, eval_images, dir + "/tokens-heldout-" +
-                                                           std::to_string(setup.eval_per_class) + ".safetensors",
+    held_out = tokenize_images_cached(tokenizer, eval_images,
+                                      dir + "/tokens-heldout-" + std::to_string(setup.eval_per_class) + ".safetensors",
                                       tokenizer_id);
   }
 

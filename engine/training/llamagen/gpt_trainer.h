@@ -5,8 +5,8 @@
 // with probability class_dropout_prob, which is what CFG needs), AdamW (betas 0.9,
 // 0.95; decay on >= 2-D tensors), gradient clipping. The forward is the engine's
 // own LlamaGenGpt::forward_teacher running on the trainable tensors (with its fused
-// attention: same function, cheaper backward), so what is trained is what generates. Init as gpt.py: N(0, 0.02) for linear layers
-// and embeddings, zero output layer, unit norms.
+// attention: same function, cheaper backward), so what is trained is what generates. Init as gpt.py: N(0, 0.02) for
+// linear layers and embeddings, zero output layer, unit norms.
 #include <cstdint>
 #include <string>
 
@@ -21,8 +21,8 @@ class LlamaGenGpt;
 namespace kvs::training {
 
 struct GptTrainSetup {
-  llamagen::GptConfig model;     // vocab_size / block_size must fit the tokenizer
-  std::string vq_run_dir;        // the trained tokenizer (WORK/vq)
+  llamagen::GptConfig model;  // vocab_size / block_size must fit the tokenizer
+  std::string vq_run_dir;     // the trained tokenizer (WORK/vq)
   int64_t train_per_class = 1000;
   int64_t eval_per_class = 20;
 };

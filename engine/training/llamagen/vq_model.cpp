@@ -7,8 +7,8 @@
 #include <c10/core/GradMode.h>
 
 #include "engine/core/errors.h"
-#include "engine/models/llamagen/llamagen_weights.h"
 #include "engine/models/blocks/conv_blocks.h"
+#include "engine/models/llamagen/llamagen_weights.h"
 #include "engine/models/llamagen/vq_decoder.h"
 
 namespace kvs::training {
@@ -73,7 +73,8 @@ VqModel::VqModel(VqModelConfig config, const std::map<std::string, at::Tensor>& 
   io::check_tensor_set(shapes, vq_model_expected_tensors(config_), "VQ model");
   for (const auto& [name, t] : weights) weights_[name] = t.to(device, at::kFloat).contiguous();
   std::map<std::string, at::Tensor> decoder_weights;
-  for (const auto& e : llamagen::vq_decoder_expected_tensors(config_.arch)) decoder_weights[e.name] = weights_.at(e.name);
+  for (const auto& e : llamagen::vq_decoder_expected_tensors(config_.arch))
+    decoder_weights[e.name] = weights_.at(e.name);
   decoder_ = std::make_unique<llamagen::VqDecoder>(config_.arch, decoder_weights, device);
 }
 
@@ -143,7 +144,7 @@ VqQuantized VqModel::quantize(const at::Tensor& z_in, bool with_losses) const {
     out.vq_loss = at::mean((z_q - z.detach()).pow(2));
     out.commit_loss = config_.commit_loss_beta * at::mean((z_q.detach() - z).pow(2));
     out.entropy_loss = config_.entropy_loss_ratio > 0 ? config_.entropy_loss_ratio * entropy_loss(-d)
-                                                       : at::zeros({}, z.options());
+                                                      : at::zeros({}, z.options());
   }
   z_q = z + (z_q - z).detach();
   out.z_q = z_q.permute({0, 3, 1, 2}).contiguous();

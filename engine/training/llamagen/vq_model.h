@@ -53,8 +53,8 @@ std::vector<io::ExpectedTensor> vq_model_expected_tensors(const VqModelConfig& c
 ParameterSet init_vq_parameters(const VqModelConfig& c, uint64_t seed, at::Device device);
 
 struct VqQuantized {
-  at::Tensor z_q;    // [B, e, h, w], straight-through
-  at::Tensor codes;  // [B, h*w] int64, row-major
+  at::Tensor z_q;                                 // [B, e, h, w], straight-through
+  at::Tensor codes;                               // [B, h*w] int64, row-major
   at::Tensor vq_loss, commit_loss, entropy_loss;  // scalars; defined when losses were asked for
 };
 
@@ -75,7 +75,7 @@ class VqModel {
 
   at::Tensor encode(const at::Tensor& images) const;  // Encoder + quant_conv -> [B, e, h, w]
   VqQuantized quantize(const at::Tensor& z, bool with_losses) const;
-  at::Tensor decode(const at::Tensor& z_q) const;    // post_quant_conv + Decoder (engine VqDecoder)
+  at::Tensor decode(const at::Tensor& z_q) const;  // post_quant_conv + Decoder (engine VqDecoder)
   VqOutput forward(const at::Tensor& images, bool with_losses) const;
   at::Tensor encode_codes(const at::Tensor& images) const;  // no autograd: [B, h*w] int64
 

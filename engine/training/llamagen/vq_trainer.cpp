@@ -10,8 +10,8 @@
 
 #include "engine/core/logging.h"
 #include "engine/metrics/image_metrics.h"
-#include "engine/models/llamagen/vq_decoder.h"
 #include "engine/metrics/image_tensors.h"
+#include "engine/models/llamagen/vq_decoder.h"
 #include "engine/training/world_data.h"
 
 namespace kvs::training {
@@ -25,7 +25,8 @@ double reconstruction_psnr(const VqModel& model, const at::Tensor& pixels_nhwc, 
   for (int64_t i = 0; i < n; i += batch_size) {
     const int64_t len = std::min(batch_size, n - i);
     at::Tensor real = pixels_nhwc.narrow(0, i, len);
-    at::Tensor rec = llamagen::images_to_uint8_nhwc(model.forward(u8_images_to_input(real, device), false).reconstruction);
+    at::Tensor rec = llamagen::images_to_uint8_nhwc(
+        model.forward(u8_images_to_input(real, device), false).reconstruction);
     for (int64_t j = 0; j < len; ++j) sum += psnr(tensor_to_rgb_image(real[j]), tensor_to_rgb_image(rec[j]));
   }
   return sum / static_cast<double>(n);
@@ -41,8 +42,8 @@ TrainSummary train_vq(const TrainOptions& options, const VqTrainSetup& setup) {
 
   ParameterSet params = init_vq_parameters(cfg, options.seed, options.device);
   VqModel model(cfg, params.as_map(), options.device);
-  module_logger("train").info("vq: " + std::to_string(params.numel()) + " parameters, " +
-                              std::to_string(train.size()) + " training images");
+  module_logger("train").info("vq: " + std::to_string(params.numel()) + " parameters, " + std::to_string(train.size()) +
+                              " training images");
 
   // Codebook usage as upstream logs it: distinct codes among the last 65536 assignments.
   const int64_t window = 65536;
@@ -71,7 +72,8 @@ TrainSummary train_vq(const TrainOptions& options, const VqTrainSetup& setup) {
     const double mse = rec.item<double>();
     return StepResult{loss,
                       {mse, out.quantized.vq_loss.item<double>(), out.quantized.commit_loss.item<double>(),
-                       out.quantized.entropy_loss.item<double>(), usage, 10.0 * std::log10(4.0 / std::max(mse, 1e-12))}};
+                       out.quantized.entropy_loss.item<double>(), usage,
+                       10.0 * std::log10(4.0 / std::max(mse, 1e-12))}};
   };
   task.eval_names = {"psnr_db"};
   task.evaluate = [&]() { return std::vector<double>{reconstruction_psnr(model, held_out.pixels())}; };

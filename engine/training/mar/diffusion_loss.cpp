@@ -72,8 +72,7 @@ DiffusionTrainingLoss::Terms DiffusionTrainingLoss::training_losses(const Model&
                                                                     const at::Tensor& noise) const {
   if (x_start.dim() != 2 || noise.sizes() != x_start.sizes() || t.dim() != 1 || t.size(0) != x_start.size(0))
     throw InvalidArgumentError("diffusion loss: x_start and noise must be [N, C] and t [N], got " +
-                               c10::str(x_start.sizes()) + ", " + c10::str(noise.sizes()) + ", " +
-                               c10::str(t.sizes()));
+                               c10::str(x_start.sizes()) + ", " + c10::str(noise.sizes()) + ", " + c10::str(t.sizes()));
   if (t.numel() > 0) {
     const at::Tensor tc = t.to(at::kCPU);
     if (tc.min().item<int64_t>() < 0 || tc.max().item<int64_t>() >= num_timesteps())
@@ -90,10 +89,10 @@ DiffusionTrainingLoss::Terms DiffusionTrainingLoss::training_losses(const Model&
   // The VB term with the mean from sg(eps): it only trains the variance values.
   const at::Tensor frozen_eps = eps.detach();
   const at::Tensor frac = (values + 1.0) / 2.0;
-  const at::Tensor model_log_variance =
-      frac * pick(log_betas_, t) + (1.0 - frac) * pick(posterior_log_variance_clipped_, t);
-  const at::Tensor pred_xstart =
-      pick(sqrt_recip_alphas_cumprod_, t) * x_t - pick(sqrt_recipm1_alphas_cumprod_, t) * frozen_eps;
+  const at::Tensor model_log_variance = frac * pick(log_betas_, t) +
+                                        (1.0 - frac) * pick(posterior_log_variance_clipped_, t);
+  const at::Tensor pred_xstart = pick(sqrt_recip_alphas_cumprod_, t) * x_t -
+                                 pick(sqrt_recipm1_alphas_cumprod_, t) * frozen_eps;
   const at::Tensor model_mean = pick(posterior_mean_coef1_, t) * pred_xstart + pick(posterior_mean_coef2_, t) * x_t;
   const at::Tensor true_mean = pick(posterior_mean_coef1_, t) * x_start + pick(posterior_mean_coef2_, t) * x_t;
   const at::Tensor true_log_variance = pick(posterior_log_variance_clipped_, t);

@@ -89,9 +89,7 @@ ParameterSet init_kl_vae_parameters(const KlVaeModelConfig& c, uint64_t seed, at
 
 at::Tensor KlPosterior::std() const { return at::exp(logvar * 0.5); }
 
-at::Tensor KlPosterior::kl() const {
-  return (mean.pow(2) + at::exp(logvar) - 1.0 - logvar).sum({1, 2, 3}) * 0.5;
-}
+at::Tensor KlPosterior::kl() const { return (mean.pow(2) + at::exp(logvar) - 1.0 - logvar).sum({1, 2, 3}) * 0.5; }
 
 at::Tensor KlPosterior::sample(at::Generator& gen) const {
   at::Tensor noise = at::normal(0.0, 1.0, mean.sizes(), gen, at::TensorOptions().dtype(at::kFloat));

@@ -36,8 +36,8 @@ class KlVaeDecoder;
 namespace kvs::training {
 
 struct KlVaeModelConfig {
-  mar::KlVaeConfig arch;     // what bundles store (latent_scale is set later, from the MAR run)
-  double kl_weight = 1e-4;   // see kl_vae_trainer.h for the loss
+  mar::KlVaeConfig arch;    // what bundles store (latent_scale is set later, from the MAR run)
+  double kl_weight = 1e-4;  // see kl_vae_trainer.h for the loss
   void validate() const;
 };
 

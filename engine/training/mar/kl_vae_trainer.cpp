@@ -69,11 +69,10 @@ TrainSummary train_kl_vae(const TrainOptions& options, const KlVaeTrainSetup& se
 
   ParameterSet params = init_kl_vae_parameters(cfg, options.seed, options.device);
   KlVaeModel model(cfg, params.as_map(), options.device);
-  module_logger("train").info("kl-vae: " + std::to_string(params.numel()) + " parameters, " +
-                              std::to_string(train.size()) + " training images, latent " +
-                              std::to_string(cfg.arch.embed_dim) + "x" +
-                              std::to_string(model.latent_size(setup.image_size)) + "x" +
-                              std::to_string(model.latent_size(setup.image_size)));
+  module_logger("train").info(
+      "kl-vae: " + std::to_string(params.numel()) + " parameters, " + std::to_string(train.size()) +
+      " training images, latent " + std::to_string(cfg.arch.embed_dim) + "x" +
+      std::to_string(model.latent_size(setup.image_size)) + "x" + std::to_string(model.latent_size(setup.image_size)));
 
   TrainingTask task;
   task.kind = "kl-vae";

@@ -35,7 +35,7 @@ struct KlVaeTrainSetup {
 struct KlVaeLoss {
   at::Tensor loss, rec_mse, kl_per_image;  // scalars (loss and rec_mse with autograd)
   at::Tensor reconstruction;
-  double posterior_std = 0;                // mean std of q(z|x) (how noisy the latent is)
+  double posterior_std = 0;  // mean std of q(z|x) (how noisy the latent is)
 };
 KlVaeLoss kl_vae_loss(const KlVaeModel& model, const at::Tensor& x, at::Generator& noise_gen);
 

@@ -55,12 +55,12 @@ nlohmann::json export_mar_bundle(const BundleExportOptions& options) {
   add_prefixed(tensors, vae_weights, mar::kl_vae_expected_tensors(vae_cfg.arch), "vae.", dtype, vae_dir);
 
   const std::vector<std::string> class_names = checked_world_class_names(mar_cfg.class_num, "MAR model");
-  nlohmann::json provenance =
-      trained_provenance(options, "kvstudio-train export --family mar",
-                         vae_manifest.at("config").at("image_size").get<int>(), vae_manifest, "mar_training",
-                         mar_manifest_json);
+  nlohmann::json provenance = trained_provenance(options, "kvstudio-train export --family mar",
+                                                 vae_manifest.at("config").at("image_size").get<int>(), vae_manifest,
+                                                 "mar_training", mar_manifest_json);
   provenance["mar_weights"] = ema ? "ema" : "raw";
-  provenance["latent_scale"] = "1 / std of the VAE's posterior samples on the training images (measured by the MAR run)";
+  provenance["latent_scale"] =
+      "1 / std of the VAE's posterior samples on the training images (measured by the MAR run)";
   nlohmann::json manifest = mar::mar_manifest(options.name, mar_cfg, vae_cfg.arch, provenance);
   write_trained_bundle(options, dtype, tensors, class_names, manifest);
   // The bundle must load through the engine's strict loader, as every bundle does.

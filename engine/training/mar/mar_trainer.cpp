@@ -196,8 +196,8 @@ TrainSummary train_mar(const TrainOptions& options, const MarTrainSetup& setup) 
   LatentSet train, held_out;
   {
     const KlVaeModel vae(vae_cfg, vae_weights, options.device);
-    const std::string vae_id =
-        std::filesystem::absolute(setup.vae_run_dir).string() + "/" + vae_manifest.value("weights", std::string());
+    const std::string vae_id = std::filesystem::absolute(setup.vae_run_dir).string() + "/" +
+                               vae_manifest.value("weights", std::string());
     const std::string dir = run_dir(options, "mar");
     WorldImageSet images = load_world_split(options.work_dir, WorldSplit::Train, setup.train_per_class, image_size,
                                             options.render_threads);
@@ -220,11 +220,10 @@ TrainSummary train_mar(const TrainOptions& options, const MarTrainSetup& setup) 
   const DiffusionTrainingLoss diffusion;
   int64_t model_numel = 0;
   for (const auto& [name, t] : model_weights) model_numel += t.numel();
-  module_logger("train").info("mar: " + std::to_string(model_numel) + " parameters" +
-                              (with_ema ? " (+ EMA copy)" : "") + ", " + std::to_string(train.size()) +
-                              " training images, " + std::to_string(cfg.seq_len()) + " tokens of " +
-                              std::to_string(cfg.token_embed_dim()) + " channels, latent scale " +
-                              std::to_string(latent_scale));
+  module_logger("train").info(
+      "mar: " + std::to_string(model_numel) + " parameters" + (with_ema ? " (+ EMA copy)" : "") + ", " +
+      std::to_string(train.size()) + " training images, " + std::to_string(cfg.seq_len()) + " tokens of " +
+      std::to_string(cfg.token_embed_dim()) + " channels, latent scale " + std::to_string(latent_scale));
 
   TrainingTask task;
   task.kind = "mar";
@@ -249,7 +248,8 @@ TrainSummary train_mar(const TrainOptions& options, const MarTrainSetup& setup) 
     MarBatch batch;
     batch.tokens = mar_patchify(posterior.sample(gen) * latent_scale, cfg.patch_size).to(options.device);
     batch.labels = set.labels.index_select(0, idx);
-    const at::Tensor orders = at::argsort(at::rand({B, L}, gen), /*dim=*/int64_t{1}, /*descending=*/false);  // a uniform random permutation per row
+    const at::Tensor orders = at::argsort(at::rand({B, L}, gen), /*dim=*/int64_t{1},
+                                          /*descending=*/false);  // a uniform random permutation per row
     const int64_t num_masked = static_cast<int64_t>(std::ceil(static_cast<double>(L) * mask_ratio));
     batch.mask = mask_from_orders(orders, num_masked).to(options.device);
     return batch;

@@ -48,13 +48,13 @@ class DiffusionHead;
 namespace kvs::training {
 
 struct MarTrainSetup {
-  mar::MarConfig model;          // vae_embed_dim / seq size must fit the VAE
-  std::string vae_run_dir;       // the trained KL VAE (WORK/kl-vae)
+  mar::MarConfig model;     // vae_embed_dim / seq size must fit the VAE
+  std::string vae_run_dir;  // the trained KL VAE (WORK/kl-vae)
   double mask_ratio_min = 0.7;
   double label_drop_prob = 0.1;
   int64_t diffusion_batch_mul = 4;
-  double ema_rate = 0.999;       // 0: no EMA (the export ships the raw weights)
-  bool flip = true;              // draw the mirror's latents half of the time
+  double ema_rate = 0.999;  // 0: no EMA (the export ships the raw weights)
+  bool flip = true;         // draw the mirror's latents half of the time
   int64_t train_per_class = 1000;
   int64_t eval_per_class = 20;
 };
@@ -81,10 +81,10 @@ at::Tensor mask_from_orders(const at::Tensor& orders, int64_t num_masked);
 
 // One training batch, fully drawn (what MAR.forward draws itself upstream).
 struct MarBatch {
-  at::Tensor tokens;       // [B, L, C] ground-truth (scaled) latents
-  at::Tensor labels;       // [B] int64
-  at::Tensor mask;         // [B, L] float, 1 = masked (predicted)
-  at::Tensor drop_label;   // [B] bool: class embedding -> fake_latent
+  at::Tensor tokens;      // [B, L, C] ground-truth (scaled) latents
+  at::Tensor labels;      // [B] int64
+  at::Tensor mask;        // [B, L] float, 1 = masked (predicted)
+  at::Tensor drop_label;  // [B] bool: class embedding -> fake_latent
 };
 
 // forward_mae_decoder(forward_mae_encoder(tokens, mask, class embedding with

@@ -38,11 +38,10 @@ nlohmann::json export_var_bundle(const BundleExportOptions& options) {
   add_prefixed(tensors, vae_weights, var::vqvae_expected_tensors(vae_cfg.arch), "vae.", dtype, vae_dir);
 
   const std::vector<std::string> class_names = checked_world_class_names(var_cfg.num_classes, "transformer");
-  nlohmann::json manifest = var::var_manifest(
-      options.name, var_cfg, vae_cfg.arch,
-      trained_provenance(options, "kvstudio-train export --family var",
-                         vae_manifest.at("config").at("image_size").get<int>(), vae_manifest, "var_training",
-                         var_manifest_json));
+  nlohmann::json manifest = var::var_manifest(options.name, var_cfg, vae_cfg.arch,
+                                              trained_provenance(options, "kvstudio-train export --family var",
+                                                                 vae_manifest.at("config").at("image_size").get<int>(),
+                                                                 vae_manifest, "var_training", var_manifest_json));
   write_trained_bundle(options, dtype, tensors, class_names, manifest);
   // The bundle must load through the engine's strict loader, as every bundle does.
   var::VarModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);

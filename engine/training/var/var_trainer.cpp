@@ -51,28 +51,29 @@ ParameterSet init_var_parameters(const var::VarConfig& c, uint64_t seed, at::Dev
   const int64_t C = c.embed_dim;
   // trunc_normal_(std) truncates at +-2 absolute, far outside +-2 std for these widths:
   // a plain normal has the same distribution up to rounding.
-  ParameterSet params = init_parameters(
-      var::var_expected_tensors(c), seed, device,
-      [&](const std::string& name, const std::vector<int64_t>& shape, at::Generator& gen) {
-        if (ends_with(name, "scale_mul_1H11")) return at::full(shape, std::log(4.0));
-        if (ends_with(name, ".bias") || ends_with(name, "_bias")) return at::zeros(shape);
-        at::Tensor w = at::normal(0.0, init_std, shape, gen);
-        if (name == "head.weight") return w * 0.02;                       // init_head
-        if (name == "head_nm.ada_lin.1.weight") return w * 0.5;           // init_adaln
-        if (ends_with(name, "attn.proj.weight") || ends_with(name, "ffn.fc2.weight")) return w / depth_div;
-        if (ends_with(name, ".ada_lin.1.weight") || name == "shared_ada_lin.1.weight") {
-          // rows [0, 2C): gamma1, gamma2 (x init_adaln_gamma); the scales and shifts x init_adaln.
-          w.narrow(0, 0, 2 * C).mul_(init_adaln_gamma);
-          w.narrow(0, 2 * C, w.size(0) - 2 * C).mul_(0.5);
-          return w;
-        }
-        if (ends_with(name, "ada_gss")) {
-          w.narrow(2, 0, 2).mul_(init_adaln_gamma);
-          w.narrow(2, 2, 4).mul_(0.5);
-          return w;
-        }
-        return w;  // Linear and Embedding weights, pos_start, pos_1LC
-      });
+  ParameterSet params =
+      init_parameters(var::var_expected_tensors(c), seed, device,
+                      [&](const std::string& name, const std::vector<int64_t>& shape, at::Generator& gen) {
+                        if (ends_with(name, "scale_mul_1H11")) return at::full(shape, std::log(4.0));
+                        if (ends_with(name, ".bias") || ends_with(name, "_bias")) return at::zeros(shape);
+                        at::Tensor w = at::normal(0.0, init_std, shape, gen);
+                        if (name == "head.weight") return w * 0.02;              // init_head
+                        if (name == "head_nm.ada_lin.1.weight") return w * 0.5;  // init_adaln
+                        if (ends_with(name, "attn.proj.weight") || ends_with(name, "ffn.fc2.weight"))
+                          return w / depth_div;
+                        if (ends_with(name, ".ada_lin.1.weight") || name == "shared_ada_lin.1.weight") {
+                          // rows [0, 2C): gamma1, gamma2 (x init_adaln_gamma); the scales and shifts x init_adaln.
+                          w.narrow(0, 0, 2 * C).mul_(init_adaln_gamma);
+                          w.narrow(0, 2 * C, w.size(0) - 2 * C).mul_(0.5);
+                          return w;
+                        }
+                        if (ends_with(name, "ada_gss")) {
+                          w.narrow(2, 0, 2).mul_(init_adaln_gamma);
+                          w.narrow(2, 2, 4).mul_(0.5);
+                          return w;
+                        }
+                        return w;  // Linear and Embedding weights, pos_start, pos_1LC
+                      });
   for (const auto& p : params.items())
     if (no_weight_decay(p.name)) params.set_weight_decay(p.name, false);
   return params;

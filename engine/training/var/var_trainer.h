@@ -34,8 +34,8 @@ class VarTransformer;
 namespace kvs::training {
 
 struct VarTrainSetup {
-  var::VarConfig model;       // vocab_size / Cvae / patch_nums must fit the tokenizer
-  std::string vae_run_dir;    // the trained VQVAE (WORK/var-vae)
+  var::VarConfig model;     // vocab_size / Cvae / patch_nums must fit the tokenizer
+  std::string vae_run_dir;  // the trained VQVAE (WORK/var-vae)
   double cond_drop_rate = 0.1;
   double init_adaln_gamma = 1e-3;  // upstream --alng (1e-3 in the README's recipes, 1e-5 default)
   int64_t train_per_class = 1000;

@@ -60,11 +60,11 @@ std::vector<io::ExpectedTensor> var_vae_expected_tensors(const VarVaeModelConfig
 ParameterSet init_var_vae_parameters(const VarVaeModelConfig& c, uint64_t seed, at::Device device);
 
 struct VarQuantized {
-  at::Tensor f_hat;                // [B, Cvae, h, w], straight-through (what the decoder gets)
-  at::Tensor f_hat_codes;          // the same value as accumulated from the codes (detached)
-  std::vector<at::Tensor> ids;     // per scale [B, pn*pn] int64
-  at::Tensor vq_loss;              // scalar (when losses were asked for)
-  at::Tensor lookup_inputs;        // [B * L, Cvae] the residual vectors each lookup saw (when asked)
+  at::Tensor f_hat;             // [B, Cvae, h, w], straight-through (what the decoder gets)
+  at::Tensor f_hat_codes;       // the same value as accumulated from the codes (detached)
+  std::vector<at::Tensor> ids;  // per scale [B, pn*pn] int64
+  at::Tensor vq_loss;           // scalar (when losses were asked for)
+  at::Tensor lookup_inputs;     // [B * L, Cvae] the residual vectors each lookup saw (when asked)
 };
 
 struct VarVaeOutput {
@@ -85,7 +85,7 @@ class VarVaeModel {
 
   at::Tensor encode(const at::Tensor& images) const;  // Encoder + quant_conv -> f [B, Cvae, h, w]
   VarQuantized quantize(const at::Tensor& f, bool with_losses, bool with_lookup_inputs = false) const;
-  at::Tensor decode(const at::Tensor& f_hat) const;   // post_quant_conv + Decoder (engine), unclamped
+  at::Tensor decode(const at::Tensor& f_hat) const;  // post_quant_conv + Decoder (engine), unclamped
   VarVaeOutput forward(const at::Tensor& images, bool with_losses, bool with_lookup_inputs = false) const;
   // img_to_idxBl: per-scale ids, no autograd (the engine's f_to_ids on the encoder's f).
   std::vector<at::Tensor> encode_ids(const at::Tensor& images) const;

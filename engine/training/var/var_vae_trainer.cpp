@@ -126,9 +126,8 @@ TrainSummary train_var_vae(const TrainOptions& options, const VarVaeTrainSetup& 
     }
     const double mse = rec.item<double>();
     return StepResult{loss,
-                      {mse, out.quantized.vq_loss.item<double>(),
-                       alive.to(at::kDouble).mean().item<double>(), restarted,
-                       10.0 * std::log10(4.0 / std::max(mse, 1e-12))}};
+                      {mse, out.quantized.vq_loss.item<double>(), alive.to(at::kDouble).mean().item<double>(),
+                       restarted, 10.0 * std::log10(4.0 / std::max(mse, 1e-12))}};
   };
   task.eval_names = {"psnr_db"};
   task.evaluate = [&]() {

@@ -32,7 +32,7 @@ struct VarVaeTrainSetup {
   int64_t train_per_class = 1000;
   int64_t eval_per_class = 20;
   bool flip = true;
-  int64_t restart_every = 100;         // <= 0: no dead-code restarts
+  int64_t restart_every = 100;          // <= 0: no dead-code restarts
   double restart_until_fraction = 0.5;  // of options.steps
 };
 
