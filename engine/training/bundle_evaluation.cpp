@@ -13,6 +13,7 @@
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/image/png_file.h"
+#include "engine/io/model_bundle.h"
 #include "engine/metrics/frechet_distance.h"
 #include "engine/metrics/image_tensors.h"
 #include "engine/metrics/scene_classifier.h"

@@ -1,66 +1,23 @@
 #pragma once
 // `lazymar`: LazyMAR's feature caches for masked (MAR) models — Yan et al. 2025,
-// "LazyMAR: Accelerating Masked Autoregressive Models via Feature Caching"
-// (../shared/papers/lazymar.txt), following the official implementation
-// (feihongyan1/LazyMAR models/mar_cache.py, models/basic.py) where the paper
-// leaves details open. For the masked family a "policy" is a feature-caching
-// strategy (mar::MarFeatureCache), not a KV eviction policy.
+// "LazyMAR: Accelerating Masked Autoregressive Models via Feature Caching",
+// following the official implementation (feihongyan1/LazyMAR models/mar_cache.py,
+// models/basic.py) where the paper leaves details open. For the masked family a
+// "policy" is a feature-caching strategy (mar::MarFeatureCache), not a KV
+// eviction policy.
 //
-// Periodic cache-reuse-refreshment (§1, §3.2): step k is a refresh step when
-// k < start or (k - start) % interval == 0 (interval = τ). A refresh step runs the
-// exact computation (both CFG branches, every token: its z equals the full
-// recomputation's bit for bit) and fills the caches; the steps in between are lazy.
+// Periodic cache-reuse-refreshment (§1, §3.2): refresh steps (k < start or
+// (k - start) % interval == 0) run the exact computation and fill the caches.
+// Token cache (§3.2.1, Eq. 8-9): at lazy steps only the buffer, the tokens
+// predicted at the previous step and, from the similarity block on, the N tokens
+// least similar to the previous step (cosine of the values, averaged over heads)
+// are computed; the others reuse their cached K/V and outputs. Condition cache
+// (§3.2.2, Eq. 10): at lazy steps the unconditional branch is the conditional one
+// plus the difference stored at the last refresh step. The diffusion-head cache
+// (official models/diffloss_cached.py, not in the paper's text) is an option,
+// off by default: lazymar_head_cache.h.
 //
-// Token cache (§3.2.1, Eq. 8-9), at a lazy step, on the rows it caches:
-// - encoder: only the buffer and the tokens predicted at the previous step (now
-//   known) are computed; the other known tokens' K/V come from the cache (the
-//   official EncoderAttention's appended KV cache), and their encoder outputs /
-//   decoder inputs are reused from the cache;
-// - decoder blocks before the similarity layer s run on every token; at block s
-//   every token's value v is computed and compared with the previous step's v of
-//   the same block: S(x_i) = cosine similarity per head, averaged over heads
-//   (Eq. 8 on the value matrix, §4.4 "The Position to Calculate Similarity");
-// - I_compute = the N tokens of lowest similarity, where the tokens predicted at
-//   this step and at the previous step are always in I_compute; N = max(forced +
-//   extra, floor(ratio(k) * (buffer + seq_len))) (official _prune_tokens);
-// - from block s's MLP on, only I_compute is computed; its K/V overwrite the
-//   cache, every query attends to all tokens (cached K/V for I_cache, Eq. 9).
-// Condition cache (§3.2.2, Eq. 10): at refresh steps C_cond := X_uncond - X_cond
-// at the decoder's last block output (before decoder_norm, as the official code);
-// at lazy steps only the conditional rows run and X_uncond := X_cond + C_cond.
-//
-// Choices where the paper is silent (official code unless said otherwise):
-// - s = the decoder block with 0-based index `layer` (default 3, the official
-//   layer_idx == 3); on decoders with fewer blocks, the last block (ours: the
-//   official code cannot run them).
-// - Retention schedule: "official" stretches the official 64-entry per-step table
-//   (1.0 for steps 0-19, then 0.6 ... 0.05) over any step count by relative
-//   position, ratio(k) = table[floor(64 k / steps)] — identical at 64 steps; the
-//   official code indexes the table by step and fails above 64 steps. "constant"
-//   uses `ratio` at every lazy step.
-// - The forced tokens (predicted now and at the previous step) are excluded from
-//   the ranking (score -inf), so they are computed even when other tokens have a
-//   negative cosine similarity (the official code scores them 0, which can rank
-//   them behind such tokens).
-// - The buffer positions take part in the ranking like image tokens (official).
-// - Defaults start = 5, interval = 9: the official code's values and the paper's
-//   64-step setting (§4.1); the paper's 32-step setting is start = 4, interval = 5.
-// - Tokens not in I_compute keep, as z, their last computed decoder output (the
-//   official code leaves zeros there; only the predicted tokens' z is used, and
-//   they are always computed, so the images do not depend on this).
-// - The token cache and the K/V caches hold the conditional rows only when the
-//   condition cache is on (official); with condition_cache=off they hold every row
-//   and the unconditional branch goes through the token cache too (Table 2's
-//   "token cache only" ablation).
-// Diffusion-head cache (official models/diffloss_cached.py; the paper does not
-// describe it), an option: head_cache=on reuses the head's MLP branches,
-// residual updates of blocks 1-4 and CFG difference across the reverse steps of
-// each MAR step, with a full head every head_threshold steps (official 7) — see
-// lazymar_head_cache.h for the rule and the choices. Off by default: the paper's
-// text describes only the token and condition caches, and the head cache costs
-// agreement (MAR demo: 28 dB PSNR against the full run, 40 dB without it). The
-// official LazyMAR code always runs it, so the paper's FLOPs (Table 1) are to be
-// compared with head_cache=on.
+// Choices where the paper is silent: docs/policies.md#lazymar
 #include <ATen/core/Tensor.h>
 
 #include <memory>
