@@ -40,7 +40,8 @@ GenerationResult GenerationSession::run_opened(const io::ModelBundle* opened, co
   auto log = module_logger("session");
   try {
     request.validate();
-    const DeviceChoice device = choose_device(parse_device_kind(request.device), request.threads);
+    const DeviceChoice device = choose_device(parse_device_kind(request.device), request.threads,
+                                              parse_run_dtype(request.dtype));
     std::optional<io::ModelBundle> read;
     if (!opened) read = io::ModelBundle::open(request.model_path);
     const io::ModelBundle& bundle = opened ? *opened : *read;

@@ -23,6 +23,12 @@ struct StartedEvent {
   std::string unit_name = "line";
   int64_t units_total = 0;
   std::string family;  // FamilyDescription::name of the model ("llamagen", "var", "mar")
+  // The sequence positions before the image tokens that condition the image
+  // (positions [0, condition_tokens) of RetainedMasks and AttentionMap), and for
+  // text families each one's readable text (the prompt's tokens, the chat
+  // template's tags), so the window can show which words a line attends to.
+  int64_t condition_tokens = 0;
+  std::vector<std::string> condition_labels;
 };
 
 struct TokenProgressEvent {

@@ -3,16 +3,25 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/core/device.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
 
 void GenerationRequest::validate() const {
-  if (class_ids.empty()) throw InvalidArgumentError("no class given (use --class <id>)");
+  if (is_text()) {
+    if (!class_ids.empty()) throw InvalidArgumentError("a request takes class ids or a prompt, not both");
+    if (images < 1 || images > 256)
+      throw InvalidArgumentError("images must be in 1..256 (got " + std::to_string(images) + ")");
+  } else {
+    if (class_ids.empty()) throw InvalidArgumentError("no class given (use --class <id>, or --prompt for text models)");
+    if (!negative_prompt.empty()) throw InvalidArgumentError("a negative prompt needs a prompt");
+  }
   for (int64_t c : class_ids)
     if (c < 0) throw InvalidArgumentError("class id " + std::to_string(c) + " is negative");
   if (class_ids.size() > 256)
     throw InvalidArgumentError("batch of " + std::to_string(class_ids.size()) + " is larger than 256");
+  parse_run_dtype(dtype);
   if (!(cfg_scale >= 0)) throw InvalidArgumentError("cfg scale must be >= 0");
   if (cfg_interval < -1) throw InvalidArgumentError("cfg interval must be >= -1 (-1 = always)");
   if (steps < 0) throw InvalidArgumentError("steps must be >= 0 (0 = the model's default)");
@@ -28,19 +37,26 @@ void GenerationRequest::validate() const {
 }
 
 nlohmann::json to_json(const GenerationRequest& r) {
-  return {{"model", r.model_path},
-          {"class_ids", r.class_ids},
-          {"seed", r.seed},
-          {"cfg_scale", r.cfg_scale},
-          {"cfg_interval", r.cfg_interval},
-          {"steps", r.steps},
-          {"cfg_schedule", r.cfg_schedule},
-          {"temperature", r.sampling.temperature},
-          {"top_k", r.sampling.top_k},
-          {"top_p", r.sampling.top_p},
-          {"sample", r.sampling.sample},
-          {"device", r.device},
-          {"policy", r.policy}};
+  nlohmann::json j = {{"model", r.model_path},
+                      {"class_ids", r.class_ids},
+                      {"seed", r.seed},
+                      {"cfg_scale", r.cfg_scale},
+                      {"cfg_interval", r.cfg_interval},
+                      {"steps", r.steps},
+                      {"cfg_schedule", r.cfg_schedule},
+                      {"temperature", r.sampling.temperature},
+                      {"top_k", r.sampling.top_k},
+                      {"top_p", r.sampling.top_p},
+                      {"sample", r.sampling.sample},
+                      {"device", r.device},
+                      {"dtype", r.dtype},
+                      {"policy", r.policy}};
+  if (r.is_text()) {
+    j["prompt"] = r.prompt;
+    j["negative_prompt"] = r.negative_prompt;
+    j["images"] = r.images;
+  }
+  return j;
 }
 
 }  // namespace kvs

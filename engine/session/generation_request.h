@@ -13,7 +13,14 @@ namespace kvs {
 
 struct GenerationRequest {
   std::string model_path;          // bundle folder
-  std::vector<int64_t> class_ids;  // one per image in the batch
+  std::vector<int64_t> class_ids;  // class-conditional families: one per image in the batch
+  // Text families (Janus-Pro): the prompt, the images it makes (the official
+  // `parallel_size`) and an optional negative prompt, which replaces the
+  // unconditional CFG row (empty: the official row, the prompt with its text
+  // replaced by pad tokens). A request gives class ids or a prompt, not both.
+  std::string prompt;
+  std::string negative_prompt;
+  int64_t images = 1;
   uint64_t seed = 0;
   double cfg_scale = 4.0;     // > 1 enables classifier-free guidance
   int64_t cfg_interval = -1;  // -1: CFG on every step
@@ -21,6 +28,7 @@ struct GenerationRequest {
   std::string cfg_schedule;   // masked models: "linear" | "constant"; "" = linear
   SamplingParams sampling;
   std::string device = "auto";       // auto | cpu | cuda
+  std::string dtype = "auto";        // weights and KV cache: auto | f32 | bf16 | f16 (auto: bf16 on CUDA, f32 on CPU)
   int threads = 0;                   // 0: all hardware threads
   std::string policy = "full";       // KV-cache policy spec, e.g. "linear:rho=1/6" (see policy_registry.h)
   int preview_every_units = 0;       // decode a preview every N lines (0: off)
@@ -32,6 +40,10 @@ struct GenerationRequest {
   bool emit_attention_map = false;   // per-line attention map of the line's last token
   int64_t attention_layer = -1;      // -1: mean over layers
   int64_t attention_head = -1;       // KV head, -1: mean over heads
+
+  bool is_text() const { return !prompt.empty(); }
+  // Images in the batch: the class ids, or `images` for a prompt.
+  int64_t batch() const { return is_text() ? images : static_cast<int64_t>(class_ids.size()); }
 
   // Throws InvalidArgumentError with a message naming the field.
   void validate() const;

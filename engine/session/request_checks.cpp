@@ -4,7 +4,16 @@
 
 namespace kvs {
 
+void check_conditioning(const GenerationRequest& request, bool text_model, const std::string& model_name) {
+  if (text_model && !request.is_text())
+    throw InvalidArgumentError("model " + model_name + " is a text-to-image model: give a prompt (--prompt \"...\")");
+  if (!text_model && request.is_text())
+    throw InvalidArgumentError("model " + model_name +
+                               " is class-conditional: give class ids (--class N), not a prompt");
+}
+
 void check_class_ids(const GenerationRequest& request, int64_t num_classes, const std::string& model_name) {
+  check_conditioning(request, false, model_name);
   for (int64_t c : request.class_ids)
     if (c >= num_classes)
       throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: model " + model_name + " has " +

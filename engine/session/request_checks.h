@@ -8,6 +8,10 @@
 
 namespace kvs {
 
+// The request's conditioning is the model's: class ids for a class-conditional
+// model, a prompt for a text model (InvalidArgumentError saying which to give).
+void check_conditioning(const GenerationRequest& request, bool text_model, const std::string& model_name);
+
 // Every class id names one of the model's classes (InvalidArgumentError naming
 // the class and the model's range).
 void check_class_ids(const GenerationRequest& request, int64_t num_classes, const std::string& model_name);

@@ -99,7 +99,7 @@ class TestFamilyViewModels : public QObject {
     run.setCalibrationPending(true);
     run.track(nullptr, 1, kvs::GenerationRequest{});
     QVERIFY(run.calibrating());  // loading, no scale yet
-    run.handleStarted(kvs::StartedEvent{"var", "cpu", 1, 3, 3, 14, "scale", 3, "var"});
+    run.handleStarted(kvs::StartedEvent{"var", "cpu", 1, 3, 3, 14, "scale", 3, "var", 0, {}});
     QVERIFY(run.calibrating());
     QCOMPARE(run.unitProgressText(), QStringLiteral("scale 1/3"));
 
@@ -162,7 +162,7 @@ class TestFamilyViewModels : public QObject {
     run.setModel(mar);
     run.track(nullptr, 2, kvs::GenerationRequest{});
     QCOMPARE(run.family().name, std::string("mar"));
-    run.handleStarted(kvs::StartedEvent{"mar", "cpu", 1, 2, 2, 4, "step", 3, "mar"});
+    run.handleStarted(kvs::StartedEvent{"mar", "cpu", 1, 2, 2, 4, "step", 3, "mar", 0, {}});
     QCOMPARE(run.generationStep(), (std::vector<int32_t>{-1, -1, -1, -1}));
     QCOMPARE(run.unitProgressText(), QStringLiteral("step 1/3"));
     const std::vector<std::vector<int32_t>> predicted = {{3}, {0, 2}, {1}};

@@ -81,7 +81,7 @@ class TestViewModels : public QObject {
     vm.track(nullptr, 7, request);
     QCOMPARE(vm.state(), RunState::Loading);
     QVERIFY(vm.active());
-    vm.handleStarted(kvs::StartedEvent{"demo", "cpu", 1, 4, 4, 16, "line", 4, "llamagen"});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
     QCOMPARE(vm.state(), RunState::Running);
     QCOMPARE(vm.family().name, std::string("llamagen"));
     vm.handleProgress(kvs::TokenProgressEvent{4, 16, 10, 400});
@@ -130,7 +130,7 @@ class TestViewModels : public QObject {
     MemoryPanel panel;
     panel.setRun(&vm);
     vm.track(nullptr, 1, kvs::GenerationRequest{});
-    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen"});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
     // A CPU run: no device numbers, and the panel says why.
     vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
     QCOMPARE(vm.memory().back().device_allocated_bytes, int64_t{-1});

@@ -28,8 +28,17 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
 
   const int64_t grid = config.grid_size();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  ctx.emit(
-      StartedEvent{model.name, ctx.device_description, batch, grid, grid, config.block_size, "line", grid, "llamagen"});
+  ctx.emit(StartedEvent{model.name,
+                        ctx.device_description,
+                        batch,
+                        grid,
+                        grid,
+                        config.block_size,
+                        "line",
+                        grid,
+                        "llamagen",
+                        config.cls_token_num,
+                        {}});
 
   RasterParams params;
   params.cfg_scale = request.cfg_scale;

@@ -118,8 +118,8 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
 
   const int64_t grid = config.seq_h(), seq_len = config.seq_len();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  ctx.emit(
-      StartedEvent{model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter, "mar"});
+  ctx.emit(StartedEvent{
+      model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter, "mar", 0, {}});
 
   RunClock clock;
   int64_t unknown_before = seq_len;

@@ -98,7 +98,7 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
 
   const int64_t grid = config.final_grid(), scales = config.scales(), total = config.total_tokens();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  ctx.emit(StartedEvent{model.name, ctx.device_description, batch, grid, grid, total, "scale", scales, "var"});
+  ctx.emit(StartedEvent{model.name, ctx.device_description, batch, grid, grid, total, "scale", scales, "var", 0, {}});
 
   ScaleParams params;
   params.cfg = request.cfg_scale;
