@@ -60,8 +60,12 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
   MatchData md(impl_->code);
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
+  // PCRE2 checks the whole subject's UTF-8 on every call unless told not to:
+  // once is enough, or a long text with many matches costs quadratic time.
+  uint32_t check = 0;
   while (start <= text.size()) {
-    const int rc = pcre2_match(impl_->code, subject, text.size(), start, 0, md.data, nullptr);
+    const int rc = pcre2_match(impl_->code, subject, text.size(), start, check, md.data, nullptr);
+    check = PCRE2_NO_UTF_CHECK;
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) throw InvalidArgumentError("pattern '" + pattern_ + "' failed on input: " + pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.data);
@@ -79,8 +83,10 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
 
 bool UnicodeRegex::matches_at(std::string_view text, size_t pos) const {
   MatchData md(impl_->code);
-  const int rc = pcre2_match(impl_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos, PCRE2_ANCHORED,
-                             md.data, nullptr);
+  // Called once per code point while scanning: the caller's text is valid
+  // UTF-8 already, and checking it on every call would make scans quadratic.
+  const int rc = pcre2_match(impl_->code, reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), pos,
+                             PCRE2_ANCHORED | PCRE2_NO_UTF_CHECK, md.data, nullptr);
   if (rc == PCRE2_ERROR_NOMATCH) return false;
   if (rc < 0) throw InvalidArgumentError("pattern '" + pattern_ + "' failed on input: " + pcre2_message(rc));
   return true;

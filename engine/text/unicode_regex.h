@@ -28,7 +28,8 @@ class UnicodeRegex {
   // `text` must be valid UTF-8. Safe to call from several threads at once.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
 
-  // Whether the pattern matches at exactly `pos` (anchored there).
+  // Whether the pattern matches at exactly `pos` (anchored there). `text` must
+  // be valid UTF-8 and `pos` a code point boundary: they are not checked.
   bool matches_at(std::string_view text, size_t pos) const;
 
   const std::string& pattern() const { return pattern_; }

@@ -214,6 +214,8 @@ PROMPTS = [
     "punctuation!!! ??? ... ,,, ;;; (((nested))) [[x]] {{y}} <<z>> a->b a=>b «guillemets»",
     "𐐀𐐁 Deseret, 𞤀 Adlam, Ⰰ Glagolitic, Ꭰ Cherokee",
     "e\u0301 combining acute, ﬁ ligature, Ω ohm, K kelvin",
+    # A long prompt: many pieces, long runs of spaces and digits, many added tokens.
+    "A painting of 3 cats, 42 dogs; " * 200 + " " * 3000 + "\t" * 50 + "9" * 400 + "<image_placeholder>" * 100 + "  end  ",
 ]
 
 expected = {"variants": []}
