@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs everything KV Studio needs on Debian 12, idempotently:
 #   - Debian packages (compiler tool-chain pieces, Qt 6, OpenCV, spdlog, Dear ImGui,
-#     nlohmann-json, GoogleTest, xvfb) — skipped when all are already installed;
+#     nlohmann-json, PCRE2, GoogleTest, xvfb) — skipped when all are already installed;
 #   - LibTorch 2.x from the PyPI `torch` wheel, in a project-local virtual
-#     environment (.venv/) — skipped when it imports already.
+#     environment (.venv/) — skipped when it imports already;
+#   - the PyPI `tokenizers` package in the same environment, the reference the
+#     tokenizer tests compare with — skipped when it imports already.
 # The PyPI wheel is CUDA-enabled: the same build uses an NVIDIA GPU when present.
 # Environment:
 #   KVSTUDIO_VENV      where the virtual environment lives (default: <repo>/.venv)
 #   KVSTUDIO_TORCH     pip requirement for torch (default: torch>=2.1,<3)
+#   KVSTUDIO_TOKENIZERS  pip requirement for tokenizers (default: tokenizers>=0.19,<1)
 #   KVSTUDIO_NO_GUI=1  skip the Qt / ImGui / xvfb packages (engine + CLI only)
 set -euo pipefail
 
@@ -19,7 +22,7 @@ log() { printf '[install] %s\n' "$*" >&2; }
 
 apt_packages=(
   build-essential cmake ninja-build pkg-config ccache python3-venv
-  libopencv-dev libspdlog-dev libfmt-dev nlohmann-json3-dev
+  libopencv-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libpcre2-dev
   libgtest-dev libgmock-dev libpng-dev clang libclang-rt-14-dev clang-format
 )
 gui_packages=(
@@ -74,5 +77,13 @@ else
 fi
 if [[ "${probe##* }" != "1" ]]; then
   log "warning: this torch wheel uses the pre-C++11 ABI; it will not link with Debian's Qt/OpenCV"
+fi
+# Hugging Face's tokenizer library: the tokenizer tests' fixture step trains
+# small tokenizers with it and records its ids (tests/data/make_tokenizer_fixture.py).
+if "$venv/bin/python" -c 'import tokenizers' 2>/dev/null; then
+  log "tokenizers: present"
+else
+  log "installing tokenizers into $venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check "${KVSTUDIO_TOKENIZERS:-tokenizers>=0.19,<1}"
 fi
 log "done"

@@ -1,0 +1,249 @@
+"""Writes small Hugging Face tokenizer folders and the ids the `tokenizers`
+library gives for a set of prompts, for tests/text/test_bpe_tokenizer.cpp.
+
+A byte-level BPE is trained on a small multilingual corpus with DeepSeek-LLM's
+pre-tokenizer (the one Janus-Pro's tokenizer uses: five Split regexes, Digits
+with individual digits, ByteLevel without prefix space or regex), then given
+DeepSeek's and Janus's added tokens at their real ids (100000 and up). Variants
+of the same vocabulary exercise the other pre-tokenizer steps, merge formats,
+normalizers and added-token flags. Every expected value comes from `tokenizers`.
+
+Usage: make_tokenizer_fixture.py OUT_DIR
+Without the `tokenizers` package it writes OUT_DIR/SKIP with the reason and
+exits 0, so that the C++ test can say why it skips.
+"""
+import copy
+import json
+import os
+import sys
+
+out_dir = sys.argv[1]
+os.makedirs(out_dir, exist_ok=True)
+if os.path.exists(os.path.join(out_dir, "SKIP")):
+    os.remove(os.path.join(out_dir, "SKIP"))
+try:
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
+except ImportError as e:  # reported by the C++ test as its skip reason
+    with open(os.path.join(out_dir, "SKIP"), "w") as f:
+        f.write(f"Python package 'tokenizers' is not importable ({e}); installer/install-deps.sh installs it")
+    sys.exit(0)
+
+# DeepSeek-LLM's letter class: Latin, Greek, Cyrillic, Armenian, Georgian,
+# Cherokee, Glagolitic, Coptic, ... (cased letters), as ranges of code points.
+LETTER_RANGES = [
+    (0x41, 0x5A), (0x61, 0x7A), (0xB5, 0xB5), (0xC0, 0xD6), (0xD8, 0xF6), (0xF8, 0x1BA), (0x1BC, 0x1BF),
+    (0x1C4, 0x293), (0x295, 0x2AF), (0x370, 0x373), (0x376, 0x377), (0x37B, 0x37D), (0x37F, 0x37F),
+    (0x386, 0x386), (0x388, 0x38A), (0x38C, 0x38C), (0x38E, 0x3A1), (0x3A3, 0x3F5), (0x3F7, 0x481),
+    (0x48A, 0x52F), (0x531, 0x556), (0x10A0, 0x10C5), (0x13A0, 0x13F5), (0x13F8, 0x13FD), (0x1C90, 0x1CBA),
+    (0x1CBD, 0x1CBF), (0x1D00, 0x1D2B), (0x1D6B, 0x1D77), (0x1D79, 0x1D9A), (0x1E00, 0x1F15), (0x1F18, 0x1F1D),
+    (0x1F20, 0x1F45), (0x1F48, 0x1F4D), (0x1F50, 0x1F57), (0x1F59, 0x1F59), (0x1F5B, 0x1F5B), (0x1F5D, 0x1F5D),
+    (0x1F5F, 0x1F7D), (0x1F80, 0x1FB4), (0x1FB6, 0x1FBC), (0x1FBE, 0x1FBE), (0x1FC2, 0x1FC4), (0x1FC6, 0x1FCC),
+    (0x1FD0, 0x1FD3), (0x1FD6, 0x1FDB), (0x1FE0, 0x1FEC), (0x1FF2, 0x1FF4), (0x1FF6, 0x1FFC), (0x2102, 0x2102),
+    (0x2107, 0x2107), (0x210A, 0x2113), (0x2115, 0x2115), (0x2119, 0x211D), (0x2124, 0x2124), (0x2126, 0x2126),
+    (0x2128, 0x2128), (0x212A, 0x212D), (0x212F, 0x2134), (0x2139, 0x2139), (0x213C, 0x213F), (0x2145, 0x2149),
+    (0x214E, 0x214E), (0x2183, 0x2184), (0x2C00, 0x2C7B), (0x2C7E, 0x2CE4), (0x2CEB, 0x2CEE), (0x2CF2, 0x2CF3),
+    (0xA640, 0xA66D), (0xA680, 0xA69B), (0xA722, 0xA76F), (0xA771, 0xA787), (0xA78B, 0xA78E), (0xAB70, 0xABBF),
+    (0xFB00, 0xFB06), (0xFB13, 0xFB17), (0xFF21, 0xFF3A), (0xFF41, 0xFF5A), (0x10400, 0x1044F),
+    (0x104B0, 0x104D3), (0x104D8, 0x104FB), (0x10C80, 0x10CB2), (0x10CC0, 0x10CF2), (0x118A0, 0x118DF),
+    (0x1E900, 0x1E943),
+]
+
+
+def char_class(ranges):
+    return "".join(chr(a) if a == b else f"{chr(a)}-{chr(b)}" for a, b in ranges)
+
+
+def split(pattern, behavior="Isolated", invert=False, kind="Regex"):
+    return {"type": "Split", "pattern": {kind: pattern}, "behavior": behavior, "invert": invert}
+
+
+BYTE_LEVEL_PLAIN = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+
+DEEPSEEK_PRE_TOKENIZER = {
+    "type": "Sequence",
+    "pretokenizers": [
+        split("[\r\n]"),
+        split("\\s?[" + char_class(LETTER_RANGES) + "]+"),
+        split("\\s?[" + char_class([(0x21, 0x2F), (0x3A, 0x7E), (0xFF01, 0xFF0F), (0xFF1A, 0xFF5E),
+                                    (0x2018, 0x201F), (0x3000, 0x3002)]) + "]+"),
+        split("\\s+$"),
+        split("[" + char_class([(0x4E00, 0x9FA5), (0x0800, 0x4E00), (0xAC00, 0xD7FF)]) + "]+"),
+        {"type": "Digits", "individual_digits": True},
+        BYTE_LEVEL_PLAIN,
+    ],
+}
+
+
+def added(id_, content, special=True, normalized=True, lstrip=False, rstrip=False, single_word=False):
+    return {"id": id_, "content": content, "single_word": single_word, "lstrip": lstrip, "rstrip": rstrip,
+            "normalized": normalized, "special": special}
+
+
+BOS, EOS, PAD = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>", "<｜▁pad▁｜>"
+# DeepSeek-LLM's first added tokens and Janus's image and chat tokens, at their ids.
+DEEPSEEK_ADDED = [
+    added(100000, BOS), added(100001, EOS), added(100002, PAD, normalized=False),
+    added(100016, "<begin_of_image>", normalized=False), added(100581, "<image_placeholder>", normalized=False),
+    added(100588, "<|User|>", normalized=False), added(100589, "<|Assistant|>", normalized=False),
+    added(100593, "<end_of_image>", normalized=False),
+]
+
+CORPUS = [
+    "The quick brown fox jumps over the lazy dog. A photo of a cat sitting on a red sofa, highly detailed.",
+    "An astronaut riding a horse on the moon, oil painting, 4k, trending on artstation!",
+    "Café crème, naïve façade, smörgåsbord, Ærøskøbing, jalapeño, über straße.",
+    "Η γρήγορη καφέ αλεπού πηδά πάνω από τον τεμπέλη σκύλο. Καλημέρα κόσμε!",
+    "Съешь же ещё этих мягких французских булок, да выпей чаю. Привет, мир!",
+    "一只猫坐在红色的沙发上，高清细节。我爱北京天安门。你好，世界！",
+    "고양이가 빨간 소파에 앉아 있습니다. 안녕하세요 세계!",
+    "القط يجلس على الأريكة الحمراء. مرحبا بالعالم!",
+    "लाल सोफे पर बैठी एक बिल्ली। नमस्ते दुनिया!",
+    "日本語のテキストも少し。こんにちは世界。",
+    "Emoji: 😀 🐱 👩‍💻 👨‍👩‍👧‍👦 🏳️‍🌈 ❤️ 🇫🇷",
+    "Numbers 12345 and 3.14159 and 2026-11-24, 100% sure; x = y + 1; f(x) -> [a, b] {c: d}",
+    "Whitespace\tand\ttabs\n\nnew lines   and   runs of spaces   \n",
+    "<|User|>: a cute corgi\n\n<|Assistant|>:<begin_of_image>",
+]
+
+tok = Tokenizer(models.BPE())
+tok.pre_tokenizer = pre_tokenizers.Sequence([])  # replaced in the JSON below
+tok.decoder = decoders.ByteLevel()
+base = json.loads(tok.to_str())
+base["pre_tokenizer"] = DEEPSEEK_PRE_TOKENIZER
+tok = Tokenizer.from_str(json.dumps(base))
+trainer = trainers.BpeTrainer(vocab_size=900, initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                              show_progress=False, special_tokens=[])
+tok.train_from_iterator(CORPUS * 3, trainer)
+trained = json.loads(tok.to_str())
+
+
+def merges_as_strings(model):
+    model["merges"] = [m if isinstance(m, str) else f"{m[0]} {m[1]}" for m in model["merges"]]
+
+
+def merges_as_pairs(model):
+    model["merges"] = [m.split(" ") if isinstance(m, str) else m for m in model["merges"]]
+
+
+def template(bos_id):
+    return {"type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}},
+                     {"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {BOS: {"id": BOS, "ids": [bos_id], "tokens": [BOS]}}}
+
+
+def variant(pre_tokenizer=DEEPSEEK_PRE_TOKENIZER, added_tokens=DEEPSEEK_ADDED, normalizer=None,
+            post_processor=None, merge_format=merges_as_strings):
+    t = copy.deepcopy(trained)
+    merge_format(t["model"])
+    t["pre_tokenizer"] = pre_tokenizer
+    t["added_tokens"] = added_tokens
+    # The library keeps an added token's id only when the model's vocabulary
+    # holds its content at that id (otherwise it renumbers it after the
+    # vocabulary), so the vocabulary lists them too, leaving the gap below
+    # 100000 that DeepSeek's ids have over this small vocabulary.
+    for token in added_tokens:
+        t["model"]["vocab"][token["content"]] = token["id"]
+    t["normalizer"] = normalizer
+    t["post_processor"] = post_processor
+    t["decoder"] = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True}
+    return t
+
+
+def bos_object(content):
+    return {"__type": "AddedToken", "content": content, "lstrip": False, "normalized": True, "rstrip": False,
+            "single_word": False}
+
+
+DEEPSEEK_CONFIG = {
+    "add_bos_token": True, "add_eos_token": False, "bos_token": bos_object(BOS), "eos_token": bos_object(EOS),
+    "clean_up_tokenization_spaces": False, "legacy": True, "model_max_length": 16384, "pad_token": None,
+    "sp_model_kwargs": {}, "tokenizer_class": "LlamaTokenizerFast", "unk_token": None, "use_default_system_prompt": False,
+}
+DEEPSEEK_MAP = {"bos_token": bos_object(BOS), "eos_token": bos_object(EOS), "pad_token": PAD}
+
+VARIANTS = {
+    # DeepSeek-LLM / Janus-Pro as shipped: "a b" merges, an empty normalizer
+    # Sequence, BOS from tokenizer_config.json (and the equivalent template).
+    "deepseek": (variant(normalizer={"type": "Sequence", "normalizers": []}, post_processor=template(100000)),
+                 DEEPSEEK_CONFIG, DEEPSEEK_MAP),
+    # The same with ["a", "b"] merges and BOS from the template alone.
+    "deepseek_pairs": (variant(post_processor=template(100000), merge_format=merges_as_pairs), None, None),
+    "gpt2_byte_level": (variant(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
+                                               "use_regex": True}), None, None),
+    "split_behaviors": (variant(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        split("\\s+", "Removed"), split(",", "MergedWithPrevious", kind="String"),
+        split("[.!?;:]", "MergedWithNext"), split("\\p{P}", "Contiguous"), {"type": "Digits", "individual_digits": False},
+        BYTE_LEVEL_PLAIN]}), None, None),
+    "split_inverted": (variant(pre_tokenizer={"type": "Sequence", "pretokenizers": [
+        split("\\p{L}+", "Isolated", invert=True), split("\\p{N}+", "Removed", invert=True), BYTE_LEVEL_PLAIN]}),
+        None, None),
+    "added_flags": (variant(
+        normalizer={"type": "Sequence", "normalizers": [
+            {"type": "Replace", "pattern": {"String": "\t"}, "content": "  "},
+            {"type": "Replace", "pattern": {"Regex": "[«»]"}, "content": "\""}]},
+        added_tokens=DEEPSEEK_ADDED + [
+            added(100100, "<lstrip>", lstrip=True, normalized=False), added(100101, "<rstrip>", rstrip=True),
+            added(100102, "cat", special=False, single_word=True), added(100103, "<both>", lstrip=True, rstrip=True,
+                                                                          special=False, normalized=False),
+            added(100104, "<image_place", normalized=False)]), None, None),
+}
+
+PROMPTS = [
+    "A photo of a cat sitting on a red sofa",
+    "Café crème brûlée, naïve Ærøskøbing façade",
+    "Η γρήγορη καφέ αλεπού",
+    "Съешь же ещё этих мягких булок",
+    "一只猫坐在红色的沙发上，高清细节。",
+    "고양이가 빨간 소파에 앉아 있습니다",
+    "القط يجلس على الأريكة",
+    "लाल सोफे पर बैठी एक बिल्ली",
+    "Emoji 😀🐱 and ZWJ 👩‍💻 👨‍👩‍👧‍👦 🏳️‍🌈 flags 🇫🇷🇯🇵 ❤️",
+    "digits 1234567890 ٣٤٥ ５６ ² ½ x1y22z333",
+    "  leading spaces, trailing spaces   ",
+    "tabs\tand\t\ttabs\nnew\n\nlines\r\nwindows\u00a0nbsp\u3000ideographic space",
+    "   ",
+    "\n\n\n",
+    "",
+    "<|User|>: a cute corgi in a spacesuit\n\n<|Assistant|>:<begin_of_image>",
+    "<｜begin▁of▁sentence｜>hello<｜end▁of▁sentence｜><｜▁pad▁｜><｜▁pad▁｜>",
+    "<image_placeholder><image_placeholder> text <end_of_image>",
+    "cat concat cats the cat, a <lstrip>  x   <lstrip> y<rstrip>   z <both>  w<image_pla",
+    "mixed: Hello世界мир 123 ＡＢＣ ｆｕｌｌwidth “quotes” ‘single’ — dash… ellipsis",
+    "punctuation!!! ??? ... ,,, ;;; (((nested))) [[x]] {{y}} <<z>> a->b a=>b «guillemets»",
+    "𐐀𐐁 Deseret, 𞤀 Adlam, Ⰰ Glagolitic, Ꭰ Cherokee",
+    "e\u0301 combining acute, ﬁ ligature, Ω ohm, K kelvin",
+    # A long prompt: many pieces, long runs of spaces and digits, many added tokens.
+    "A painting of 3 cats, 42 dogs; " * 200 + " " * 3000 + "\t" * 50 + "9" * 400 + "<image_placeholder>" * 100 + "  end  ",
+]
+
+expected = {"variants": []}
+for name, (tokenizer_json, config, special_map) in VARIANTS.items():
+    folder = os.path.join(out_dir, name)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "tokenizer.json"), "w", encoding="utf-8") as f:
+        json.dump(tokenizer_json, f, ensure_ascii=False, indent=1)
+    if config is not None:
+        with open(os.path.join(folder, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+            json.dump(config, f, ensure_ascii=False, indent=1)
+    if special_map is not None:
+        with open(os.path.join(folder, "special_tokens_map.json"), "w", encoding="utf-8") as f:
+            json.dump(special_map, f, ensure_ascii=False, indent=1)
+    hf = Tokenizer.from_file(os.path.join(folder, "tokenizer.json"))
+    cases = []
+    for text in PROMPTS:
+        for add_special in (True, False):
+            ids = hf.encode(text, add_special_tokens=add_special).ids
+            cases.append({
+                "text": text, "add_special_tokens": add_special, "ids": ids,
+                "decoded": hf.decode(ids, skip_special_tokens=False),
+                "decoded_skipping_special": hf.decode(ids, skip_special_tokens=True),
+                "token_texts": [hf.decode([i], skip_special_tokens=False) for i in ids],
+            })
+    expected["variants"].append({"name": name, "cases": cases,
+                                 "tokens": {t: hf.token_to_id(t) for t in (BOS, EOS, PAD, "<begin_of_image>", "Ġcat")}})
+
+with open(os.path.join(out_dir, "expected.json"), "w", encoding="utf-8") as f:
+    json.dump(expected, f, ensure_ascii=False, indent=1)
+print(f"wrote {len(VARIANTS)} tokenizer folders and expected.json to {out_dir}")
