@@ -1,6 +1,7 @@
 #include "engine/models/family_registry.h"
 
 #include "engine/core/errors.h"
+#include "engine/models/janus/janus_family.h"
 #include "engine/models/llamagen/llamagen_family.h"
 #include "engine/models/mar/mar_family.h"
 #include "engine/models/var/var_family.h"
@@ -13,6 +14,7 @@ const std::vector<const ModelFamily*>& model_families() {
       &llamagen::llamagen_family(),
       &var::var_family(),
       &mar::mar_family(),
+      &janus::janus_family(),
   };
   return families;
 }

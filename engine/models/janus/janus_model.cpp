@@ -1,0 +1,105 @@
+#include "engine/models/janus/janus_model.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+
+#include "engine/core/errors.h"
+#include "engine/io/bundle_loading.h"
+#include "engine/io/safetensors_reader.h"
+#include "engine/models/janus/janus_weights.h"
+#include "engine/text/bpe_tokenizer.h"
+
+namespace kvs::janus {
+namespace {
+
+const char* kLanguagePrefix = "language_model.model.";
+
+at::Tensor take(const io::SafetensorsReader& weights, const std::string& name, at::Device device,
+                at::ScalarType dtype) {
+  return weights.tensor(name).to(device, dtype).contiguous();
+}
+
+}  // namespace
+
+JanusModel JanusModel::from_weights(const JanusConfig& config, const io::SafetensorsReader& weights, at::Device device,
+                                    at::ScalarType dtype) {
+  config.validate();
+  io::check_tensor_set(io::shapes_of(weights), janus_expected_tensors(config), "file " + weights.path());
+  io::require_floating_tensors(weights);
+  JanusModel model;
+  model.config = config;
+  model.language = std::make_unique<JanusLanguageModel>(config.language,
+                                                        io::tensors_with_prefix(weights, kLanguagePrefix), device,
+                                                        dtype);
+  // The decoder runs once per image (and per preview): float32 keeps the
+  // images what the official float32 decode gives at no memory cost that matters.
+  model.vq = std::make_unique<llamagen::VqDecoder>(config.vq, io::tensors_with_prefix(weights, "gen_vision_model."),
+                                                   device);
+  model.gen_embed_ = take(weights, "gen_embed.weight", device, dtype);
+  for (int64_t i = 0; i < config.aligner_depth; ++i) {
+    const std::string p = "gen_aligner.layers." + std::to_string(2 * i) + ".";
+    model.aligner_.emplace_back(take(weights, p + "weight", device, dtype), take(weights, p + "bias", device, dtype));
+  }
+  model.head_in_w_ = take(weights, "gen_head.output_mlp_projector.weight", device, dtype);
+  model.head_in_b_ = take(weights, "gen_head.output_mlp_projector.bias", device, dtype);
+  model.head_out_w_ = take(weights, "gen_head.vision_head.weight", device, dtype);
+  model.head_out_b_ = take(weights, "gen_head.vision_head.bias", device, dtype);
+  return model;
+}
+
+JanusModel JanusModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
+  io::require_family(bundle, "janus-pro");
+  JanusConfig config;
+  io::parse_manifest_sections(bundle, "architecture.janus",
+                              [&] { config = janus_config_from_json(bundle.manifest.at("architecture").at("janus")); });
+  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  JanusModel model = from_weights(config, *reader, device, dtype);
+  model.name = bundle.name();
+  auto tokenizer = std::make_shared<text::BpeTokenizer>(text::BpeTokenizer::load(janus_tokenizer_dir(bundle)));
+  for (const std::string& tag : {config.image_start_tag, config.pad_tag})
+    if (!tokenizer->find_token(tag))
+      throw ModelMismatchError("bundle " + bundle.dir + ": the tokenizer has no token " + tag +
+                               " that Janus-Pro's generation prompt needs");
+  if (tokenizer->vocab_size() > config.language.vocab_size)
+    throw ModelMismatchError("bundle " + bundle.dir + ": the tokenizer's " + std::to_string(tokenizer->vocab_size()) +
+                             " tokens exceed the language model's vocabulary of " +
+                             std::to_string(config.language.vocab_size));
+  model.tokenizer = std::move(tokenizer);
+  return model;
+}
+
+at::Tensor JanusModel::image_embeds(const at::Tensor& ids) const {
+  at::Tensor x = at::embedding(gen_embed_, ids.to(gen_embed_.device(), at::kLong));
+  for (size_t i = 0; i < aligner_.size(); ++i) {
+    if (i > 0) x = at::gelu(x);  // nn.GELU(): the exact (erf) form
+    x = at::linear(x, aligner_[i].first, aligner_[i].second);
+  }
+  return x;
+}
+
+at::Tensor JanusModel::image_logits(const at::Tensor& hidden) const {
+  at::Tensor x = at::gelu(at::linear(hidden.to(head_in_w_.scalar_type()), head_in_w_, head_in_b_));
+  return at::linear(x, head_out_w_, head_out_b_).to(at::kFloat);
+}
+
+nlohmann::json janus_manifest(const std::string& name, const JanusConfig& config, const nlohmann::json& provenance) {
+  nlohmann::json m = io::family_manifest(name, "janus-pro", "janus", to_json(config), nlohmann::json::object(),
+                                         provenance);
+  m["files"]["tokenizer"] = "tokenizer";
+  // The official generation defaults (generation_inference.py): CFG weight 5,
+  // temperature 1, plain multinomial sampling over the whole image vocabulary.
+  m["sampling_defaults"] = {{"cfg_scale", 5.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
+  return m;
+}
+
+std::string janus_tokenizer_dir(const io::ModelBundle& bundle) {
+  std::string sub = "tokenizer";
+  const nlohmann::json& files = bundle.manifest.value("files", nlohmann::json::object());
+  if (files.contains("tokenizer") && files.at("tokenizer").is_string()) sub = files.at("tokenizer").get<std::string>();
+  return (std::filesystem::path(bundle.dir) / sub).string();
+}
+
+}  // namespace kvs::janus
