@@ -57,7 +57,8 @@ std::vector<std::string> janus_preset_names();
 
 // The official config.json (MultiModalityConfig as Hugging Face stores it) ->
 // config; refuses a config whose generation parts are not the Janus-Pro ones
-// (FormatError naming the field).
+// (FormatError naming the field). The decoder is VQ-16 and the image 384 px,
+// which config.json does not record: the caller settles both, then validates.
 JanusConfig janus_config_from_hf(const nlohmann::json& config_json);
 
 // Bundle model.json section ("architecture": {"janus": ...}); unknown keys are

@@ -68,6 +68,39 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+int64_t dim(const std::map<std::string, at::Tensor>& kept, const std::string& name, int64_t index,
+            const std::string& origin) {
+  auto it = kept.find(name);
+  if (it == kept.end()) throw ModelMismatchError(origin + ": missing tensor " + name);
+  if (it->second.dim() <= index) throw ModelMismatchError(origin + ": tensor " + name + " has too few dimensions");
+  return it->second.size(index);
+}
+
+// MultiModalityCausalLM builds VQ_16(), which config.json does not describe:
+// read the decoder's widths off its tensors (conv_out's input is ch x ch_mult[0]
+// = ch; block j's output is ch x ch_mult[L-1-j]), so a checkpoint with another
+// decoder size converts too and a mismatch is named by tensor, not by shape.
+llamagen::VqConfig infer_vq_decoder(const std::map<std::string, at::Tensor>& kept, llamagen::VqConfig vq,
+                                    const std::string& origin) {
+  const std::string p = "gen_vision_model.";
+  int64_t levels = 0;
+  while (kept.count(p + "decoder.conv_blocks." + std::to_string(levels) + ".res.0.conv1.weight")) ++levels;
+  if (levels == 0) throw ModelMismatchError(origin + ": no gen_vision_model.decoder.conv_blocks tensors");
+  int64_t res = 0;
+  while (kept.count(p + "decoder.conv_blocks.0.res." + std::to_string(res) + ".conv1.weight")) ++res;
+  vq.ch = dim(kept, p + "decoder.conv_out.weight", 1, origin);
+  vq.decoder_ch_mult.assign(static_cast<size_t>(levels), 1);
+  for (int64_t j = 0; j < levels; ++j) {
+    const int64_t out = dim(kept, p + "decoder.conv_blocks." + std::to_string(j) + ".res.0.conv1.weight", 0, origin);
+    if (out % vq.ch != 0) throw ModelMismatchError(origin + ": decoder block widths are not multiples of ch");
+    vq.decoder_ch_mult[static_cast<size_t>(levels - 1 - j)] = out / vq.ch;
+  }
+  vq.num_res_blocks = res - 1;
+  vq.z_channels = dim(kept, p + "post_quant_conv.weight", 0, origin);
+  vq.validate();
+  return vq;
+}
+
 }  // namespace
 
 std::vector<std::string> janus_tokenizer_file_names() {
@@ -113,6 +146,13 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
       if (!kept.emplace(name, tensor).second)
         throw FormatError(file.string() + ": tensor " + name + " appears in more than one shard");
     }
+  }
+  report.config.vq = infer_vq_decoder(kept, report.config.vq, "checkpoint " + dir.string());
+  report.config.image_size = options.image_size;
+  try {
+    report.config.validate();
+  } catch (const InvalidArgumentError& e) {
+    throw InvalidArgumentError(std::string(e.what()) + " (set the generation size with --image-size)");
   }
   // Strict: every expected tensor present with its shape, nothing unexpected
   // (a mismatch means this is not the checkpoint config.json describes).

@@ -20,6 +20,9 @@ struct JanusConvertOptions {
   std::string out_dir;                 // the bundle to write
   std::string name;                    // default: the folder's name
   std::string weights_dtype = "keep";  // keep | f32 | f16 | bf16
+  // The generation size: generation_inference.py's img_size (384 for both
+  // official models; config.json does not record it).
+  int64_t image_size = 384;
 };
 
 struct JanusConvertReport {

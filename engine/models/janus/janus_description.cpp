@@ -32,7 +32,8 @@ const FamilyDescription& janus_description() {
     f.random_presets = {"janus-tiny"};
     for (const std::string& size : janus_preset_names()) f.random_presets.push_back(size);
     f.convert_usage =
-        "--checkpoint DIR --out DIR [--dtype keep|f32|f16|bf16 (default keep)] [--name NAME]\n"
+        "--checkpoint DIR --out DIR [--dtype keep|f32|f16|bf16 (default keep)] [--image-size PX (default 384)]\n"
+        "  [--name NAME]\n"
         "  DIR: the official Hugging Face folder (deepseek-ai/Janus-Pro-1B or -7B) as downloaded:\n"
         "  config.json, tokenizer.json (+ tokenizer_config.json, special_tokens_map.json), and\n"
         "  *.safetensors or pytorch_model*.bin shards with their index";

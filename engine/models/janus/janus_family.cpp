@@ -103,6 +103,7 @@ class JanusFamily : public ModelFamily {
     o.out_dir = options.require("--out");
     o.name = options.get("--name", "");
     o.weights_dtype = options.get("--dtype", "keep");
+    o.image_size = options.get_int("--image-size", o.image_size);
     options.refuse_unused("--family janus-pro");
     const JanusConvertReport r = convert_janus_checkpoint(o, progress);
     return format_text(
