@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 
 const char* kHelp = R"(usage: kvstudio-cli bench --policies SPEC[,SPEC...] [options]
 
-Generates the same classes and seeds under each policy and compares it with the
+Generates the same classes (or prompts) and seeds under each policy and compares it with the
 full cache: KV memory, speed, token agreement, PSNR and SSIM. "full" always runs
 first as the reference. Masked (MAR) models take feature caches instead
 (full,lazymar:...): FLOPs per image (counted), speed-up, PSNR and SSIM vs full.
@@ -37,7 +37,8 @@ against held-out procedural-world images of the same classes.
   --random ARCH       an official architecture with seeded random weights instead of --model:
                       llamagen-demo, llamagen-B@256, llamagen-L@384, llamagen-XL@384, ...,
                       var-demo, var-d16, var-d20, var-d24, var-d30, var-d36 (512 px), var-d16@512,
-                      mar-demo, mar-B, mar-L, mar-H
+                      mar-demo, mar-B, mar-L, mar-H,
+                      janus-pro-1b, janus-pro-7b, janus-pro-tiny (text-to-image; byte-level tokenizer)
                       (written to a temporary folder in f16 and removed afterwards)
   --policies LIST     comma-separated specs; a comma before KEY= continues a spec:
                       full,streaming:rho=1/4,sink=4,linear:rho=1/6,n_init=4
@@ -46,6 +47,8 @@ against held-out procedural-world images of the same classes.
   --images M          images per policy (default: --batch); runs of --batch, the last may be smaller
   --seed S            run r uses seed S + r (default 0)
   --classes IDS       class ids cycled over the images (default 0, 1, 2, ...)
+  --prompts FILE      text-to-image models: one prompt a line, one prompt per run (its --batch
+                      images), cycled over the runs (default: four built-in scene prompts)
   --cfg F             classifier-free guidance scale (default: the model's, else 4.0)
   --temperature F, --top-k N, --top-p F   sampling (default: the model's)
   --no-warmup         skip the untimed full-cache run made before measuring
@@ -150,7 +153,7 @@ void print_table(const std::vector<BenchRecord>& records) {
 
 int cmd_bench(const std::vector<std::string>& args) {
   ArgParser p(args,
-              {"--model", "--random", "--policies", "--batch", "--images", "--seed", "--classes", "--cfg",
+              {"--model", "--random", "--policies", "--batch", "--images", "--seed", "--classes", "--prompts", "--cfg",
                "--temperature", "--top-k", "--top-p", "--device", "--threads", "--json", "--chart", "--rounds",
                "--steps"},
               {"--quiet", "--no-warmup", "--help"}, 0);
@@ -171,6 +174,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     throw InvalidArgumentError("option --images must be between 1 and 100000");
   options.seed = p.get_u64("--seed", 0);
   if (p.has("--classes")) options.classes = parse_id_list("--classes", p.get("--classes", ""));
+  if (p.has("--prompts")) options.prompts = read_prompt_file(p.get("--prompts", ""));
   if (p.has("--cfg")) options.cfg = p.get_double("--cfg", 0);
   if (p.has("--temperature")) options.temperature = p.get_double("--temperature", 0);
   if (p.has("--top-k")) options.top_k = p.get_int("--top-k", 0);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <random>
 #include <system_error>
@@ -36,7 +37,9 @@ const ModelFamily& family_of_architecture(const std::string& text) {
   std::string examples;
   for (const ModelFamily* f : model_families()) {
     if (text.rfind(f->name() + "-", 0) == 0) return *f;
-    examples += (examples.empty() ? "" : ", ") + f->name() + "-demo";
+    const auto& presets = f->description().random_presets;
+    const bool has_demo = std::find(presets.begin(), presets.end(), "demo") != presets.end();
+    examples += (examples.empty() ? "" : ", ") + (has_demo || presets.empty() ? f->name() + "-demo" : presets.front());
   }
   throw InvalidArgumentError("--random: unknown architecture '" + text + "' (expected <family>-<size>, e.g. " +
                              examples + "; families: " + supported_family_names() + ")");
@@ -173,6 +176,31 @@ nlohmann::json to_json(const std::vector<BenchRecord>& records) {
   return out;
 }
 
+const std::vector<std::string>& default_bench_prompts() {
+  static const std::vector<std::string> prompts = {
+      "A close-up photo of a red fox in fresh snow, soft morning light",
+      "An astronaut riding a horse on the moon, oil painting",
+      "A watercolor of a lighthouse on a cliff at dawn",
+      "A bowl of ramen with a soft-boiled egg, studio lighting, highly detailed",
+  };
+  return prompts;
+}
+
+std::vector<std::string> read_prompt_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw FileError("prompt file " + path + ": cannot read it");
+  std::vector<std::string> prompts;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    const auto first = line.find_first_not_of(" \t");
+    if (first == std::string::npos || line[first] == '#') continue;
+    prompts.push_back(line);
+  }
+  if (prompts.empty()) throw InvalidArgumentError("prompt file " + path + " holds no prompt (one prompt a line)");
+  return prompts;
+}
+
 std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const BenchProgressFn& progress,
                                           const std::function<bool()>& cancelled) {
   if (options.model_path.empty() == options.random_arch.empty())
@@ -232,16 +260,31 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     base.cfg_schedule = defaults.cfg_schedule.value_or("linear");
   }
 
-  // Classes per image, checked against the model.
-  std::vector<int64_t> classes(static_cast<size_t>(options.images));
-  for (int64_t i = 0; i < options.images; ++i)
-    classes[static_cast<size_t>(i)] = options.classes.empty()
-                                          ? i % num_classes
-                                          : options.classes[static_cast<size_t>(i) % options.classes.size()];
-  for (int64_t c : classes)
-    if (c < 0 || c >= num_classes)
-      throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: the model has " +
-                                 std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) + ")");
+  // What conditions each image: classes checked against the model, or prompts
+  // for a text family.
+  const bool text = described.conditioning == Conditioning::Text;
+  std::vector<int64_t> classes;
+  std::vector<std::string> prompts = options.prompts;
+  if (text) {
+    if (!options.classes.empty())
+      throw InvalidArgumentError("bench: --classes does not apply to " + described.display_name +
+                                 " models; give prompts with --prompts FILE");
+    if (prompts.empty()) prompts = default_bench_prompts();
+  } else {
+    if (!prompts.empty())
+      throw InvalidArgumentError("bench: --prompts applies to text-to-image models; this model is " +
+                                 described.display_name + " (use --classes)");
+    classes.resize(static_cast<size_t>(options.images));
+    for (int64_t i = 0; i < options.images; ++i)
+      classes[static_cast<size_t>(i)] = options.classes.empty()
+                                            ? i % num_classes
+                                            : options.classes[static_cast<size_t>(i) % options.classes.size()];
+    for (int64_t c : classes)
+      if (c < 0 || c >= num_classes)
+        throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: the model has " +
+                                   std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) +
+                                   ")");
+  }
 
   // Every policy is built once on the real geometry (both batch sizes the runs
   // use), so impossible budgets are refused before the first (possibly long) run.
@@ -251,7 +294,12 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   {
     GenerationRequest check = base;
     check.model_path = ".";
-    check.class_ids = {0};
+    if (text) {
+      check.prompt = prompts.front();
+      check.images = options.batch;
+    } else {
+      check.class_ids = {0};
+    }
     check.validate();
   }
 
@@ -271,7 +319,12 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     req.policy = policy;
     req.seed = options.seed + static_cast<uint64_t>(r);
     const int64_t first = r * options.batch, last = std::min(options.images, first + options.batch);
-    req.class_ids.assign(classes.begin() + first, classes.begin() + last);
+    if (text) {
+      req.prompt = prompts[static_cast<size_t>(r) % prompts.size()];
+      req.images = last - first;
+    } else {
+      req.class_ids.assign(classes.begin() + first, classes.begin() + last);
+    }
     return req;
   };
 
@@ -343,7 +396,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
 
   // Quality in miniature, for bundles that ship an evaluation classifier.
   std::unique_ptr<DemoQualityJudge> judge;
-  if (!all[0].images.empty()) judge = DemoQualityJudge::for_bundle(bundle, classes, all[0].images[0].width);
+  if (!text && !all[0].images.empty()) judge = DemoQualityJudge::for_bundle(bundle, classes, all[0].images[0].width);
 
   std::vector<BenchRecord> records;
   const std::vector<std::vector<int32_t>>& ref_tokens = all[0].tokens;

@@ -11,7 +11,8 @@
 //   uses seed `seed + r` and images i = r*batch.. use class classes[i % size]
 //   (default: class ids 0, 1, 2, ... cycling over the model's classes). Every
 //   policy sees exactly the same runs, so image i of a policy is compared with
-//   image i of the full cache.
+//   image i of the full cache. Text families (Janus-Pro) take prompts instead:
+//   run r uses prompts[r % size] for all its images.
 // - Memory per policy is per run: kv_bytes_* are the maximum over the runs
 //   (kv_bytes_logical: retained at the end of a run; kv_bytes_allocated: the
 //   largest allocation seen at a line boundary; kv_bytes_peak: the store's peak).
@@ -60,7 +61,10 @@ struct BenchOptions {
   int64_t batch = 1;                  // images per generation run
   int64_t images = 1;                 // images per policy
   uint64_t seed = 0;
-  std::vector<int64_t> classes;  // cycled over the images; empty: 0, 1, 2, ...
+  std::vector<int64_t> classes;  // class-conditional families: cycled over the images; empty: 0, 1, 2, ...
+  // Text families (Janus-Pro): one prompt per run (its `batch` images are that
+  // prompt's parallel images), cycled over the runs; empty: default_bench_prompts().
+  std::vector<std::string> prompts;
   // Unset: the model's sampling_defaults, else CFG 4, temperature 1, no top-k/top-p.
   std::optional<double> cfg, temperature, top_p;
   std::optional<int64_t> top_k;
@@ -103,7 +107,7 @@ struct BenchRecord {
   double flops = 0;                      // masked models: FLOPs per image (see above); NaN otherwise
   double flops_vs_full = 0;              // flops / the full run's flops; NaN when not counted
   int64_t steps = 0;                     // masked models: decoding steps; 0 otherwise
-  std::string family;                    // "llamagen" | "var" | "mar"
+  std::string family;                    // "llamagen" | "var" | "mar" | "janus-pro"
   int64_t images = 0, batch = 0;
   std::string model, device;
   int64_t grid_height = 0, grid_width = 0;
@@ -122,6 +126,14 @@ struct BenchProgress {
   double run_elapsed_ms = 0;
 };
 using BenchProgressFn = std::function<void(const BenchProgress&)>;
+
+// The prompts a text-family bench uses when none are given: short scene
+// descriptions of the kind Janus-Pro's examples use.
+const std::vector<std::string>& default_bench_prompts();
+
+// Reads `--prompts FILE`: one prompt a line (UTF-8), blank lines and lines
+// starting with '#' skipped. Throws FileError / InvalidArgumentError (no prompt).
+std::vector<std::string> read_prompt_file(const std::string& path);
 
 // Splits "full,linear:rho=1/6,n_init=4,streaming:rho=1/4" into specs: a comma
 // followed by "key=" continues the previous spec, one followed by a policy name

@@ -221,7 +221,7 @@ TEST(JanusSession, NegativePromptKeepsCfgRowsAtEqualPositions) {
 
 TEST(JanusSession, EveryRasterPolicyKeepsThePromptAndItsBudget) {
   test::TempDir dir;
-  janus::write_random_janus_bundle(dir.path().string(), "janus-tiny", janus::tiny_janus_config(), 5, "f32");
+  janus::write_random_janus_bundle(dir.path().string(), "janus-pro-tiny", janus::tiny_janus_config(), 5, "f32");
   GenerationSession session;
   int policies = 0;
   for (const PolicyInfo& info : policy_registry()) {
@@ -258,7 +258,7 @@ TEST(JanusSession, EveryRasterPolicyKeepsThePromptAndItsBudget) {
 
 TEST(JanusSession, BadRequestsSayWhatToDo) {
   test::TempDir dir;
-  janus::write_random_janus_bundle(dir.file("janus"), "janus-tiny", janus::tiny_janus_config(), 5, "f32");
+  janus::write_random_janus_bundle(dir.file("janus"), "janus-pro-tiny", janus::tiny_janus_config(), 5, "f32");
   llamagen::write_random_llamagen_bundle(dir.file("llamagen"), "tiny", test::tiny_gqa_gpt(), test::tiny_vq(), 3);
   GenerationSession session;
   GenerationRequest r = prompt_request(dir.file("janus"), "");

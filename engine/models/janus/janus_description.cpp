@@ -29,7 +29,7 @@ const FamilyDescription& janus_description() {
                          "linear:rho=0.25"};
     f.request_options = {"prompt", "negative_prompt", "images"};
     f.conformance_constructor = "gen_aligner";
-    f.random_presets = {"janus-tiny"};
+    f.random_presets = {"janus-pro-tiny"};
     for (const std::string& size : janus_preset_names()) f.random_presets.push_back(size);
     f.convert_usage =
         "--checkpoint DIR --out DIR [--dtype keep|f32|f16|bf16 (default keep)] [--image-size PX (default 384)]\n"
@@ -38,7 +38,8 @@ const FamilyDescription& janus_description() {
         "  config.json, tokenizer.json (+ tokenizer_config.json, special_tokens_map.json), and\n"
         "  *.safetensors or pytorch_model*.bin shards with their index";
     f.create_random_usage =
-        "[--preset janus-pro-1b|janus-pro-7b|janus-tiny] [--seed N] [--dtype f32|f16|bf16 (default bf16; tiny f32)]\n"
+        "[--preset janus-pro-1b|janus-pro-7b|janus-pro-tiny] [--seed N] [--dtype f32|f16|bf16 (default bf16; tiny "
+        "f32)]\n"
         "  A randomly initialised Janus-Pro bundle with a byte-level tokenizer: measure speed and\n"
         "  memory of the official sizes without a download (janus-pro-7b needs about 15 GB of RAM\n"
         "  to write in bf16).";

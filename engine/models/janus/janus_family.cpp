@@ -118,7 +118,7 @@ class JanusFamily : public ModelFamily {
     const auto presets = description().random_presets;
     if (std::find(presets.begin(), presets.end(), text) == presets.end())
       throw InvalidArgumentError("--random: unknown architecture '" + text +
-                                 "' (expected janus-pro-1b, janus-pro-7b or janus-tiny)");
+                                 "' (expected janus-pro-1b, janus-pro-7b or janus-pro-tiny)");
     const JanusConfig config = random_janus_config(text);
     const std::string name = text + "-random";
     RandomArchitecture arch;
@@ -144,7 +144,7 @@ class JanusFamily : public ModelFamily {
     const std::string out = options.require("--out");
     const std::string name = options.get("--name", preset + "-random");
     const uint64_t seed = options.get_u64("--seed", 0);
-    const std::string dtype = options.get("--dtype", preset == "janus-tiny" ? "f32" : "bf16");
+    const std::string dtype = options.get("--dtype", preset == "janus-pro-tiny" ? "f32" : "bf16");
     options.refuse_unused("preset " + preset);
     write_random_janus_bundle(out, name, config, seed, dtype);
     return format_text("wrote %s (%s, %.1fM parameters, random weights, byte-level tokenizer)", out.c_str(),

@@ -60,7 +60,7 @@ JanusConfig tiny_janus_config() {
 }
 
 JanusConfig random_janus_config(const std::string& preset) {
-  if (preset == "janus-tiny") return tiny_janus_config();
+  if (preset == "janus-pro-tiny") return tiny_janus_config();
   return janus_preset(preset);
 }
 
