@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "engine/bench/policy_bench.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -274,4 +275,34 @@ TEST(JanusSession, BadRequestsSayWhatToDo) {
   r = prompt_request(dir.file("janus"), "a cat");
   GenerationSession fresh;  // the first session keeps the model it loaded
   EXPECT_NE(error_of([&] { fresh.run(r); }).find("tokenizer.json"), std::string::npos);
+}
+
+TEST(JanusBench, PromptsDriveTheRunsAndClassesAreRefused) {
+  test::TempDir dir;
+  test::write_bytes(dir.file("prompts.txt"), "# scenes\n\na red fox in snow\r\n  \nan astronaut on a horse\n");
+  const std::vector<std::string> prompts = read_prompt_file(dir.file("prompts.txt"));
+  ASSERT_EQ(prompts, (std::vector<std::string>{"a red fox in snow", "an astronaut on a horse"}));
+  test::write_bytes(dir.file("empty.txt"), "# nothing\n\n");
+  EXPECT_NE(error_of([&] { read_prompt_file(dir.file("empty.txt")); }).find("holds no prompt"), std::string::npos);
+
+  BenchOptions o;
+  o.random_arch = "janus-pro-tiny";
+  o.policies = {"full", "linear:rho=0.25"};
+  o.batch = 2;
+  o.images = 4;
+  o.prompts = prompts;
+  o.device = "cpu";
+  o.threads = 1;
+  o.warmup = false;
+  const auto records = run_policy_bench(o);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].family, "janus-pro");
+  EXPECT_EQ(records[0].images, 4);
+  EXPECT_LT(records[1].kv_bytes_logical, records[0].kv_bytes_logical);
+  EXPECT_GT(records[1].tokens_per_s, 0.0);
+  o.classes = {1};
+  EXPECT_NE(error_of([&] { run_policy_bench(o); }).find("--prompts FILE"), std::string::npos);
+  o.classes.clear();
+  o.random_arch = "llamagen-demo";
+  EXPECT_NE(error_of([&] { run_policy_bench(o); }).find("use --classes"), std::string::npos);
 }
