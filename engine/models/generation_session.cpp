@@ -1,5 +1,7 @@
 #include "engine/models/generation_session.h"
 
+#include <c10/core/InferenceMode.h>
+
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
@@ -68,6 +70,9 @@ GenerationResult GenerationSession::run_opened(const io::ModelBundle* opened, co
       change.swap(pending_policy_);
       return change;
     };
+    // Generation never differentiates: inference mode skips autograd's
+    // bookkeeping (version counters, view tracking) on every operation.
+    c10::InferenceMode inference;
     GenerationResult result = loaded_->run(request, context);
     emit(sink, FinishedEvent{result.elapsed_ms, result.flops});
     return result;
