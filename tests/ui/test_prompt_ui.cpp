@@ -84,7 +84,7 @@ UnitDonePtr unitWithAttention(int64_t unit, std::vector<float> condition) {
   e->units_total = 4;
   e->policy = "full";
   kvs::AttentionMap map;
-  map.positions = 8 + 4 * (unit + 1);
+  map.positions = static_cast<int64_t>(condition.size()) + 4 * (unit + 1);
   map.query_position = map.positions - 1;
   map.weights = std::move(condition);
   map.weights.resize(static_cast<size_t>(map.positions), 0.01f);
@@ -343,6 +343,68 @@ class TestPromptUi : public QObject {
     // The attention overlay switched off hides the strip.
     strip.setOverlayEnabled(false);
     QVERIFY(!strip.isVisible());
+  }
+
+  // With KVSTUDIO_TEST_SCREENSHOTS naming a folder: the text panel and the strip
+  // as PNGs, on the window's dark colours (for the documentation; skipped otherwise).
+  void screenshotsWhenAsked() {
+    const QString folder = qEnvironmentVariable("KVSTUDIO_TEST_SCREENSHOTS");
+    if (folder.isEmpty()) QSKIP("KVSTUDIO_TEST_SCREENSHOTS is not set");
+    QPalette dark;
+    dark.setColor(QPalette::Window, QColor(30, 33, 40));
+    dark.setColor(QPalette::WindowText, QColor(201, 209, 217));
+    dark.setColor(QPalette::Base, QColor(22, 25, 31));
+    dark.setColor(QPalette::Text, QColor(230, 237, 243));
+    dark.setColor(QPalette::Button, QColor(45, 49, 58));
+    dark.setColor(QPalette::ButtonText, QColor(201, 209, 217));
+    ParameterPanel panel;
+    panel.setPalette(dark);
+    panel.setAutoFillBackground(true);
+    panel.setModel(textModel(), textFamily());
+    panel.rememberPrompt(QStringLiteral("a lighthouse at dusk"));
+    promptEdit(panel)->setPlainText(QStringLiteral("a reddish fox in the snow,\nwinter light, film grain"));
+    panel.findChild<QGroupBox*>(QStringLiteral("negativePromptBox"))->setChecked(true);
+    panel.findChild<QPlainTextEdit*>(QStringLiteral("negativePromptEdit"))->setPlainText(QStringLiteral("blurry"));
+    panel.resize(360, 760);
+    panel.show();
+    QTest::qWait(100);  // the layout settles
+    QVERIFY(panel.grab().save(folder + QStringLiteral("/prompt_panel.png")));
+
+    RunViewModel run;
+    PromptAttentionStrip strip;
+    strip.setPalette(dark);
+    strip.setAutoFillBackground(true);
+    strip.setRun(&run);
+    kvs::StartedEvent e = textStarted();
+    e.condition_labels = {"<｜begin▁of▁sentence｜>",
+                          "<|User|>",
+                          ":",
+                          " a",
+                          " red",
+                          "dish",
+                          " fox",
+                          " in",
+                          " the",
+                          " snow",
+                          ",",
+                          "\n",
+                          "winter",
+                          " light",
+                          ",",
+                          " film",
+                          " grain",
+                          "\n\n",
+                          "<|Assistant|>",
+                          ":",
+                          "<begin_of_image>"};
+    e.condition_tokens = static_cast<int64_t>(e.condition_labels.size());
+    run.handleStarted(e);
+    std::vector<float> w = {0.5f,  0.02f, 0.01f, 0.01f, 0.06f, 0.05f, 0.12f, 0.01f, 0.01f, 0.08f, 0.01f,
+                            0.01f, 0.03f, 0.04f, 0.01f, 0.01f, 0.02f, 0.01f, 0.02f, 0.01f, 0.03f};
+    run.handleUnit(unitWithAttention(0, w));
+    strip.resize(640, strip.heightForWidth(640));
+    strip.show();
+    QVERIFY(strip.grab().save(folder + QStringLiteral("/prompt_strip.png")));
   }
 
   void stripIsHiddenForClassModels() {
