@@ -17,10 +17,13 @@
 
 #include "engine/models/family_registry.h"
 #include "engine/session/generation_metadata.h"
+#include "tests/ui/window_test_support.h"
 #include "ui/render/overlay_images.h"
 #include "ui/viewmodel/generation_settings.h"
 #include "ui/viewmodel/history_model.h"
 #include "ui/viewmodel/run_view_model.h"
+#include "ui/widgets/error_banner.h"
+#include "ui/widgets/main_window.h"
 #include "ui/widgets/parameter_panel.h"
 #include "ui/widgets/prompt_attention_strip.h"
 
@@ -405,6 +408,31 @@ class TestPromptUi : public QObject {
     strip.resize(640, strip.heightForWidth(640));
     strip.show();
     QVERIFY(strip.grab().save(folder + QStringLiteral("/prompt_strip.png")));
+  }
+
+  // In the window: typing a prompt does not trip the single-key overlay
+  // shortcuts (A, K, G, L), and Ctrl+Enter in the box starts exactly one run.
+  // The demo is a class model, so the engine refuses the prompt with the
+  // session's message: what a person sees when the box and model disagree.
+  void windowPromptTypingAndCtrlEnter() {
+    MainWindow w(test::windowOptions());
+    w.show();
+    w.parameters()->setModel(w.model(), textFamily());
+    const unsigned overlays = w.canvas()->overlays();
+    QPlainTextEdit* edit = promptEdit(*w.parameters());
+    QVERIFY(edit->isVisible());
+    edit->setFocus();
+    QTest::keyClicks(edit, QStringLiteral("a kite"));
+    QCOMPARE(edit->toPlainText(), QStringLiteral("a kite"));
+    QCOMPARE(w.canvas()->overlays(), overlays);
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QTest::keyClick(edit, Qt::Key_Return, Qt::ControlModifier);
+    QVERIFY(done.wait(30000));
+    QTest::qWait(200);
+    QCOMPARE(done.count(), 1);
+    QVERIFY(!done[0][0].toBool());
+    QVERIFY2(w.banner()->message().contains(QStringLiteral("class-conditional")), qPrintable(w.banner()->message()));
+    QCOMPARE(w.parameters()->promptHistory(), QStringList{QStringLiteral("a kite")});
   }
 
   void stripIsHiddenForClassModels() {
