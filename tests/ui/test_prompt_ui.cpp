@@ -232,6 +232,18 @@ class TestPromptUi : public QObject {
     Q_EMIT recent->activated(2);
     QCOMPARE(promptEdit(again)->toPlainText(), QStringLiteral("a red fox"));
     QCOMPARE(recent->currentIndex(), 0);
+    // Ctrl+Up / Ctrl+Down step through them from the box and back to the draft.
+    QPlainTextEdit* edit = promptEdit(again);
+    edit->setPlainText(QStringLiteral("draft"));
+    QTest::keyClick(edit, Qt::Key_Up, Qt::ControlModifier);
+    QCOMPARE(edit->toPlainText(), QStringLiteral("two cats,\non a sofa"));
+    QTest::keyClick(edit, Qt::Key_Up, Qt::ControlModifier);
+    QCOMPARE(edit->toPlainText(), QStringLiteral("a red fox"));
+    QTest::keyClick(edit, Qt::Key_Up, Qt::ControlModifier);  // the oldest stays
+    QCOMPARE(edit->toPlainText(), QStringLiteral("a red fox"));
+    QTest::keyClick(edit, Qt::Key_Down, Qt::ControlModifier);
+    QTest::keyClick(edit, Qt::Key_Down, Qt::ControlModifier);
+    QCOMPARE(edit->toPlainText(), QStringLiteral("draft"));
   }
 
   void aSavedTextImageRecallsItsPromptIntoThePanel() {

@@ -18,6 +18,7 @@
 #include <QRegularExpressionValidator>
 #include <QSlider>
 #include <QSpinBox>
+#include <QTextCursor>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -320,6 +321,7 @@ void ParameterPanel::rememberPrompt(const QString& prompt) {
   s.promptHistory = prompt_history_;
   s.rememberPrompt(prompt);
   prompt_history_ = s.promptHistory;
+  history_cursor_ = -1;
   refillPromptHistory();
 }
 
@@ -328,6 +330,20 @@ bool ParameterPanel::eventFilter(QObject* watched, QEvent* event) {
     auto* key = static_cast<QKeyEvent*>(event);
     if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) && (key->modifiers() & Qt::ControlModifier)) {
       if (generate_->isEnabled()) Q_EMIT generateRequested();
+      return true;
+    }
+    const bool up = key->key() == Qt::Key_Up, down = key->key() == Qt::Key_Down;
+    if (watched == prompt_edit_ && (up || down) && key->modifiers() == Qt::ControlModifier) {
+      if (up && history_cursor_ + 1 < prompt_history_.size()) {
+        if (history_cursor_ < 0) draft_ = prompt_edit_->toPlainText();
+        ++history_cursor_;
+      } else if (down && history_cursor_ >= 0) {
+        --history_cursor_;
+      } else {
+        return true;
+      }
+      prompt_edit_->setPlainText(history_cursor_ < 0 ? draft_ : prompt_history_[history_cursor_]);
+      prompt_edit_->moveCursor(QTextCursor::End);
       return true;
     }
   }
@@ -455,6 +471,7 @@ void ParameterPanel::setSettings(const GenerationSettings& s) {
   negative_edit_->setPlainText(s.negativePrompt);
   negative_box_->setChecked(s.negativePromptEnabled);
   prompt_history_ = s.promptHistory;
+  history_cursor_ = -1;
   refillPromptHistory();
   seed_edit_->setText(QString::number(s.seed));
   seed_random_each_->setChecked(s.seedMode == SeedMode::RandomEachRun);

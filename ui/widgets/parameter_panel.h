@@ -70,7 +70,8 @@ class ParameterPanel : public QWidget {
   void modelsRequested();
 
  protected:
-  // Ctrl+Enter / Ctrl+Return in the prompt boxes generates instead of adding a line.
+  // Ctrl+Enter / Ctrl+Return in the prompt boxes generates instead of adding a
+  // line; Ctrl+Up / Ctrl+Down in the prompt box step through the recent prompts.
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
@@ -88,6 +89,8 @@ class ParameterPanel : public QWidget {
   kvs::FamilyDescription family_;
   quint64 last_seed_ = 0;
   QStringList prompt_history_;
+  int history_cursor_ = -1;  // the recent prompt shown by Ctrl+Up, -1: the draft
+  QString draft_;            // what was in the box before Ctrl+Up
   QLabel* model_label_;
   QFormLayout* image_form_;
   QComboBox* class_combo_;
