@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <sstream>
 
@@ -17,16 +18,24 @@
 #include "engine/models/generation_session.h"
 #include "engine/models/model_catalog.h"
 #include "engine/session/generation_metadata.h"
+#include "engine/session/request_checks.h"
 
 namespace kvs::cli {
 namespace {
 namespace fs = std::filesystem;
 
-const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [options]
+const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [options]      (class-conditional models)
+       kvstudio-cli generate --prompt "TEXT" [options]               (text-to-image models)
 
   --model DIR         model bundle (default: the bundled demo model)
   --class IDS         class id, or a comma-separated list (one image each)
   --batch N           images per class id (default 1)
+  --prompt TEXT       text models: what to draw (class models refuse it, text models need it)
+  --prompt-file FILE  text models: the prompt is the whole file (trailing blank lines dropped)
+  --negative-prompt TEXT
+                      text models: replaces the unconditional CFG row (default: the model's own,
+                      the prompt with its text replaced by pad tokens)
+  --images N          text models: images the prompt makes together (default 1)
   --seed N|random     sampling seed (default 0); the same seed gives the same tokens
   --cfg F             classifier-free guidance scale (default: the model's, else 4.0; <= 1 disables).
                       VAR models ramp it over the scales, t = F * scale / (scales - 1); 0 disables
@@ -37,7 +46,8 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
   --top-k N           default 0 (off)
   --top-p F           default 1.0 (off); VAR models filter as upstream VAR does
   --greedy            arg-max instead of sampling
-  --out PATH          output PNG (default kvstudio_c<class>_s<seed>.png); with several
+  --out PATH          output PNG (default kvstudio_c<class>_s<seed>.png, kvstudio_prompt_s<seed>.png
+                      for a prompt); with several
                       images an index is appended: NAME_<i>.png
   --policy SPEC       KV-cache policy, e.g. full (default), linear:rho=1/6, streaming:rho=1/4,sink=4
                       (`kvstudio-cli policies` lists them with their parameters)
@@ -62,12 +72,57 @@ std::vector<int64_t> parse_class_list(const std::string& text) {
   return ids;
 }
 
+// The whole file is the prompt; the final newline(s) an editor adds are not part of it.
+std::string read_prompt_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError("prompt file " + path + " cannot be read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string prompt = text.str();
+  while (!prompt.empty() &&
+         (prompt.back() == '\n' || prompt.back() == '\r' || prompt.back() == ' ' || prompt.back() == '\t'))
+    prompt.pop_back();
+  if (prompt.empty()) throw InvalidArgumentError("prompt file " + path + " is empty");
+  return prompt;
+}
+
+// Fills the request's conditioning: class ids (with --batch copies each), or a
+// prompt with its image count. Which of the two the model takes is checked
+// against its family afterwards.
+void read_conditioning(const ArgParser& p, bool text_model, GenerationRequest* request) {
+  if (p.has("--prompt") && p.has("--prompt-file"))
+    throw InvalidArgumentError("give --prompt or --prompt-file, not both");
+  if (p.has("--prompt")) {
+    request->prompt = p.get("--prompt", "");
+    if (request->prompt.empty()) throw InvalidArgumentError("option --prompt needs text");
+  }
+  if (p.has("--prompt-file")) request->prompt = read_prompt_file(p.get("--prompt-file", ""));
+  request->negative_prompt = p.get("--negative-prompt", "");
+  if (p.has("--negative-prompt") && request->negative_prompt.empty())
+    throw InvalidArgumentError("option --negative-prompt needs text (leave it out for the model's own)");
+  if (request->is_text()) {
+    if (p.has("--batch")) throw InvalidArgumentError("option --batch applies to --class; a prompt takes --images N");
+    request->images = p.get_int("--images", 1);
+  } else if (p.has("--images")) {
+    throw InvalidArgumentError("option --images applies to a prompt; classes take --batch N");
+  }
+  // A text model without a prompt gets check_conditioning's message, not "missing --class".
+  if (!p.has("--class") && (request->is_text() || text_model)) return;
+  const std::vector<int64_t> classes = parse_class_list(p.require("--class"));
+  const int64_t batch = p.get_int("--batch", 1);
+  if (batch < 1 || batch > 64) throw InvalidArgumentError("option --batch must be between 1 and 64");
+  for (int64_t c : classes)
+    for (int64_t i = 0; i < batch; ++i) request->class_ids.push_back(c);
+}
+
 }  // namespace
 
 int cmd_generate(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--class", "--batch", "--seed", "--cfg", "--cfg-interval", "--temperature", "--top-k",
-               "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule"},
+               "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule",
+               // Text models' conditioning.
+               "--prompt", "--prompt-file", "--negative-prompt", "--images"},
               {"--quiet", "--greedy", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -80,11 +135,10 @@ int cmd_generate(const std::vector<std::string>& args) {
   const ModelSamplingDefaults& defaults = model.sampling_defaults;
   const FamilyDescription& family = find_model_family(model.family).description();
 
-  const std::vector<int64_t> classes = parse_class_list(p.require("--class"));
-  const int64_t batch = p.get_int("--batch", 1);
-  if (batch < 1 || batch > 64) throw InvalidArgumentError("option --batch must be between 1 and 64");
-  for (int64_t c : classes)
-    for (int64_t i = 0; i < batch; ++i) request.class_ids.push_back(c);
+  const bool text_model = family.conditioning == Conditioning::Text;
+  read_conditioning(p, text_model, &request);
+  // Before anything loads: the message the session would give after loading.
+  check_conditioning(request, text_model, model.name);
   if (p.get("--seed", "") == "random") request.seed = std::random_device{}();
   else request.seed = p.get_u64("--seed", 0);
   request.cfg_scale = p.get_double("--cfg", defaults.cfg_scale.value_or(4.0));
@@ -106,8 +160,9 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.policy = p.get("--policy", "full");
   request.validate();
 
-  const std::string out = p.get("--out", "kvstudio_c" + std::to_string(classes[0]) + "_s" +
-                                             std::to_string(request.seed) + ".png");
+  const std::string out = p.get("--out", (request.is_text() ? std::string("kvstudio_prompt")
+                                                            : "kvstudio_c" + std::to_string(request.class_ids[0])) +
+                                             "_s" + std::to_string(request.seed) + ".png");
   if (fs::path(out).extension() != ".png") throw InvalidArgumentError("--out must name a .png file, got '" + out + "'");
   const fs::path out_dir = fs::path(out).parent_path();
   std::error_code ec;

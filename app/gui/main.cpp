@@ -113,6 +113,11 @@ int main(int argc, char** argv) {
                                        QStringLiteral("N"), QStringLiteral("0"));
   const QCommandLineOption seed({QStringLiteral("seed")}, QStringLiteral("Seed"), QStringLiteral("N"));
   const QCommandLineOption classId({QStringLiteral("class")}, QStringLiteral("Class id"), QStringLiteral("N"));
+  const QCommandLineOption prompt({QStringLiteral("prompt")}, QStringLiteral("Text models: the prompt"),
+                                  QStringLiteral("TEXT"));
+  const QCommandLineOption negativePrompt({QStringLiteral("negative-prompt")},
+                                          QStringLiteral("Text models: the negative prompt (default: the model's own)"),
+                                          QStringLiteral("TEXT"));
   const QCommandLineOption steps({QStringLiteral("steps")}, QStringLiteral("Masked (MAR) models: decoding steps"),
                                  QStringLiteral("N"));
   const QCommandLineOption timeout({QStringLiteral("timeout")},
@@ -132,6 +137,7 @@ int main(int argc, char** argv) {
                      compareSchedule, switchPolicy, screenshot,  summary, debugOverlay,
                      differences,     captureLine,  seed,        classId, steps,
                      timeout,         size,         generateNow, tab,     attention});
+  parser.addOptions({prompt, negativePrompt});
   parser.process(app);
 
   if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
@@ -174,8 +180,26 @@ int main(int argc, char** argv) {
   } else if (parser.isSet(runOnce)) {
     window.resize(1500, 920);
   }
-  if (parser.isSet(seed) || parser.isSet(classId) || parser.isSet(steps)) {
+  // The open model's conditioning decides which of --class and --prompt apply.
+  const bool textModel = window.parameters()->takesPrompt();
+  if ((parser.isSet(prompt) || parser.isSet(negativePrompt)) && !textModel) {
+    std::fprintf(stderr, "kvstudio: model %s is class-conditional: give --class N, not a prompt\n",
+                 window.model().name.c_str());
+    return 2;
+  }
+  if (parser.isSet(classId) && textModel) {
+    std::fprintf(stderr, "kvstudio: model %s is a text-to-image model: give --prompt \"...\", not a class\n",
+                 window.model().name.c_str());
+    return 2;
+  }
+  if (parser.isSet(seed) || parser.isSet(classId) || parser.isSet(steps) || parser.isSet(prompt) ||
+      parser.isSet(negativePrompt)) {
     kvs::ui::GenerationSettings s = window.parameters()->settings();
+    if (parser.isSet(prompt)) s.prompt = parser.value(prompt);
+    if (parser.isSet(negativePrompt)) {
+      s.negativePrompt = parser.value(negativePrompt);
+      s.negativePromptEnabled = true;
+    }
     if (parser.isSet(seed)) s.seed = parser.value(seed).toULongLong();
     if (parser.isSet(classId)) s.classId = parser.value(classId).toLongLong();
     if (parser.isSet(steps)) s.steps = parser.value(steps).toLongLong();

@@ -36,14 +36,24 @@ std::string class_display_name(int64_t class_id, const std::vector<std::string>&
 PngTextChunks generation_png_chunks(const GenerationRequest& request, const GenerationResult& result, size_t index,
                                     const std::vector<std::string>& class_names, const std::string& version) {
   const size_t n = result.images.size();
-  const int64_t class_id = request.class_ids.at(index);
-  const bool named = class_id >= 0 && class_id < static_cast<int64_t>(class_names.size());
-  const std::string class_name = named ? class_names[static_cast<size_t>(class_id)]
-                                       : "class " + std::to_string(class_id);
+  const bool text = request.is_text();
   const RgbImage& img = result.images.at(index);
   std::ostringstream parameters;
-  parameters << class_display_name(class_id, class_names) << "\n"
-             << "Steps: " << result.tokens.at(index).size()
+  // Text requests follow the layout other image tools write and read (the
+  // prompt, then "Negative prompt: ..." when there is one, then the settings
+  // line), so a prompt pasted from a KV Studio PNG works elsewhere too.
+  int64_t class_id = 0;
+  std::string class_name;
+  if (text) {
+    parameters << request.prompt << "\n";
+    if (!request.negative_prompt.empty()) parameters << "Negative prompt: " << request.negative_prompt << "\n";
+  } else {
+    class_id = request.class_ids.at(index);
+    const bool named = class_id >= 0 && class_id < static_cast<int64_t>(class_names.size());
+    class_name = named ? class_names[static_cast<size_t>(class_id)] : "class " + std::to_string(class_id);
+    parameters << class_display_name(class_id, class_names) << "\n";
+  }
+  parameters << "Steps: " << result.tokens.at(index).size()
              << ", Sampler: " << (request.sampling.sample ? "multinomial" : "greedy")
              << ", CFG scale: " << format_number(request.cfg_scale) << ", CFG interval: " << request.cfg_interval
              << ", Seed: " << request.seed << ", Temperature: " << format_number(request.sampling.temperature)
@@ -55,8 +65,6 @@ PngTextChunks generation_png_chunks(const GenerationRequest& request, const Gene
   nlohmann::json meta = {{"generator", generator},
                          {"request", to_json(request)},
                          {"batch_index", index},
-                         {"class_id", class_id},
-                         {"class_name", class_name},
                          {"model_name", result.model_name},
                          {"device", result.device},
                          {"grid", {result.grid_height, result.grid_width}},
@@ -64,6 +72,10 @@ PngTextChunks generation_png_chunks(const GenerationRequest& request, const Gene
                          {"tokens_per_second", result.tokens_per_second},
                          {"kv_bytes_peak", result.kv_bytes_peak},
                          {"kv_policy", result.policy}};
+  if (!text) {
+    meta["class_id"] = class_id;
+    meta["class_name"] = class_name;
+  }
   return {{"parameters", parameters.str()}, {"kvstudio", meta.dump()}};
 }
 
@@ -84,6 +96,10 @@ GenerationRequest request_from_json(const nlohmann::json& j) {
   read_field(j, "sample", &r.sampling.sample, where);
   read_field(j, "device", &r.device, where);
   read_field(j, "policy", &r.policy, where);
+  read_field(j, "dtype", &r.dtype, where);
+  read_field(j, "prompt", &r.prompt, where);
+  read_field(j, "negative_prompt", &r.negative_prompt, where);
+  read_field(j, "images", &r.images, where);
   return r;
 }
 
@@ -109,10 +125,17 @@ RecalledImage read_generation_png(const std::string& path) {
     throw FormatError("file " + path + ": the 'kvstudio' metadata chunk has no request");
   const std::string where = "file " + path;
   out.request = request_from_json(meta.at("request"));
-  read_field(meta, "class_id", &out.class_id, where);
-  if (!meta.contains("class_id") && !out.request.class_ids.empty()) out.class_id = out.request.class_ids.front();
-  out.request.class_ids = {out.class_id};
-  read_field(meta, "class_name", &out.class_name, where);
+  if (out.request.is_text()) {
+    // The request that makes this image: one image of the prompt, no class.
+    out.request.images = 1;
+    out.request.class_ids.clear();
+    out.class_id = -1;
+  } else {
+    read_field(meta, "class_id", &out.class_id, where);
+    if (!meta.contains("class_id") && !out.request.class_ids.empty()) out.class_id = out.request.class_ids.front();
+    out.request.class_ids = {out.class_id};
+    read_field(meta, "class_name", &out.class_name, where);
+  }
   read_field(meta, "model_name", &out.model_name, where);
   read_field(meta, "kv_policy", &out.kv_policy, where);
   return out;

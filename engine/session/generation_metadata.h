@@ -19,7 +19,10 @@ namespace kvs {
 // "name (class N)" when the model names its classes, else "class N".
 std::string class_display_name(int64_t class_id, const std::vector<std::string>& class_names);
 
-// The two text chunks for image `index` of a finished generation.
+// The two text chunks for image `index` of a finished generation. A text
+// request's "parameters" chunk is the prompt (any number of lines), then
+// "Negative prompt: ..." when there is one, then the settings line; a class
+// request's starts with the class's display name.
 PngTextChunks generation_png_chunks(const GenerationRequest& request, const GenerationResult& result, size_t index,
                                     const std::vector<std::string>& class_names, const std::string& version);
 
@@ -29,8 +32,10 @@ GenerationRequest request_from_json(const nlohmann::json& j);
 
 struct RecalledImage {
   RgbImage image;
-  GenerationRequest request;  // class_ids holds this image's class only
-  int64_t class_id = 0;
+  // The request that makes this one image: class_ids holds its class only, or
+  // for a text model the prompt and negative prompt with images = 1 and no class.
+  GenerationRequest request;
+  int64_t class_id = 0;  // -1 for a text model's image
   std::string class_name;
   std::string model_name;
   std::string kv_policy;        // the policy active when the image finished

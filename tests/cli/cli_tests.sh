@@ -31,6 +31,23 @@ expect_error unknown-option "unknown option --bogus" -- generate --class 1 --bog
 expect_error missing-value "option --seed needs a value" -- generate --class 1 --seed
 expect_error bad-number "option --cfg expects a number, got 'abc'" -- generate --class 1 --cfg abc
 expect_error missing-class "missing required option --class" -- generate
+
+# Prompts: a class model refuses one with the session's message; options of the
+# other conditioning and empty or missing prompts are refused by name.
+expect_error prompt-on-class-model "model llamagen-demo is class-conditional: give class ids \(--class N\), not a prompt" -- generate --prompt "a fox" --out "$work/x.png"
+expect_error prompt-and-file "give --prompt or --prompt-file, not both" -- generate --prompt "a" --prompt-file "$work/p.txt"
+expect_error empty-prompt "option --prompt needs text" -- generate --prompt ""
+expect_error missing-prompt-file "prompt file $work/none.txt cannot be read" -- generate --prompt-file "$work/none.txt"
+printf '\n\n' >"$work/blank.txt"
+expect_error blank-prompt-file "prompt file $work/blank.txt is empty" -- generate --prompt-file "$work/blank.txt"
+expect_error images-with-class "option --images applies to a prompt; classes take --batch N" -- generate --class 1 --images 2
+expect_error batch-with-prompt "option --batch applies to --class; a prompt takes --images N" -- generate --prompt "a" --batch 2
+expect_error negative-without-prompt "a negative prompt needs a prompt" -- generate --class 1 --negative-prompt "blur" --out "$work/x.png"
+if "$cli" generate --help | grep -q -- '--prompt TEXT' && "$cli" generate --help | grep -q -- '--negative-prompt'; then
+  pass generate-help-prompt
+else
+  fail generate-help-prompt
+fi
 expect_error class-out-of-range "class 99 does not exist: model llamagen-demo has 12 classes" -- generate --class 99 --out "$work/x.png" --quiet
 expect_error bad-top-p "top-p must be in \(0, 1\]" -- generate --class 1 --top-p 2 --out "$work/x.png"
 # --device cuda: works where a GPU is present, else one clear error line.

@@ -2,18 +2,27 @@
 
 #include <QSettings>
 
+#include <algorithm>
+
 namespace kvs::ui {
 
 kvs::GenerationRequest GenerationSettings::toRequest() const {
   kvs::GenerationRequest r;
   r.model_path = modelDir.toStdString();
-  r.class_ids.assign(static_cast<size_t>(std::max(1, batch)), classId);
+  if (text) {
+    r.prompt = prompt.toStdString();
+    r.negative_prompt = negativePromptEnabled ? negativePrompt.toStdString() : std::string();
+    r.images = std::max(1, batch);
+  } else {
+    r.class_ids.assign(static_cast<size_t>(std::max(1, batch)), classId);
+  }
   r.seed = seed;
   r.cfg_scale = cfgScale;
   r.sampling.temperature = temperature;
   r.sampling.top_k = topK;
   r.sampling.top_p = topP;
   r.device = device.toStdString();
+  r.dtype = dtype.toStdString();
   r.steps = steps;
   r.cfg_schedule = cfgSchedule.toStdString();
   r.threads = threads;
@@ -30,7 +39,11 @@ kvs::GenerationRequest GenerationSettings::toRequest() const {
 GenerationSettings GenerationSettings::fromRequest(const kvs::GenerationRequest& r) {
   GenerationSettings s;
   s.modelDir = QString::fromStdString(r.model_path);
+  s.text = r.is_text();
   s.classId = r.class_ids.empty() ? 0 : r.class_ids.front();
+  s.prompt = QString::fromStdString(r.prompt);
+  s.negativePrompt = QString::fromStdString(r.negative_prompt);
+  s.negativePromptEnabled = !r.negative_prompt.empty();
   s.batch = 1;
   s.seed = r.seed;
   s.seedMode = SeedMode::Fixed;
@@ -39,6 +52,7 @@ GenerationSettings GenerationSettings::fromRequest(const kvs::GenerationRequest&
   s.topK = r.sampling.top_k;
   s.topP = r.sampling.top_p;
   s.device = QString::fromStdString(r.device);
+  s.dtype = QString::fromStdString(r.dtype);
   s.steps = r.steps;
   s.cfgSchedule = QString::fromStdString(r.cfg_schedule);
   s.threads = r.threads;
@@ -46,6 +60,14 @@ GenerationSettings GenerationSettings::fromRequest(const kvs::GenerationRequest&
   s.attentionLayer = r.attention_layer;
   s.attentionHead = r.attention_head;
   return s;
+}
+
+void GenerationSettings::rememberPrompt(const QString& p) {
+  const QString trimmed = p.trimmed();
+  if (trimmed.isEmpty()) return;
+  promptHistory.removeAll(trimmed);
+  promptHistory.prepend(trimmed);
+  while (promptHistory.size() > kMaxPromptHistory) promptHistory.removeLast();
 }
 
 void GenerationSettings::save(QSettings& q) const {
@@ -61,6 +83,11 @@ void GenerationSettings::save(QSettings& q) const {
   q.setValue("batch", batch);
   q.setValue("steps", static_cast<qlonglong>(steps));
   q.setValue("device", device);
+  q.setValue("dtype", dtype);
+  q.setValue("prompt", prompt);
+  q.setValue("negativePrompt", negativePrompt);
+  q.setValue("negativePromptEnabled", negativePromptEnabled);
+  q.setValue("promptHistory", promptHistory);
   q.setValue("threads", threads);
   q.setValue("policy", policy);
   q.setValue("attentionLayer", static_cast<qlonglong>(attentionLayer));
@@ -82,6 +109,12 @@ GenerationSettings GenerationSettings::load(QSettings& q, const GenerationSettin
   s.batch = q.value("batch", d.batch).toInt();
   s.steps = q.value("steps", static_cast<qlonglong>(d.steps)).toLongLong();
   s.device = q.value("device", d.device).toString();
+  s.dtype = q.value("dtype", d.dtype).toString();
+  s.text = d.text;  // the open model decides, not the settings file
+  s.prompt = q.value("prompt", d.prompt).toString();
+  s.negativePrompt = q.value("negativePrompt", d.negativePrompt).toString();
+  s.negativePromptEnabled = q.value("negativePromptEnabled", d.negativePromptEnabled).toBool();
+  s.promptHistory = q.value("promptHistory", d.promptHistory).toStringList();
   s.threads = q.value("threads", d.threads).toInt();
   s.policy = q.value("policy", d.policy).toString();
   s.attentionLayer = q.value("attentionLayer", static_cast<qlonglong>(d.attentionLayer)).toLongLong();

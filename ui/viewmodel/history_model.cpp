@@ -11,6 +11,7 @@
 namespace kvs::ui {
 
 int64_t HistoryEntry::classId() const {
+  if (request.is_text()) return -1;
   if (index >= 0 && index < static_cast<int>(request.class_ids.size()))
     return request.class_ids[static_cast<size_t>(index)];
   return request.class_ids.empty() ? 0 : request.class_ids.front();
@@ -18,7 +19,8 @@ int64_t HistoryEntry::classId() const {
 
 kvs::GenerationRequest HistoryEntry::singleImageRequest() const {
   kvs::GenerationRequest r = request;
-  r.class_ids = {classId()};
+  if (r.is_text()) r.images = 1;
+  else r.class_ids = {classId()};
   return r;
 }
 
@@ -29,9 +31,22 @@ QString HistoryEntry::summary() const {
       .arg(QString::fromStdString(result ? result->policy : request.policy));
 }
 
+QString promptTitle(const std::string& prompt) {
+  QString line = QString::fromStdString(prompt).simplified();
+  if (line.size() > 48) line = line.left(47) + QChar(0x2026);
+  return line;
+}
+
 QString HistoryEntry::tooltip() const {
+  const QString what =
+      request.is_text()
+          ? QString::fromStdString(request.prompt).toHtmlEscaped().replace(QLatin1Char('\n'), QStringLiteral("<br>")) +
+                (request.negative_prompt.empty() ? QString()
+                                                 : QStringLiteral("<br><i>Negative prompt:</i> ") +
+                                                       QString::fromStdString(request.negative_prompt).toHtmlEscaped())
+          : className.toHtmlEscaped();
   QString t = QStringLiteral("<b>%1</b><br>seed %2, CFG %3, temperature %4, top-k %5, top-p %6<br>policy %7")
-                  .arg(className.toHtmlEscaped())
+                  .arg(what)
                   .arg(request.seed)
                   .arg(request.cfg_scale)
                   .arg(request.sampling.temperature)
@@ -78,7 +93,8 @@ void HistoryModel::addResult(const kvs::GenerationRequest& request, const Result
     e.result = result;
     e.index = i;
     e.classNames = classNames;
-    e.className = QString::fromStdString(kvs::class_display_name(e.classId(), classNames));
+    e.className = request.is_text() ? promptTitle(request.prompt)
+                                    : QString::fromStdString(kvs::class_display_name(e.classId(), classNames));
     e.created = QDateTime::currentDateTime();
     e.source = source;
     entries_.prepend(e);
@@ -97,7 +113,7 @@ void HistoryModel::addRecalled(const QImage& image, const kvs::GenerationRequest
   HistoryEntry e;
   e.image = image;
   e.request = request;
-  e.className = className;
+  e.className = request.is_text() && className.isEmpty() ? promptTitle(request.prompt) : className;
   e.created = QDateTime::currentDateTime();
   e.source = path;
   entries_.prepend(e);

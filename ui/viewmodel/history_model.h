@@ -18,18 +18,21 @@ struct HistoryEntry {
   QImage image;
   kvs::GenerationRequest request;  // the whole batch's request
   ResultPtr result;
-  int index = 0;  // image within the batch
-  QString className;
+  int index = 0;                        // image within the batch
+  QString className;                    // a text model's image: its prompt's first words
   std::vector<std::string> classNames;  // the model's names, for the metadata
   QDateTime created;
   QString source;  // "generated", "compare", or the PNG it was opened from
 
-  int64_t classId() const;
+  int64_t classId() const;  // -1 for a text model's image
   // The request that reproduces this one image.
   kvs::GenerationRequest singleImageRequest() const;
   QString summary() const;  // one line for the gallery
   QString tooltip() const;  // all parameters
 };
+
+// A prompt as one short line (the gallery's title of a text model's image).
+QString promptTitle(const std::string& prompt);
 
 class HistoryModel : public QAbstractListModel {
   Q_OBJECT

@@ -40,6 +40,7 @@ void RunViewModel::reset() {
   last_unit_.reset();
   generation_step_.clear();
   scale_attention_.clear();
+  prompt_attention_.clear();
   evictions_per_unit_.clear();
   memory_.clear();
   markers_.clear();
@@ -151,6 +152,17 @@ void RunViewModel::handleUnit(const UnitDonePtr& e) {
     if (scale_attention_.size() <= static_cast<size_t>(e->unit_index))
       scale_attention_.resize(static_cast<size_t>(e->unit_index) + 1);
     scale_attention_[static_cast<size_t>(e->unit_index)] = attentionMassByScale(*e->attention, scale_layout_);
+  }
+  if (e->attention && !started_.condition_labels.empty()) {
+    const int64_t n = std::min<int64_t>({started_.condition_tokens, e->attention->positions,
+                                         static_cast<int64_t>(started_.condition_labels.size()),
+                                         static_cast<int64_t>(e->attention->weights.size())});
+    std::vector<double> shares(static_cast<size_t>(std::max<int64_t>(0, n)));
+    double sum = 0;
+    for (size_t i = 0; i < shares.size(); ++i) sum += shares[i] = std::max(0.0, double{e->attention->weights[i]});
+    if (sum > 0)
+      for (double& v : shares) v /= sum;
+    prompt_attention_ = std::move(shares);
   }
   for (int32_t p : e->predicted_positions)
     if (p >= 0 && static_cast<size_t>(p) < generation_step_.size())

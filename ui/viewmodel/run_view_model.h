@@ -112,6 +112,12 @@ class RunViewModel : public QObject {
   // each source scale (scale_maps.h), filled as the scales arrive; empty rows for
   // scales without an attention map.
   const std::vector<std::vector<double>>& scaleAttention() const { return scale_attention_; }
+  // Text families: each condition position's readable text (StartedEvent::
+  // condition_labels; empty for class models), and the share of the attention
+  // the latest attention map's query gives each of them (weights[i] over the
+  // condition positions, summing to 1; empty before the first map).
+  const std::vector<std::string>& conditionLabels() const { return started_.condition_labels; }
+  const std::vector<double>& promptAttention() const { return prompt_attention_; }
   int64_t currentRow() const;  // the token-grid row being generated (grid height when done)
 
   const QImage& preview() const { return preview_; }  // image 0; null before the first preview
@@ -160,6 +166,7 @@ class RunViewModel : public QObject {
   bool calibration_pending_ = false;
   std::vector<int32_t> generation_step_;
   std::vector<std::vector<double>> scale_attention_;
+  std::vector<double> prompt_attention_;
   std::vector<int64_t> evictions_per_unit_;
   std::vector<MemorySample> memory_;
   QVector<PolicyMarker> markers_;

@@ -161,8 +161,10 @@ void GenerationCanvas::paintRaster(QPainter& p, const QRect& img) {
       p.drawRect(qr.adjusted(1, 1, -1, -1));
     }
     const int n = static_cast<int>(std::max<int64_t>(1, grid.condition_tokens));
+    // A prompt's dozens of condition positions share the image's height (its
+    // words are in the prompt strip under the canvas); a class token is one cell.
     const QRect strip(img.left() - kStripGap - kStripWidth, img.top(), kStripWidth,
-                      static_cast<int>(std::max(cell, 14.0) * n));
+                      std::min(img.height(), static_cast<int>(std::max(cell, 14.0) * n)));
     p.drawImage(strip, attentionConditionStrip(*unit->attention, grid));
     p.setPen(QColor(200, 204, 214));
     p.drawRect(strip.adjusted(0, 0, -1, -1));

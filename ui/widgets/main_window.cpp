@@ -45,6 +45,7 @@
 #include "ui/widgets/memory_panel.h"
 #include "ui/widgets/model_manager_dialog.h"
 #include "ui/widgets/parameter_panel.h"
+#include "ui/widgets/prompt_attention_strip.h"
 #include "ui/widgets/small_multiples_view.h"
 
 #ifndef KVSTUDIO_VERSION
@@ -187,6 +188,11 @@ void MainWindow::buildUi() {
   canvas_->setRun(run_);
   canvas_->installEventFilter(this);
   gl->addWidget(canvas_, 1);
+  // Text models: the prompt's tokens shaded by the attention of the latest token.
+  prompt_strip_ = new PromptAttentionStrip(generate_page_);
+  prompt_strip_->setObjectName(QStringLiteral("promptStrip"));
+  prompt_strip_->setRun(run_);
+  gl->addWidget(prompt_strip_);
   auto* progressRow = new QHBoxLayout;
   progress_ = new QProgressBar(generate_page_);
   progress_->setRange(0, 1000);
@@ -431,6 +437,10 @@ bool MainWindow::generate() {
     showError(wrongFamily);
     return false;
   }
+  if (s.text && s.prompt.trimmed().isEmpty()) {
+    showError(tr("Type a prompt first: %1 draws what the prompt describes").arg(QString::fromStdString(model_.name)));
+    return false;
+  }
   s.attentionLayer = mask_layer_->currentIndex() - 1;
   s.attentionHead = mask_head_->currentIndex() - 1;
   s.threads = options_.threads;
@@ -453,6 +463,7 @@ bool MainWindow::generate() {
   run_->setCalibrationPending(needsCalibration(s.policy));
   run_->track(worker_, job, request);
   panel_->setLastSeed(s.seed);
+  if (s.text) panel_->rememberPrompt(s.prompt);
   showTab(0);
   return true;
 }
@@ -546,6 +557,7 @@ void MainWindow::applyOverlayControls() {
   if (show_regions_->isChecked()) flags |= kOverlayRegions;
   if (show_grid_->isChecked()) flags |= kOverlayGrid;
   canvas_->setOverlays(flags);
+  prompt_strip_->setOverlayEnabled(show_attention_->isChecked());
   canvas_->setMaskSelection(mask_layer_->currentIndex() - 1, mask_head_->currentIndex() - 1);
   multiples_->setSelection(mask_layer_->currentIndex() - 1, mask_head_->currentIndex() - 1);
 }
@@ -744,7 +756,9 @@ void MainWindow::savePng(int row, const QString& path_in) {
   const HistoryEntry& e = history_->entry(row);
   QString path = path_in;
   if (path.isEmpty()) {
-    const QString suggestion = QStringLiteral("kvstudio_c%1_s%2.png").arg(e.classId()).arg(e.request.seed);
+    const QString suggestion = e.request.is_text()
+                                   ? QStringLiteral("kvstudio_prompt_s%1.png").arg(e.request.seed)
+                                   : QStringLiteral("kvstudio_c%1_s%2.png").arg(e.classId()).arg(e.request.seed);
     path = QFileDialog::getSaveFileName(this, tr("Save PNG"), suggestion, tr("PNG images (*.png)"));
     if (path.isEmpty()) return;
     if (!path.endsWith(QStringLiteral(".png"), Qt::CaseInsensitive)) path += QStringLiteral(".png");
@@ -762,6 +776,7 @@ void MainWindow::recall(int row) {
   const HistoryEntry& e = history_->entry(row);
   const kvs::GenerationRequest r = e.singleImageRequest();
   GenerationSettings s = GenerationSettings::fromRequest(r);
+  s.promptHistory = panel_->promptHistory();  // a request does not carry the history
   const QString modelDir = QString::fromStdString(r.model_path);
   if (!modelDir.isEmpty() &&
       QFileInfo(modelDir).canonicalFilePath() != QFileInfo(QString::fromStdString(model_.dir)).canonicalFilePath()) {

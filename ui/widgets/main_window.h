@@ -39,6 +39,7 @@ class LogPanel;
 class MemoryPanel;
 class ModelManagerDialog;
 class ParameterPanel;
+class PromptAttentionStrip;
 class RunViewModel;
 class SmallMultiplesView;
 
@@ -89,6 +90,7 @@ class MainWindow : public QMainWindow {
 
   ParameterPanel* parameters() const { return panel_; }
   GenerationCanvas* canvas() const { return canvas_; }
+  PromptAttentionStrip* promptStrip() const { return prompt_strip_; }
   RunViewModel* run() const { return run_; }
   CompareViewModel* compare() const { return compare_; }
   CompareView* compareView() const { return compare_view_; }
@@ -137,6 +139,7 @@ class MainWindow : public QMainWindow {
   QTabWidget* tabs_ = nullptr;
   QWidget* generate_page_ = nullptr;
   GenerationCanvas* canvas_ = nullptr;
+  PromptAttentionStrip* prompt_strip_ = nullptr;
   QProgressBar* progress_ = nullptr;
   QLabel* progress_text_ = nullptr;
   QCheckBox* show_attention_ = nullptr;

@@ -9,13 +9,16 @@
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
+#include <QKeyEvent>
 #include <QLabel>
 #include <QLineEdit>
+#include <QPlainTextEdit>
 #include <QPushButton>
 #include <QRandomGenerator>
 #include <QRegularExpressionValidator>
 #include <QSlider>
 #include <QSpinBox>
+#include <QTextCursor>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -57,7 +60,7 @@ QString classLabel(int64_t id, const std::vector<std::string>& names) {
 
 }  // namespace
 
-ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
+ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent), family_(familyDescription(std::string())) {
   auto* layout = new QVBoxLayout(this);
   layout->setContentsMargins(8, 8, 8, 8);
   layout->setSpacing(8);
@@ -76,6 +79,7 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   // What to generate.
   auto* what = new QGroupBox(tr("Image"), this);
   auto* form = new QFormLayout(what);
+  image_form_ = form;
   class_combo_ = new QComboBox(what);
   class_combo_->setEditable(true);
   class_combo_->setInsertPolicy(QComboBox::NoInsert);
@@ -85,6 +89,53 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   class_combo_->setToolTip(tr("The class to generate: type part of its name to search"));
   class_combo_->setObjectName(QStringLiteral("classCombo"));
   form->addRow(tr("Class"), class_combo_);
+
+  // Text models: the prompt box replaces the class picker (applyConditioning).
+  prompt_box_ = new QWidget(what);
+  auto* pb = new QVBoxLayout(prompt_box_);
+  pb->setContentsMargins(0, 0, 0, 0);
+  pb->setSpacing(4);
+  prompt_edit_ = new QPlainTextEdit(prompt_box_);
+  prompt_edit_->setObjectName(QStringLiteral("promptEdit"));
+  prompt_edit_->setPlaceholderText(tr("Describe the image…"));
+  prompt_edit_->setToolTip(tr("What to draw; several lines are fine. Ctrl+Enter generates"));
+  prompt_edit_->setTabChangesFocus(true);
+  prompt_edit_->setFixedHeight(prompt_edit_->fontMetrics().lineSpacing() * 5 + 12);
+  prompt_edit_->installEventFilter(this);
+  pb->addWidget(prompt_edit_);
+  prompt_history_combo_ = new QComboBox(prompt_box_);
+  prompt_history_combo_->setObjectName(QStringLiteral("promptHistory"));
+  prompt_history_combo_->setToolTip(tr("Recent prompts: pick one to put it back in the box"));
+  prompt_history_combo_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+  prompt_history_combo_->setMinimumContentsLength(12);
+  connect(prompt_history_combo_, &QComboBox::activated, this, [this](int index) {
+    const QString text = prompt_history_combo_->itemData(index).toString();
+    if (!text.isEmpty()) prompt_edit_->setPlainText(text);
+    const QSignalBlocker block(prompt_history_combo_);
+    prompt_history_combo_->setCurrentIndex(0);
+  });
+  pb->addWidget(prompt_history_combo_);
+  negative_box_ = new QGroupBox(tr("Negative prompt"), prompt_box_);
+  negative_box_->setObjectName(QStringLiteral("negativePromptBox"));
+  negative_box_->setCheckable(true);
+  negative_box_->setChecked(false);
+  negative_box_->setToolTip(
+      tr("Off: the model's own unconditional row, as the official code runs it (the prompt with its text replaced by "
+         "pad tokens). On: this text conditions the unconditional CFG row instead, steering away from it"));
+  auto* nb = new QVBoxLayout(negative_box_);
+  nb->setContentsMargins(4, 4, 4, 4);
+  negative_edit_ = new QPlainTextEdit(negative_box_);
+  negative_edit_->setObjectName(QStringLiteral("negativePromptEdit"));
+  negative_edit_->setPlaceholderText(tr("What to steer away from…"));
+  negative_edit_->setTabChangesFocus(true);
+  negative_edit_->setFixedHeight(negative_edit_->fontMetrics().lineSpacing() * 3 + 12);
+  negative_edit_->installEventFilter(this);
+  nb->addWidget(negative_edit_);
+  // A collapsed box while off: only its title and check box take room.
+  connect(negative_box_, &QGroupBox::toggled, negative_edit_, &QWidget::setVisible);
+  negative_edit_->setVisible(false);
+  pb->addWidget(negative_box_);
+  form->addRow(tr("Prompt"), prompt_box_);
 
   auto* seedRow = new QHBoxLayout;
   seed_edit_ = new QLineEdit(QStringLiteral("0"), what);
@@ -145,7 +196,15 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   batchRow->addWidget(batch_, 1);
   batchRow->addWidget(new QLabel(tr("Device"), what));
   batchRow->addWidget(device_, 1);
-  form->addRow(tr("Batch"), batchRow);
+  batch_label_ = new QLabel(tr("Batch"), what);
+  batch_->setObjectName(QStringLiteral("batchSpin"));
+  form->addRow(batch_label_, batchRow);
+  dtype_ = new QComboBox(what);
+  dtype_->setObjectName(QStringLiteral("dtypeCombo"));
+  dtype_->addItems({QStringLiteral("auto"), QStringLiteral("f32"), QStringLiteral("bf16"), QStringLiteral("f16")});
+  dtype_->setToolTip(
+      tr("Weights and KV cache precision: auto is bf16 on a GPU and f32 on the CPU; bf16/f16 halve the KV bytes"));
+  form->addRow(tr("Precision"), dtype_);
   steps_ = new QSpinBox(what);
   steps_->setObjectName(QStringLiteral("stepsSpin"));
   steps_->setRange(2, 256);
@@ -228,7 +287,67 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent) {
   budget_slider_->setValue(25);
   refillPolicies();
   applyFamilyToSampling();
+  applyConditioning();
+  refillPromptHistory();
   onPolicyChosen();
+}
+
+void ParameterPanel::applyConditioning() {
+  const bool text = takesPrompt();
+  image_form_->setRowVisible(class_combo_, !text);
+  image_form_->setRowVisible(prompt_box_, text);
+  batch_label_->setText(text ? tr("Images") : tr("Batch"));
+  batch_->setToolTip(text ? tr("Images the prompt makes together (the canvas follows the first; all go to the history)")
+                          : tr("Images generated together (the canvas follows the first; all go to the history)"));
+}
+
+void ParameterPanel::refillPromptHistory() {
+  const QSignalBlocker block(prompt_history_combo_);
+  prompt_history_combo_->clear();
+  prompt_history_combo_->addItem(prompt_history_.isEmpty() ? tr("No recent prompts") : tr("Recent prompts…"));
+  for (const QString& p : prompt_history_) {
+    // One line per prompt in the list; the whole text as its tooltip and data.
+    QString line = p.simplified();
+    if (line.size() > 80) line = line.left(79) + QChar(0x2026);
+    prompt_history_combo_->addItem(line, p);
+    prompt_history_combo_->setItemData(prompt_history_combo_->count() - 1, p, Qt::ToolTipRole);
+  }
+  prompt_history_combo_->setCurrentIndex(0);
+  prompt_history_combo_->setEnabled(!prompt_history_.isEmpty());
+}
+
+void ParameterPanel::rememberPrompt(const QString& prompt) {
+  GenerationSettings s;
+  s.promptHistory = prompt_history_;
+  s.rememberPrompt(prompt);
+  prompt_history_ = s.promptHistory;
+  history_cursor_ = -1;
+  refillPromptHistory();
+}
+
+bool ParameterPanel::eventFilter(QObject* watched, QEvent* event) {
+  if ((watched == prompt_edit_ || watched == negative_edit_) && event->type() == QEvent::KeyPress) {
+    auto* key = static_cast<QKeyEvent*>(event);
+    if ((key->key() == Qt::Key_Return || key->key() == Qt::Key_Enter) && (key->modifiers() & Qt::ControlModifier)) {
+      if (generate_->isEnabled()) Q_EMIT generateRequested();
+      return true;
+    }
+    const bool up = key->key() == Qt::Key_Up, down = key->key() == Qt::Key_Down;
+    if (watched == prompt_edit_ && (up || down) && key->modifiers() == Qt::ControlModifier) {
+      if (up && history_cursor_ + 1 < prompt_history_.size()) {
+        if (history_cursor_ < 0) draft_ = prompt_edit_->toPlainText();
+        ++history_cursor_;
+      } else if (down && history_cursor_ >= 0) {
+        --history_cursor_;
+      } else {
+        return true;
+      }
+      prompt_edit_->setPlainText(history_cursor_ < 0 ? draft_ : prompt_history_[history_cursor_]);
+      prompt_edit_->moveCursor(QTextCursor::End);
+      return true;
+    }
+  }
+  return QWidget::eventFilter(watched, event);
 }
 
 QStringList ParameterPanel::offeredPolicies() const {
@@ -273,9 +392,12 @@ void ParameterPanel::applyFamilyToSampling() {
                                 : tr("Sample among the most likely tokens holding this probability mass (1: off)"));
 }
 
-void ParameterPanel::setModel(const kvs::ModelSummary& model) {
+void ParameterPanel::setModel(const kvs::ModelSummary& model) { setModel(model, familyDescription(model.family)); }
+
+void ParameterPanel::setModel(const kvs::ModelSummary& model, const kvs::FamilyDescription& family) {
   const int64_t previous = class_combo_->currentIndex();
   model_ = model;
+  family_ = family;
   model_label_->setText(model.usable() ? QStringLiteral("<b>%1</b><br><span style='color:#9aa0ad'>%2</span>")
                                              .arg(QString::fromStdString(model.name).toHtmlEscaped(),
                                                   QString::fromStdString(model.architecture).toHtmlEscaped())
@@ -298,6 +420,7 @@ void ParameterPanel::setModel(const kvs::ModelSummary& model) {
   steps_->setValue(static_cast<int>(std::clamp<int64_t>(d.steps.value_or(64), steps_->minimum(), steps_->maximum())));
   refillPolicies();
   applyFamilyToSampling();
+  applyConditioning();
   onPolicyChosen();
   onBudgetModeChanged();
 }
@@ -320,7 +443,12 @@ void ParameterPanel::setRunning(bool running) {
 GenerationSettings ParameterPanel::settings() const {
   GenerationSettings s;
   s.modelDir = QString::fromStdString(model_.dir);
+  s.text = takesPrompt();
   s.classId = class_combo_->currentIndex() >= 0 ? class_combo_->currentData().toLongLong() : 0;
+  s.prompt = prompt_edit_->toPlainText();
+  s.negativePrompt = negative_edit_->toPlainText();
+  s.negativePromptEnabled = negative_box_->isChecked();
+  s.promptHistory = prompt_history_;
   s.seed = seed_edit_->text().toULongLong();
   s.seedMode = seedMode();
   s.cfgScale = cfg_->value();
@@ -332,12 +460,19 @@ GenerationSettings ParameterPanel::settings() const {
   if (family().has_request_option("cfg_schedule"))
     s.cfgSchedule = QString::fromStdString(model_.sampling_defaults.cfg_schedule.value_or(""));
   s.device = device_->currentText();
+  s.dtype = dtype_->currentText();
   s.policy = policySpec();
   return s;
 }
 
 void ParameterPanel::setSettings(const GenerationSettings& s) {
   if (s.classId >= 0 && s.classId < class_combo_->count()) class_combo_->setCurrentIndex(static_cast<int>(s.classId));
+  prompt_edit_->setPlainText(s.prompt);
+  negative_edit_->setPlainText(s.negativePrompt);
+  negative_box_->setChecked(s.negativePromptEnabled);
+  prompt_history_ = s.promptHistory;
+  history_cursor_ = -1;
+  refillPromptHistory();
   seed_edit_->setText(QString::number(s.seed));
   seed_random_each_->setChecked(s.seedMode == SeedMode::RandomEachRun);
   cfg_->setValue(s.cfgScale);
@@ -347,6 +482,7 @@ void ParameterPanel::setSettings(const GenerationSettings& s) {
   batch_->setValue(std::max(1, s.batch));
   if (s.steps > 0) steps_->setValue(static_cast<int>(s.steps));
   device_->setCurrentText(s.device);
+  if (dtype_->findText(s.dtype) >= 0) dtype_->setCurrentText(s.dtype);
   setPolicySpec(s.policy);
 }
 
