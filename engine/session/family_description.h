@@ -55,6 +55,10 @@ struct FamilyDescription {
   // `convert` and `create-random` usage lines (options after --family / --preset).
   std::string convert_usage;
   std::string create_random_usage;
+  // What `convert` reads, for the window's import form: one downloaded folder
+  // (--checkpoint DIR, e.g. a Hugging Face model folder) or a checkpoint file
+  // plus a tokenizer file (--checkpoint FILE --tokenizer FILE).
+  bool converts_from_folder = false;
   // The constructor a conformance case of this family names in its manifest
   // ("constructors": {"gpt": ...}): how `verify` tells the case's family.
   std::string conformance_constructor;

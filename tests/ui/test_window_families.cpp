@@ -3,12 +3,16 @@
 // switches the policy list, the budget control and the sampling fields to the
 // family; a policy of another family shows the error banner (never a crash);
 // a VAR run with HeatKV at 10% streams scale by scale (calibrating first), and
-// a MAR run with LazyMAR streams step by step with its token cache visible.
+// a MAR run with LazyMAR streams step by step with its token cache visible; a
+// Janus-Pro run streams from a prompt with its words under the canvas, and the
+// model manager imports a folder laid out like the official download.
 #include <QCheckBox>
 #include <QLabel>
+#include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <cmath>
@@ -20,7 +24,9 @@
 #include "ui/widgets/error_banner.h"
 #include "ui/widgets/generation_canvas.h"
 #include "ui/widgets/main_window.h"
+#include "ui/widgets/model_manager_dialog.h"
 #include "ui/widgets/parameter_panel.h"
+#include "ui/widgets/prompt_attention_strip.h"
 
 using namespace kvs::ui;
 
@@ -132,6 +138,45 @@ class TestWindowFamilies : public QObject {
     QCOMPARE(w.run()->scaleAttention().size(), static_cast<size_t>(scales));
     QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("scale %1/%1").arg(scales)));
     QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a VAR generation");
+  }
+
+  void janusGeneratesFromAPromptWithItsWordsUnderTheCanvas() {
+    MainWindow w(options(KVSTUDIO_JANUS_DEMO));
+    w.show();
+    QCOMPARE(w.family().name, std::string("janus-pro"));
+    QVERIFY(w.parameters()->offeredPolicies().contains(QStringLiteral("linear")));
+    QVERIFY(w.parameters()->offeredPolicies().contains(QStringLiteral("headkv")));
+    auto* prompt = w.parameters()->findChild<QPlainTextEdit*>();
+    QVERIFY(prompt && prompt->isVisibleTo(w.parameters()));
+    prompt->setPlainText(QStringLiteral("a lighthouse at dawn, watercolor"));
+    QVERIFY(w.setPolicySpec(QStringLiteral("headkv:rho=0.25")));
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QVERIFY(w.generate());
+    QVERIFY(done.wait(120000));
+    QCOMPARE(w.run()->unitsDone(), int64_t{16});
+    QVERIFY(w.run()->memory().back().kv_bytes_logical < w.run()->memory().back().kv_bytes_full);
+    QVERIFY(w.promptStrip()->isVisibleTo(&w));
+    QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a Janus-Pro generation");
+  }
+
+  void modelManagerImportsTheDownloadedJanusFolder() {
+    const QString hf = qEnvironmentVariable("KVSTUDIO_JANUS_HF_DIR");
+    if (hf.isEmpty()) QSKIP("KVSTUDIO_JANUS_HF_DIR is not set (ctest's make_janus_hf_folder step writes it)");
+    QTemporaryDir models;
+    ModelLocations locations;
+    locations.bundledDemo = QStringLiteral(KVSTUDIO_DEMO_MODEL);
+    locations.userModels = models.path();
+    ModelManagerDialog dialog(&locations);
+    const QString out = models.filePath(QStringLiteral("Janus-Pro-tiny"));
+    dialog.startImport("janus-pro",
+                       {{"--checkpoint", (hf + QStringLiteral("/bin")).toStdString()},
+                        {"--out", out.toStdString()},
+                        {"--image-size", "32"}},
+                       QStringLiteral("bin"), out);
+    QTRY_VERIFY_WITH_TIMEOUT(!dialog.importing(), 60000);
+    bool listed = false;
+    for (const auto& m : dialog.models()) listed = listed || (m.family == "janus-pro" && m.dir == out.toStdString());
+    QVERIFY2(listed, "the imported Janus-Pro bundle is not in the model list");
   }
 
   void marStreamsStepByStepWithLazyMar() {

@@ -16,8 +16,11 @@
 #include <QTableWidget>
 #include <QToolButton>
 #include <QVBoxLayout>
+#include <functional>
+#include <map>
 
-#include "engine/models/llamagen/llamagen_converter.h"
+#include "engine/models/family_registry.h"
+#include "engine/session/model_family.h"
 #include "ui/widgets/memory_panel.h"
 
 namespace kvs::ui {
@@ -31,7 +34,9 @@ QTableWidgetItem* item(const QString& text, const QString& tooltip = {}) {
 }
 
 // A path field with a browse button.
-QWidget* pathField(QWidget* parent, QLineEdit** edit, const QString& filter) {
+// A path with a browse button; `folder` (asked when browsing) picks a folder
+// instead of a file.
+QWidget* pathField(QWidget* parent, QLineEdit** edit, const QString& filter, std::function<bool()> folder = {}) {
   auto* w = new QWidget(parent);
   auto* h = new QHBoxLayout(w);
   h->setContentsMargins(0, 0, 0, 0);
@@ -39,8 +44,10 @@ QWidget* pathField(QWidget* parent, QLineEdit** edit, const QString& filter) {
   auto* browse = new QToolButton(w);
   browse->setText(QStringLiteral("…"));
   QLineEdit* e = *edit;
-  QObject::connect(browse, &QToolButton::clicked, w, [w, e, filter] {
-    const QString f = QFileDialog::getOpenFileName(w, QObject::tr("Choose a file"), QString(), filter);
+  QObject::connect(browse, &QToolButton::clicked, w, [w, e, filter, folder] {
+    const QString f = folder && folder()
+                          ? QFileDialog::getExistingDirectory(w, QObject::tr("Choose the downloaded model folder"))
+                          : QFileDialog::getOpenFileName(w, QObject::tr("Choose a file"), QString(), filter);
     if (!f.isEmpty()) e->setText(f);
   });
   h->addWidget(*edit, 1);
@@ -76,7 +83,8 @@ ModelManagerDialog::ModelManagerDialog(ModelLocations* locations, QWidget* paren
   remove->setToolTip(tr("Stop looking in the selected model's added folder"));
   auto* import = new QPushButton(tr("Import checkpoint…"), this);
   import->setToolTip(
-      tr("Convert an official LlamaGen c2i checkpoint + VQ tokenizer into a bundle in your models folder"));
+      tr("Convert an official checkpoint into a bundle in your models folder: LlamaGen, VAR or MAR "
+         "(checkpoint + tokenizer files) or Janus-Pro (the downloaded Hugging Face folder)"));
   auto* refreshButton = new QPushButton(tr("Refresh"), this);
   auto* close = new QPushButton(tr("Close"), this);
   buttons->addWidget(use);
@@ -170,13 +178,42 @@ void ModelManagerDialog::removeFolder() {
 void ModelManagerDialog::importCheckpoint() {
   if (importing_) return;
   QDialog form(this);
-  form.setWindowTitle(tr("Import a LlamaGen checkpoint"));
+  form.setWindowTitle(tr("Import an official checkpoint"));
   auto* fl = new QFormLayout(&form);
+  // Every family converts through the one contract (ModelFamily::convert); the
+  // form asks for what the family reads: a folder, or a checkpoint + tokenizer.
+  auto* family = new QComboBox(&form);
+  for (const kvs::ModelFamily* f : kvs::model_families())
+    family->addItem(QString::fromStdString(f->description().display_name), QString::fromStdString(f->name()));
+  fl->addRow(tr("Family"), family);
+  auto description = [family]() -> const kvs::FamilyDescription& {
+    return kvs::find_model_family(family->currentData().toString().toStdString()).description();
+  };
   QLineEdit *checkpoint = nullptr, *tokenizer = nullptr;
-  fl->addRow(tr("GPT checkpoint (c2i_*.pt)"), pathField(&form, &checkpoint, tr("PyTorch checkpoints (*.pt *.pth)")));
-  fl->addRow(tr("VQ tokenizer (vq_ds16_c2i.pt)"), pathField(&form, &tokenizer, tr("PyTorch checkpoints (*.pt *.pth)")));
+  auto* checkpointLabel = new QLabel(&form);
+  fl->addRow(checkpointLabel, pathField(&form, &checkpoint, tr("PyTorch checkpoints (*.pt *.pth *.ckpt)"),
+                                        [description] { return description().converts_from_folder; }));
+  auto* tokenizerLabel = new QLabel(tr("Tokenizer"), &form);
+  QWidget* tokenizerField = pathField(&form, &tokenizer, tr("PyTorch checkpoints (*.pt *.pth *.ckpt)"));
+  fl->addRow(tokenizerLabel, tokenizerField);
+  auto* usage = new QLabel(&form);
+  usage->setWordWrap(true);
+  usage->setStyleSheet(QStringLiteral("color: gray"));
+  fl->addRow(usage);
+  auto updateFields = [=] {
+    const kvs::FamilyDescription& d = description();
+    checkpointLabel->setText(d.converts_from_folder ? tr("Model folder") : tr("Checkpoint"));
+    checkpoint->setPlaceholderText(d.converts_from_folder
+                                       ? tr("the downloaded folder (config.json, weights, tokenizer)")
+                                       : tr("the official checkpoint file"));
+    tokenizerLabel->setVisible(!d.converts_from_folder);
+    tokenizerField->setVisible(!d.converts_from_folder);
+    usage->setText(QString::fromStdString("convert --family " + d.name + " " + d.convert_usage));
+  };
+  connect(family, &QComboBox::currentIndexChanged, &form, updateFields);
+  updateFields();
   auto* name = new QLineEdit(&form);
-  name->setPlaceholderText(tr("default: the checkpoint's file name"));
+  name->setPlaceholderText(tr("default: the checkpoint's name"));
   fl->addRow(tr("Name"), name);
   auto* dtype = new QComboBox(&form);
   dtype->addItems({QStringLiteral("keep"), QStringLiteral("f16"), QStringLiteral("bf16"), QStringLiteral("f32")});
@@ -186,22 +223,29 @@ void ModelManagerDialog::importCheckpoint() {
   connect(box, &QDialogButtonBox::accepted, &form, &QDialog::accept);
   connect(box, &QDialogButtonBox::rejected, &form, &QDialog::reject);
   fl->addRow(box);
-  form.resize(620, 0);
+  form.resize(680, 0);
   if (form.exec() != QDialog::Accepted) return;
 
-  llamagen::ConvertOptions o;
-  o.checkpoint = checkpoint->text().toStdString();
-  o.tokenizer = tokenizer->text().toStdString();
-  const QString stem = name->text().trimmed().isEmpty() ? QFileInfo(checkpoint->text()).completeBaseName()
-                                                        : name->text().trimmed();
-  o.name = name->text().trimmed().toStdString();
-  o.weights_dtype = dtype->currentText().toStdString();
+  const std::string familyName = family->currentData().toString().toStdString();
+  const bool fromFolder = description().converts_from_folder;
+  std::map<std::string, std::string> options;
+  options["--checkpoint"] = checkpoint->text().toStdString();
+  if (!fromFolder) options["--tokenizer"] = tokenizer->text().toStdString();
+  const QString stem = name->text().trimmed().isEmpty()
+                           ? (fromFolder ? QFileInfo(checkpoint->text()).fileName()
+                                         : QFileInfo(checkpoint->text()).completeBaseName())
+                           : name->text().trimmed();
+  if (!name->text().trimmed().isEmpty()) options["--name"] = name->text().trimmed().toStdString();
+  options["--dtype"] = dtype->currentText().toStdString();
   QDir().mkpath(locations_->userModels);
   const QString out = QDir(locations_->userModels).filePath(stem.isEmpty() ? QStringLiteral("imported") : stem);
-  o.out_dir = out.toStdString();
+  options["--out"] = out.toStdString();
+  startImport(familyName, options, QFileInfo(checkpoint->text()).fileName(), out);
+}
 
-  progress_ = new QProgressDialog(tr("Converting %1…").arg(QFileInfo(checkpoint->text()).fileName()), QString(), 0, 100,
-                                  this);
+void ModelManagerDialog::startImport(const std::string& familyName, const std::map<std::string, std::string>& options,
+                                     const QString& what, const QString& out) {
+  progress_ = new QProgressDialog(tr("Converting %1…").arg(what), QString(), 0, 100, this);
   progress_->setWindowTitle(tr("Importing"));
   progress_->setCancelButton(nullptr);  // the converter cannot be interrupted safely
   progress_->setMinimumDuration(0);
@@ -210,21 +254,22 @@ void ModelManagerDialog::importCheckpoint() {
   progress_->show();
   if (import_thread_.joinable()) import_thread_.join();
   importing_ = true;
-  import_thread_ = std::thread([this, o, out] {
+  import_thread_ = std::thread([this, familyName, options, out] {
     QString error;
     try {
-      llamagen::convert_llamagen_checkpoint(o, [this](double f, const std::string& stage) {
-        const QString s = QString::fromStdString(stage);
-        QMetaObject::invokeMethod(
-            this,
-            [this, f, s] {
-              if (progress_) {
-                progress_->setValue(static_cast<int>(f * 100));
-                progress_->setLabelText(s);
-              }
-            },
-            Qt::QueuedConnection);
-      });
+      kvs::find_model_family(familyName)
+          .convert(kvs::FamilyOptions(options), [this](double f, const std::string& stage) {
+            const QString s = QString::fromStdString(stage);
+            QMetaObject::invokeMethod(
+                this,
+                [this, f, s] {
+                  if (progress_) {
+                    progress_->setValue(static_cast<int>(f * 100));
+                    progress_->setLabelText(s);
+                  }
+                },
+                Qt::QueuedConnection);
+          });
     } catch (const std::exception& e) {
       error = QString::fromStdString(e.what());
     }

@@ -6,6 +6,8 @@
 #include <QDialog>
 
 #include <atomic>
+#include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -27,6 +29,13 @@ class ModelManagerDialog : public QDialog {
 
   void refresh();
   const std::vector<kvs::ModelSummary>& models() const { return models_; }
+
+  // Converts in the background with `family`'s converter (ModelFamily::convert,
+  // `options` as on the command line) into `out`, then lists it; what the
+  // import form starts, and what tests drive without the form.
+  void startImport(const std::string& family, const std::map<std::string, std::string>& options, const QString& what,
+                   const QString& out);
+  bool importing() const { return importing_; }
 
  Q_SIGNALS:
   void modelChosen(const QString& dir);

@@ -37,6 +37,7 @@ const FamilyDescription& janus_description() {
         "  DIR: the official Hugging Face folder (deepseek-ai/Janus-Pro-1B or -7B) as downloaded:\n"
         "  config.json, tokenizer.json (+ tokenizer_config.json, special_tokens_map.json), and\n"
         "  *.safetensors or pytorch_model*.bin shards with their index";
+    f.converts_from_folder = true;
     f.create_random_usage =
         "[--preset janus-pro-1b|janus-pro-7b|janus-pro-tiny] [--seed N] [--dtype f32|f16|bf16 (default bf16; tiny "
         "f32)]\n"
