@@ -140,8 +140,7 @@ void print_table(const std::vector<BenchRecord>& records) {
   if (!records.empty())
     std::printf("model %s on %s (%s), %dx%d tokens%s, %lld images per policy in runs of %lld%s\n",
                 records[0].model.c_str(), records[0].device.c_str(), records[0].dtype.c_str(),
-                static_cast<int>(records[0].grid_height),
-                static_cast<int>(records[0].grid_width),
+                static_cast<int>(records[0].grid_height), static_cast<int>(records[0].grid_width),
                 records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",
                 static_cast<long long>(records[0].images), static_cast<long long>(records[0].batch),
                 records[0].rounds > 1

@@ -230,8 +230,8 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   base.device = options.device;
   base.threads = options.threads;
   base.dtype = options.dtype;
-  const std::string dtype_name =
-      run_dtype_name(resolve_run_dtype(parse_run_dtype(options.dtype), parse_device_kind(options.device)));
+  const std::string dtype_name = run_dtype_name(
+      resolve_run_dtype(parse_run_dtype(options.dtype), parse_device_kind(options.device)));
   if (takes_steps) {
     base.steps = options.steps > 0 ? options.steps : defaults.steps.value_or(64);
     base.cfg_schedule = defaults.cfg_schedule.value_or("linear");

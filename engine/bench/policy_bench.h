@@ -78,7 +78,7 @@ struct BenchOptions {
   std::string device = "auto";
   int threads = 0;
   std::string dtype = "auto";  // run-time dtype of weights and KV cache: auto | f32 | bf16 | f16
-  int64_t steps = 0;  // masked models (MAR): decoding steps; 0 = the bundle's default, else 64
+  int64_t steps = 0;           // masked models (MAR): decoding steps; 0 = the bundle's default, else 64
 };
 
 struct BenchRecord {

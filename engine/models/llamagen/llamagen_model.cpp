@@ -9,7 +9,7 @@ namespace kvs::llamagen {
 
 LlamaGenModel LlamaGenModel::from_weights(const GptConfig& gpt_config, const VqConfig& vq_config,
                                           const io::SafetensorsReader& weights, at::Device device,
-                                at::ScalarType dtype) {
+                                          at::ScalarType dtype) {
   std::vector<io::ExpectedTensor> expected;
   for (auto e : gpt_expected_tensors(gpt_config)) expected.push_back({"gpt." + e.name, e.shape});
   for (auto e : vq_decoder_expected_tensors(vq_config)) expected.push_back({"vq." + e.name, e.shape});

@@ -10,8 +10,7 @@
 namespace kvs::mar {
 
 MarModel MarModel::from_weights(const MarConfig& mar_config, const KlVaeConfig& vae_config,
-                                const io::SafetensorsReader& weights, at::Device device,
-                                at::ScalarType dtype) {
+                                const io::SafetensorsReader& weights, at::Device device, at::ScalarType dtype) {
   mar_config.validate();
   vae_config.validate();
   check_compatible(mar_config, vae_config);

@@ -8,8 +8,7 @@
 namespace kvs::var {
 
 VarModel VarModel::from_weights(const VarConfig& var_config, const VqvaeConfig& vae_config,
-                                const io::SafetensorsReader& weights, at::Device device,
-                                at::ScalarType dtype) {
+                                const io::SafetensorsReader& weights, at::Device device, at::ScalarType dtype) {
   var_config.validate();
   vae_config.validate();
   check_compatible(var_config, vae_config);
@@ -23,9 +22,8 @@ VarModel VarModel::from_weights(const VarConfig& var_config, const VqvaeConfig& 
   io::require_floating_tensors(weights, {"var.lvl_1L"});  // the level index buffer is integer upstream
   VarModel model;
   model.transformer = std::make_unique<VarTransformer>(var_config, io::tensors_with_prefix(weights, "var."), device,
-                                                      dtype);
-  model.vqvae = std::make_unique<MultiScaleVqvae>(vae_config, io::tensors_with_prefix(weights, "vae."), device,
-                                                    dtype);
+                                                       dtype);
+  model.vqvae = std::make_unique<MultiScaleVqvae>(vae_config, io::tensors_with_prefix(weights, "vae."), device, dtype);
   return model;
 }
 

@@ -44,9 +44,8 @@ VarTransformer::VarTransformer(VarConfig config, const TensorMap& weights, at::D
   pos_start_ = take(weights, "pos_start", device);
   // lvl_pos = lvl_embed(lvl_1L) + pos_1LC, with lvl_1L recomputed from patch_nums.
   at::Tensor lvl = at::tensor(levels(config_), at::TensorOptions().dtype(at::kLong)).to(device);
-  lvl_pos_ = (at::embedding(take_f32("lvl_embed.weight"), lvl).unsqueeze(0) + take_f32("pos_1LC"))
-                 .to(dtype)
-                 .contiguous();
+  lvl_pos_ =
+      (at::embedding(take_f32("lvl_embed.weight"), lvl).unsqueeze(0) + take_f32("pos_1LC")).to(dtype).contiguous();
   if (config_.shared_aln) {
     shared_ada_weight_ = take(weights, "shared_ada_lin.1.weight", device);
     shared_ada_bias_ = take(weights, "shared_ada_lin.1.bias", device);
