@@ -137,15 +137,17 @@ void print_table(const std::vector<BenchRecord>& records) {
     }
     std::printf("%s\n", line.c_str());
   }
-  if (!records.empty())
-    std::printf("model %s on %s (%s), %dx%d tokens%s, %lld images per policy in runs of %lld%s\n",
-                records[0].model.c_str(), records[0].device.c_str(), records[0].dtype.c_str(),
-                static_cast<int>(records[0].grid_height), static_cast<int>(records[0].grid_width),
-                records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",
-                static_cast<long long>(records[0].images), static_cast<long long>(records[0].batch),
-                records[0].rounds > 1
-                    ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
-                    : "");
+  if (records.empty()) return;
+  // The device description names a dtype other than f32; the line always names it.
+  std::string where = records[0].device;
+  if (where.find(records[0].dtype) == std::string::npos) where += ", " + records[0].dtype;
+  std::printf("model %s on %s, %dx%d tokens%s, %lld images per policy in runs of %lld%s\n", records[0].model.c_str(),
+              where.c_str(), static_cast<int>(records[0].grid_height), static_cast<int>(records[0].grid_width),
+              records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",
+              static_cast<long long>(records[0].images), static_cast<long long>(records[0].batch),
+              records[0].rounds > 1
+                  ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
+                  : "");
 }
 
 }  // namespace

@@ -51,6 +51,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
     return 0;
   }
   const std::string policy = p.require("--policy");
+  const RunDtype dtype = parse_run_dtype(p.get("--dtype", "auto"));  // an unknown name fails before any work
   // The family whose models the policy is calibrated on.
   const ModelFamily* calibrating = nullptr;
   for (const ModelFamily* f : model_families()) {
@@ -78,8 +79,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   request.seed = p.get_u64("--seed", 0);
   request.out = p.get("--out", "");
   const DeviceChoice device = choose_device(parse_device_kind(p.get("--device", "auto")),
-                                            static_cast<int>(p.get_int("--threads", 0)),
-                                            parse_run_dtype(p.get("--dtype", "auto")));
+                                            static_cast<int>(p.get_int("--threads", 0)), dtype);
   const std::string report = calibrating->calibrate(bundle, device, request);
   if (!p.flag("--quiet")) std::printf("%s\n", report.c_str());
   return 0;
