@@ -15,6 +15,7 @@
 #include "app/cli/default_paths.h"
 #include "engine/bench/bench_chart.h"
 #include "engine/bench/policy_bench.h"
+#include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
 #include "engine/models/family_registry.h"
@@ -56,6 +57,7 @@ against held-out procedural-world images of the same classes.
                       policy's fastest round (default 1; use 3+ on a busy machine)
   --device D          auto|cpu|cuda (default auto)
   --threads N         CPU threads (default: all cores)
+  --dtype T           weights and KV cache: auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on the CPU)
   --json FILE         write the records as a JSON array
   --chart FILE.png    write a bar chart (KV share of full, tokens/s)
   --quiet             no progress output
@@ -138,15 +140,17 @@ void print_table(const std::vector<BenchRecord>& records) {
     }
     std::printf("%s\n", line.c_str());
   }
-  if (!records.empty())
-    std::printf("model %s on %s, %dx%d tokens%s, %lld images per policy in runs of %lld%s\n", records[0].model.c_str(),
-                records[0].device.c_str(), static_cast<int>(records[0].grid_height),
-                static_cast<int>(records[0].grid_width),
-                records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",
-                static_cast<long long>(records[0].images), static_cast<long long>(records[0].batch),
-                records[0].rounds > 1
-                    ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
-                    : "");
+  if (records.empty()) return;
+  // The device description names a dtype other than f32; the line always names it.
+  std::string where = records[0].device;
+  if (where.find(records[0].dtype) == std::string::npos) where += ", " + records[0].dtype;
+  std::printf("model %s on %s, %dx%d tokens%s, %lld images per policy in runs of %lld%s\n", records[0].model.c_str(),
+              where.c_str(), static_cast<int>(records[0].grid_height), static_cast<int>(records[0].grid_width),
+              records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",
+              static_cast<long long>(records[0].images), static_cast<long long>(records[0].batch),
+              records[0].rounds > 1
+                  ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
+                  : "");
 }
 
 }  // namespace
@@ -155,7 +159,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--random", "--policies", "--batch", "--images", "--seed", "--classes", "--prompts", "--cfg",
                "--temperature", "--top-k", "--top-p", "--device", "--threads", "--json", "--chart", "--rounds",
-               "--steps"},
+               "--steps", "--dtype"},
               {"--quiet", "--no-warmup", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -190,6 +194,8 @@ int cmd_bench(const std::vector<std::string>& args) {
     throw InvalidArgumentError("option --rounds must be between 1 and 100");
   options.device = p.get("--device", "auto");
   options.threads = static_cast<int>(p.get_int("--threads", 0));
+  options.dtype = p.get("--dtype", "auto");
+  parse_run_dtype(options.dtype);  // an unknown name fails before any work
   const std::string json_path = p.get("--json", "");
   const std::string chart_path = p.get("--chart", "");
   if (!json_path.empty()) check_output("--json", json_path, "");

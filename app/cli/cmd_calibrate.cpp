@@ -18,6 +18,7 @@ namespace {
 
 const char* kHelp = R"(usage: kvstudio-cli calibrate --policy heatkv [--model DIR] [--classes 1,2,...] [--images 4]
                             [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda] [--threads N]
+                            [--dtype auto|f32|bf16|f16]
 
   HeatKV's offline calibration (heatkv §3.1): generates one image per calibration class with
   the full cache and measures every layer's and head's scale-to-scale attention mass (Eq. 2),
@@ -25,6 +26,8 @@ const char* kHelp = R"(usage: kvstudio-cli calibrate --policy heatkv [--model DI
   DIR/heatkv_calibration.json (or --out), which generate, bench and the window then use.
   Without it they calibrate on 2 classes at first use. --classes picks the classes, else
   --images classes spread over the model's classes (the paper finds 1 to 10 prompts equivalent).
+  --dtype sets the run-time dtype of the model it generates with (default auto: bf16 on CUDA,
+  f32 on the CPU), as generate's does.
 )";
 
 std::vector<int64_t> parse_classes(const std::string& text) {
@@ -40,13 +43,15 @@ std::vector<int64_t> parse_classes(const std::string& text) {
 
 int cmd_calibrate(const std::vector<std::string>& args) {
   ArgParser p(args,
-              {"--policy", "--model", "--classes", "--images", "--seed", "--cfg", "--out", "--device", "--threads"},
+              {"--policy", "--model", "--classes", "--images", "--seed", "--cfg", "--out", "--device", "--threads",
+               "--dtype"},
               {"--help", "--quiet"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
     return 0;
   }
   const std::string policy = p.require("--policy");
+  const RunDtype dtype = parse_run_dtype(p.get("--dtype", "auto"));  // an unknown name fails before any work
   // The family whose models the policy is calibrated on.
   const ModelFamily* calibrating = nullptr;
   for (const ModelFamily* f : model_families()) {
@@ -74,7 +79,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   request.seed = p.get_u64("--seed", 0);
   request.out = p.get("--out", "");
   const DeviceChoice device = choose_device(parse_device_kind(p.get("--device", "auto")),
-                                            static_cast<int>(p.get_int("--threads", 0)));
+                                            static_cast<int>(p.get_int("--threads", 0)), dtype);
   const std::string report = calibrating->calibrate(bundle, device, request);
   if (!p.flag("--quiet")) std::printf("%s\n", report.c_str());
   return 0;

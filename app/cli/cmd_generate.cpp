@@ -53,6 +53,7 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
                       (`kvstudio-cli policies` lists them with their parameters)
   --device D          auto|cpu|cuda (default auto)
   --threads N         CPU threads (default: all cores)
+  --dtype T           weights and KV cache: auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on the CPU)
   --quiet             no progress output
 )";
 
@@ -120,7 +121,7 @@ void read_conditioning(const ArgParser& p, bool text_model, GenerationRequest* r
 int cmd_generate(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--class", "--batch", "--seed", "--cfg", "--cfg-interval", "--temperature", "--top-k",
-               "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule",
+               "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule", "--dtype",
                // Text models' conditioning.
                "--prompt", "--prompt-file", "--negative-prompt", "--images"},
               {"--quiet", "--greedy", "--help"}, 0);
@@ -157,6 +158,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.sampling.sample = !p.flag("--greedy");
   request.device = p.get("--device", "auto");
   request.threads = static_cast<int>(p.get_int("--threads", 0));
+  request.dtype = p.get("--dtype", "auto");  // checked by request.validate()
   request.policy = p.get("--policy", "full");
   request.validate();
 

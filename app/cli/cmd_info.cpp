@@ -7,9 +7,12 @@
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
 #include "app/cli/default_paths.h"
+#include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/family_registry.h"
+#include "engine/models/model_catalog.h"
+#include "engine/session/bundle_info.h"
 
 namespace kvs::cli {
 namespace {
@@ -68,20 +71,28 @@ void print_provenance_and_quality(const io::ModelBundle& bundle) {
 }  // namespace
 
 int cmd_info(const std::vector<std::string>& args) {
-  ArgParser p(args, {}, {"--help", "--json"}, 1);
+  ArgParser p(args, {"--dtype"}, {"--help", "--json"}, 1);
   if (p.flag("--help")) {
     std::puts(
-        "usage: kvstudio-cli info [<model bundle>] [--json]\n"
-        "  prints architecture, parameter count and KV-cache bytes per token; checks the weights");
+        "usage: kvstudio-cli info [<model bundle>] [--json] [--dtype auto|f32|bf16|f16]\n"
+        "  prints architecture, parameter count and KV-cache bytes per token; checks the weights.\n"
+        "  --dtype: the run-time dtype the KV cache is counted in (default auto: bf16 when a GPU\n"
+        "  is present, else f32, as generate --device auto would choose)");
     return 0;
   }
+  const RunDtype dtype = resolve_run_dtype(parse_run_dtype(p.get("--dtype", "auto")), DeviceKind::Auto);
   const std::string path = p.positional().empty() ? default_model_path() : p.positional()[0];
   const io::ModelBundle bundle = io::ModelBundle::open(path);
   const ModelFamily& family = find_model_family(bundle.family());
   const BundleInfo info = family.inspect(bundle);
+  const ModelSummary summary = summarize_model_bundle(bundle);
+  const bool has_kv = family.description().measures_kv_bytes && summary.kv_bytes_per_token > 0;
+  const int64_t kv_per_token = has_kv ? kv_bytes_per_token_at(summary, dtype) : 0;
   if (p.flag("--json")) {
     nlohmann::json j = {{"name", bundle.name()}, {"family", family.name()}};
     j.update(info.json);
+    j["run_dtype"] = run_dtype_name(dtype);
+    j["kv_bytes_per_token"] = kv_per_token;  // at run_dtype; 0 for models without a KV cache
     j["provenance"] = bundle.manifest.value("provenance", nlohmann::json::object());
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -89,6 +100,12 @@ int cmd_info(const std::vector<std::string>& args) {
   print_line("model", bundle.name() + " (" + bundle.dir + ")");
   print_line("family", family.name() + " (" + family.description().summary + ")");
   for (const auto& [label, text] : info.lines) print_line(label, text);
+  if (has_kv) {
+    const int64_t tokens = kv_tokens_per_image(summary);
+    print_line("KV at " + run_dtype_name(dtype),
+               format_text("%lld bytes/token; full image (%lld entries): %.2f MiB per sequence, x2 with CFG",
+                           (long long)kv_per_token, (long long)tokens, kv_per_token * tokens / 1048576.0));
+  }
   print_provenance_and_quality(bundle);
   return 0;
 }

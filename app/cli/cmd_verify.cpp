@@ -12,7 +12,8 @@ int cmd_verify(const std::vector<std::string>& args) {
     std::puts(
         "usage: kvstudio-cli verify <case.json> [--device cpu|cuda|auto]\n"
         "  runs every check of a conformance case (official outputs on tiny configs) and\n"
-        "  exits non-zero if any fails");
+        "  exits non-zero if any fails; always in float32 (the references' dtype), whatever\n"
+        "  the device");
     return p.flag("--help") ? 0 : 2;
   }
   const ConformanceReport report = run_conformance_case(p.positional()[0], p.get("--device", "cpu"));

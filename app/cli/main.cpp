@@ -31,6 +31,10 @@ global options:
   --log-level L   trace|debug|info|warn|error|off (default warn)
   --help          this text, or `kvstudio-cli <command> --help`
   --version       print the version
+
+run-time dtype (generate, bench, calibrate, info):
+  --dtype T       weights and KV cache in auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on
+                  the CPU); KV bytes follow it. verify always runs f32
 )";
 
 }  // namespace

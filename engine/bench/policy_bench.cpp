@@ -14,6 +14,7 @@
 
 #include "engine/bench/demo_quality_judge.h"
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/metrics/image_metrics.h"
@@ -163,6 +164,7 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"batch", r.batch},
           {"model", r.model},
           {"device", r.device},
+          {"dtype", r.dtype},
           {"grid", {r.grid_height, r.grid_width}},
           {"family", r.family},
           {"steps", r.steps > 0 ? nlohmann::json(r.steps) : nlohmann::json(nullptr)},
@@ -255,6 +257,9 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   base.sampling.top_p = options.top_p.value_or(defaults.top_p.value_or(1.0));
   base.device = options.device;
   base.threads = options.threads;
+  base.dtype = options.dtype;
+  const std::string dtype_name = run_dtype_name(
+      resolve_run_dtype(parse_run_dtype(options.dtype), parse_device_kind(options.device)));
   if (takes_steps) {
     base.steps = options.steps > 0 ? options.steps : defaults.steps.value_or(64);
     base.cfg_schedule = defaults.cfg_schedule.value_or("linear");
@@ -375,6 +380,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
           rec.device_peak_bytes = std::max(rec.device_peak_bytes, sink.device_peak);
           rec.model = result.model_name;
           rec.device = result.device;
+          rec.dtype = dtype_name;
           rec.grid_height = result.grid_height;
           rec.grid_width = result.grid_width;
           pr.flops_sum += result.flops * static_cast<double>(result.images.size());

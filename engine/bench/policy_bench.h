@@ -16,6 +16,9 @@
 // - Memory per policy is per run: kv_bytes_* are the maximum over the runs
 //   (kv_bytes_logical: retained at the end of a run; kv_bytes_allocated: the
 //   largest allocation seen at a line boundary; kv_bytes_peak: the store's peak).
+// - dtype is the resolved run-time dtype every run used (BenchOptions::dtype,
+//   auto: bf16 on CUDA, f32 on the CPU); the kv_bytes_* fields are at its
+//   element size (bf16/f16 half of f32).
 // - tokens_per_s counts image tokens of every image over generation time only
 //   (up to the last token; excludes model loading and VQ decoding).
 // - psnr is the mean over the images whose pixels differ from the full cache's;
@@ -78,7 +81,8 @@ struct BenchOptions {
   int64_t rounds = 1;
   std::string device = "auto";
   int threads = 0;
-  int64_t steps = 0;  // masked models (MAR): decoding steps; 0 = the bundle's default, else 64
+  std::string dtype = "auto";  // run-time dtype of weights and KV cache: auto | f32 | bf16 | f16
+  int64_t steps = 0;           // masked models (MAR): decoding steps; 0 = the bundle's default, else 64
 };
 
 struct BenchRecord {
@@ -110,6 +114,7 @@ struct BenchRecord {
   std::string family;                    // "llamagen" | "var" | "mar" | "janus-pro"
   int64_t images = 0, batch = 0;
   std::string model, device;
+  std::string dtype;  // the resolved run-time dtype ("f32", "bf16", "f16"): KV bytes scale with it
   int64_t grid_height = 0, grid_width = 0;
 };
 

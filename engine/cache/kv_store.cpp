@@ -326,9 +326,12 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
                  .masked_fill(blocked.to(scores.device()), -std::numeric_limits<float>::infinity())
                  .view({rows_, kv_heads_, group * t, hi});
   }
-  at::Tensor probs = at::softmax(scores, -1);
+  // Softmax in float32 whatever the buffers hold (bf16/f16 caches): its
+  // exponentials and sum are what half-precision rounding hurts, and the probs
+  // the policies and the attention maps read stay float32.
+  at::Tensor probs = at::softmax(scores, -1, at::kFloat);
   if (lo != hi || need_causal) probs = at::nan_to_num(probs, 0.0);  // fully masked rows -> zeros
-  result.out = at::matmul(probs, values).view({rows_, n_head, t, head_dim_});
+  result.out = at::matmul(probs.to(values.scalar_type()), values).view({rows_, n_head, t, head_dim_});
   if (want_probs) result.probs = probs.view({rows_, n_head, t, hi});
   if (want_key_mass) result.key_mass = probs.sum(2);  // [rows, kv, hi]: over the group's queries
   return result;

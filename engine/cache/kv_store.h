@@ -84,7 +84,8 @@ class KvStore {
   // segments have equal length (decode attention is memory-bound, so it beats a
   // dense matmul there). Elsewhere (CUDA, or buffers not in float32) it runs a
   // dense matmul over [0, longest segment), masking slots past a segment's
-  // length and, if causal, later positions. probs / key_mass on request.
+  // length and, if causal, later positions; its softmax runs in float32 for
+  // bf16/f16 buffers. probs / key_mass (float32) on request.
   KvAttention attend(int64_t layer, const at::Tensor& queries, const std::vector<int64_t>& query_positions, bool causal,
                      bool want_probs = false, bool want_key_mass = false) const;
 
@@ -140,6 +141,8 @@ class KvStore {
   // Allocated slots per (layer, kv head), summed over rows: [n_layer][kv_heads].
   std::vector<std::vector<int64_t>> allocated_per_head() const;
   int64_t bytes_per_entry() const;  // head_dim x 2 x dtype size
+  // The buffers' scalar type (the run-time dtype the model chose: f32, bf16, f16).
+  at::ScalarType dtype() const { return c10::typeMetaToScalarType(options_.dtype()); }
 
  private:
   struct Layer {

@@ -41,6 +41,12 @@ int64_t run_dtype_bytes(RunDtype dtype) {
   return dtype == RunDtype::F32 ? 4 : 2;
 }
 
+RunDtype resolve_run_dtype(RunDtype dtype, DeviceKind kind) {
+  if (dtype != RunDtype::Auto) return dtype;
+  const bool cuda = kind == DeviceKind::Cuda || (kind == DeviceKind::Auto && cuda_available());
+  return cuda ? RunDtype::Bf16 : RunDtype::F32;
+}
+
 bool cuda_available() { return at::hasCUDA() && at::globalContext().hasCUDA(); }
 
 int hardware_threads() {
@@ -65,7 +71,7 @@ DeviceChoice choose_device(DeviceKind requested, int threads, RunDtype dtype) {
     choice.kind = DeviceKind::Cpu;
     choice.description = "cpu (" + std::to_string(n_threads) + " threads)";
   }
-  choice.dtype = dtype != RunDtype::Auto ? dtype : (choice.kind == DeviceKind::Cuda ? RunDtype::Bf16 : RunDtype::F32);
+  choice.dtype = resolve_run_dtype(dtype, choice.kind);
   if (choice.dtype != RunDtype::F32) choice.description += ", " + run_dtype_name(choice.dtype);
   module_logger("device").debug("using " + choice.description);
   return choice;

@@ -20,6 +20,9 @@ enum class RunDtype { Auto, F32, Bf16, F16 };
 RunDtype parse_run_dtype(const std::string& name);  // "auto" | "f32" | "bf16" | "f16"; throws
 std::string run_dtype_name(RunDtype dtype);         // "auto", "f32", "bf16", "f16"
 int64_t run_dtype_bytes(RunDtype dtype);            // 4 or 2 (Auto: throws)
+// Auto resolved for a device kind (Auto resolves as choose_device would, without
+// setting threads): bf16 on CUDA, f32 on the CPU; other dtypes as given.
+RunDtype resolve_run_dtype(RunDtype dtype, DeviceKind kind);
 
 struct DeviceChoice {
   DeviceKind kind = DeviceKind::Cpu;  // resolved: Cpu or Cuda

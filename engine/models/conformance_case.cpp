@@ -21,7 +21,9 @@ ConformanceReport run_conformance_case(const std::string& case_json_path, const 
   } catch (const nlohmann::json::exception& e) {
     throw FormatError("file " + case_json_path + ": not valid JSON (" + e.what() + ")");
   }
-  const DeviceChoice choice = choose_device(parse_device_kind(device_name), 0);
+  // Always float32, on CUDA too (where a run's auto dtype is bf16): the
+  // references are float32 results and the tolerances are set for float32.
+  const DeviceChoice choice = choose_device(parse_device_kind(device_name), 0, RunDtype::F32);
   if (choice.kind == DeviceKind::Cuda) {
     // The references are float32 results; cuDNN convolutions default to TF32 on
     // Ampere and later (10-bit mantissa), which moves decoded pixels by ~1e-3.

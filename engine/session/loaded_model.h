@@ -19,6 +19,8 @@ class LoadedModelOf : public LoadedModel {
   GenerationResult run(const GenerationRequest& request, const RunContext& context) override {
     return runner_(model_, request, context);
   }
+  // The model as loaded: tests read its weights' dtype through it.
+  const Model& model() const { return model_; }
 
  private:
   Model model_;

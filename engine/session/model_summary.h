@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/device.h"
+
 namespace kvs {
 
 // model.json "sampling_defaults"; unset where the bundle says nothing.
@@ -26,9 +28,12 @@ struct ModelSummary {
   std::string problem;       // non-empty: why the bundle cannot be used
   int64_t n_layer = 0, n_head = 0, kv_heads = 0, head_dim = 0;
   int64_t grid = 0, condition_tokens = 1, num_classes = 0, image_size = 0;
-  int64_t gpt_parameters = 0;      // the transformer's (GPT, VAR, or MAR with its diffusion head)
-  int64_t kv_bytes_per_token = 0;  // float32 K and V over all layers and KV heads, one sequence
-  int64_t weights_bytes = 0;       // size of the weights file on disk
+  int64_t gpt_parameters = 0;  // the transformer's (GPT, VAR, or MAR with its diffusion head)
+  // Float32 K and V over all layers and KV heads, one sequence. The cache is kept
+  // in the run-time dtype, so a bf16/f16 run holds half of this:
+  // kv_bytes_per_token_at() gives the figure for a dtype.
+  int64_t kv_bytes_per_token = 0;
+  int64_t weights_bytes = 0;  // size of the weights file on disk
   // Next-scale models (VAR): the side of each scale's token map, coarse to fine
   // (1, 2, 3, ... grid); the flattened sequence holds the scales in this order.
   // Empty for the other families.
@@ -37,5 +42,20 @@ struct ModelSummary {
   ModelSamplingDefaults sampling_defaults;
   bool usable() const { return problem.empty(); }
 };
+
+// KV bytes per token of one sequence at a resolved run-time dtype (f32, bf16 or
+// f16; Auto throws): the float32 figure scaled by the element size.
+inline int64_t kv_bytes_per_token_at(const ModelSummary& summary, RunDtype dtype) {
+  return summary.kv_bytes_per_token / 4 * run_dtype_bytes(dtype);
+}
+
+// KV entries of one image's whole sequence (condition entries included): the
+// scales' tokens for next-scale models, else grid^2 + condition tokens.
+inline int64_t kv_tokens_per_image(const ModelSummary& summary) {
+  if (summary.scale_sides.empty()) return summary.grid * summary.grid + summary.condition_tokens;
+  int64_t tokens = 0;
+  for (int64_t side : summary.scale_sides) tokens += side * side;
+  return tokens;
+}
 
 }  // namespace kvs

@@ -105,6 +105,9 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   request.cfg_schedule = defaults.value("cfg_schedule", std::string());  // MAR guidance ramp
   request.device = o.device;
   request.threads = o.threads;
+  // The quality gates are measured in float32 on any device, like training: a
+  // bf16 run (auto's choice on CUDA) would move the gates with the device.
+  request.dtype = "f32";
   const int64_t per_class = std::max<int64_t>(1, o.generated / classes);
   std::vector<int64_t> labels;
   for (int64_t i = 0; i < per_class; ++i)

@@ -57,6 +57,10 @@ else
   expect_error no-cuda "--device cuda requested but no CUDA device is available" -- generate --class 1 --device cuda --out "$work/x.png" --quiet
 fi
 expect_error unknown-device "unknown device 'tpu'" -- generate --class 1 --device tpu --out "$work/x.png"
+expect_error unknown-dtype "unknown dtype 'xyz' \(expected auto, f32, bf16 or f16\)" -- generate --class 1 --dtype xyz --out "$work/x.png"
+expect_error bench-unknown-dtype "unknown dtype 'fp8'" -- bench --policies full --dtype fp8
+expect_error info-unknown-dtype "unknown dtype 'f64'" -- info --dtype f64
+expect_error calibrate-unknown-dtype "unknown dtype 'int8'" -- calibrate --policy heatkv --dtype int8
 expect_error missing-model "model $work/nope: does not exist" -- generate --model "$work/nope" --class 1
 expect_error not-png "--out must name a .png file" -- generate --class 1 --out "$work/x.jpg"
 expect_error info-missing "does not exist" -- info "$work/nope"
@@ -93,6 +97,37 @@ if "$cli" generate --class 3 --seed 11 --out "$work/a.png" --quiet >/dev/null &&
   if [[ -n "$tc" && "$ta" != "$tc" ]]; then pass other-seed-other-tokens; else fail other-seed-other-tokens; fi
 else
   fail generate-runs
+fi
+
+# --dtype: info counts the KV cache at the chosen dtype (half of f32 in bf16);
+# bench records the dtype and its KV bytes are half of an f32 bench's.
+if i32=$("$cli" info --json --dtype f32) && i16=$("$cli" info --json --dtype bf16) &&
+   python3 - "$i32" "$i16" <<'PY'
+import json, sys
+a, b = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+assert a["run_dtype"] == "f32" and b["run_dtype"] == "bf16", (a["run_dtype"], b["run_dtype"])
+assert a["kv_bytes_per_token"] == a["kv_bytes_per_token_f32"] > 0, a
+assert 2 * b["kv_bytes_per_token"] == a["kv_bytes_per_token"], (a, b)
+PY
+then pass info-dtype; else fail info-dtype; fi
+if "$cli" bench --policies full,streaming:rho=1/4 --classes 2 --threads 1 --no-warmup --quiet --device cpu --dtype f32 \
+     --json "$work/bench-f32.json" >/dev/null &&
+   "$cli" bench --policies full,streaming:rho=1/4 --classes 2 --threads 1 --no-warmup --quiet --device cpu --dtype bf16 \
+     --json "$work/bench-bf16.json" >/dev/null &&
+   python3 - "$work/bench-f32.json" "$work/bench-bf16.json" <<'PY'
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [r["dtype"] for r in a] == ["f32", "f32"] and [r["dtype"] for r in b] == ["bf16", "bf16"], (a, b)
+for ra, rb in zip(a, b):
+    for key in ("kv_bytes_logical", "kv_bytes_allocated", "kv_bytes_peak", "kv_bytes_full"):
+        assert ra[key] > 0 and 2 * rb[key] == ra[key], (ra["policy"], key, ra[key], rb[key])
+PY
+then pass bench-dtype-halves-kv; else fail bench-dtype-halves-kv; fi
+if help=$("$cli" help) && grep -q -- "--dtype T" <<<"$help" &&
+   "$cli" generate --help | grep -q -- "--dtype T" && "$cli" bench --help | grep -q -- "--dtype T"; then
+  pass help-lists-dtype
+else
+  fail help-lists-dtype
 fi
 
 # Batches write one file per image.

@@ -61,7 +61,7 @@ void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
     at::Tensor mid_dev = mid.to(logits.device()).unsqueeze(2);
     logits = logits.masked_fill(~mid_dev, -std::numeric_limits<float>::infinity());
     at::Tensor saliency =
-        at::nan_to_num(at::softmax(logits, -1), 0.0).mean(2).to(at::kCPU, at::kFloat);  // [rows, kv, L]
+        at::nan_to_num(at::softmax(logits, -1, at::kFloat), 0.0).mean(2).to(at::kCPU);  // [rows, kv, L]
     const int64_t decide = decision_rows(store, context_);
     at::Tensor score = saliency.narrow(0, 0, decide);
     if (decide_on_both_ && decide != rows) score = score + saliency.narrow(0, decide, decide);

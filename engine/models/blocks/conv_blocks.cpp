@@ -21,7 +21,11 @@ at::Tensor conv(const Weights& w, const at::Tensor& x, const std::string& prefix
 }
 
 at::Tensor group_norm(const Weights& w, const at::Tensor& x, const std::string& prefix) {
-  return at::group_norm(x, 32, weight(w, prefix + ".weight"), weight(w, prefix + ".bias"), 1e-6);
+  // Statistics in float32 for bf16/f16 decoders (the casts are no-ops in float32):
+  // a group's mean and variance run over thousands of activations.
+  return at::group_norm(x.to(at::kFloat), 32, weight(w, prefix + ".weight").to(at::kFloat),
+                        weight(w, prefix + ".bias").to(at::kFloat), 1e-6)
+      .to(x.scalar_type());
 }
 
 at::Tensor resnet_block(const Weights& w, const at::Tensor& x, const std::string& p) {
@@ -37,7 +41,7 @@ at::Tensor attn_block(const Weights& w, const at::Tensor& x, const std::string& 
   const int64_t b = q.size(0), c = q.size(1), hh = q.size(2), ww = q.size(3);
   // Same operation order as upstream: bmm(q^T, k) * int(c)^-0.5, softmax over keys.
   at::Tensor scores = at::bmm(q.reshape({b, c, hh * ww}).permute({0, 2, 1}), k.reshape({b, c, hh * ww}));
-  scores = at::softmax(scores * std::pow(static_cast<double>(c), -0.5), 2);
+  scores = at::softmax(scores * std::pow(static_cast<double>(c), -0.5), 2, at::kFloat).to(v.scalar_type());
   at::Tensor out = at::bmm(v.reshape({b, c, hh * ww}), scores.permute({0, 2, 1})).reshape({b, c, hh, ww});
   return x + conv(w, out, p + ".proj_out", 0);
 }

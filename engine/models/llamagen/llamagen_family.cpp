@@ -28,7 +28,8 @@ class LlamaGenFamily : public ModelFamily {
   const FamilyDescription& description() const override { return llamagen_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    return std::make_unique<LoadedModelOf<LlamaGenModel>>(LlamaGenModel::load(bundle, torch_device(device)),
+    return std::make_unique<LoadedModelOf<LlamaGenModel>>(LlamaGenModel::load(bundle, torch_device(device),
+                                                                              torch_dtype(device)),
                                                           run_raster_generation);
   }
 

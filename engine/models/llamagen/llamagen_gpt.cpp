@@ -12,17 +12,18 @@
 namespace kvs::llamagen {
 namespace {
 
-at::Tensor take(const TensorMap& weights, const std::string& name, at::Device device) {
+at::Tensor take_as(const TensorMap& weights, const std::string& name, at::Device device, at::ScalarType dtype) {
   auto it = weights.find(name);
   if (it == weights.end()) throw ModelMismatchError("LlamaGen GPT weights: missing tensor " + name);
-  return it->second.to(device, at::kFloat).contiguous();
+  return it->second.to(device, dtype).contiguous();
 }
 
 }  // namespace
 
-LlamaGenGpt::LlamaGenGpt(GptConfig config, const TensorMap& weights, at::Device device)
-    : config_(std::move(config)), device_(device) {
+LlamaGenGpt::LlamaGenGpt(GptConfig config, const TensorMap& weights, at::Device device, at::ScalarType dtype)
+    : config_(std::move(config)), device_(device), dtype_(dtype) {
   config_.validate();
+  auto take = [&](const TensorMap& w, const std::string& name, at::Device d) { return take_as(w, name, d, dtype); };
   tok_embeddings_ = take(weights, "tok_embeddings.weight", device);
   cls_embedding_ = take(weights, "cls_embedding.embedding_table.weight", device);
   norm_ = take(weights, "norm.weight", device);
@@ -91,7 +92,7 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
                  .masked_fill(mask, -std::numeric_limits<float>::infinity())
                  .view({b, hkv, group * t, l});
   }
-  at::Tensor probs = at::softmax(scores, -1);
+  at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(v.scalar_type());  // a no-op in float32
   at::Tensor out = at::matmul(probs, v).view({b, h, t, d}).transpose(1, 2).reshape({b, t, config_.dim});
   return at::linear(out, layer.wo);
 }
@@ -123,7 +124,7 @@ at::Tensor LlamaGenGpt::forward_teacher(const at::Tensor& labels, const at::Tens
 
 KvStore LlamaGenGpt::make_cache(int64_t rows, int64_t capacity) const {
   return KvStore(config_.n_layer, rows, config_.kv_heads(), config_.head_dim(), capacity,
-                 at::TensorOptions().dtype(at::kFloat).device(device_));
+                 at::TensorOptions().dtype(dtype_).device(device_));
 }
 
 at::Tensor LlamaGenGpt::prefill(const at::Tensor& labels, KvStore& cache) const {

@@ -34,10 +34,15 @@ struct StepObserver {
 class LlamaGenGpt {
  public:
   // `weights`: gpt.py state_dict names without prefix, already shape-checked.
-  LlamaGenGpt(GptConfig config, const TensorMap& weights, at::Device device);
+  // `dtype`: what the weights, the activations and the KV cache are kept in (the
+  // run-time dtype); RMSNorm statistics, RoPE, the attention softmax and the
+  // returned logits stay float32 whatever it is, as in upstream's bf16/fp16 runs.
+  LlamaGenGpt(GptConfig config, const TensorMap& weights, at::Device device, at::ScalarType dtype = at::kFloat);
 
   const GptConfig& config() const { return config_; }
   at::Device device() const { return device_; }
+  // The weights' scalar type as loaded (what the constructor was asked for).
+  at::ScalarType dtype() const { return output_.scalar_type(); }
 
   // How forward_teacher computes causal attention. Explicit keeps upstream's
   // operation order (what conformance compares); Fused calls
@@ -52,7 +57,7 @@ class LlamaGenGpt {
   at::Tensor forward_teacher(const at::Tensor& labels, const at::Tensor& tokens,
                              TeacherAttention attention = TeacherAttention::Explicit) const;
 
-  // A cache for `rows` sequences holding up to `capacity` positions.
+  // A cache for `rows` sequences holding up to `capacity` positions, in dtype().
   KvStore make_cache(int64_t rows, int64_t capacity) const;
 
   // Runs the condition tokens (labels [rows], the null class for unconditional
@@ -80,9 +85,10 @@ class LlamaGenGpt {
 
   GptConfig config_;
   at::Device device_;
+  at::ScalarType dtype_;
   at::Tensor tok_embeddings_, cls_embedding_, norm_, output_;
   std::vector<Layer> layers_;
-  at::Tensor rope_;  // [cls + grid^2, head_dim/2, 2]
+  at::Tensor rope_;  // [cls + grid^2, head_dim/2, 2], float32 (apply_rope rotates in float32)
 };
 
 }  // namespace kvs::llamagen

@@ -8,7 +8,8 @@
 namespace kvs::llamagen {
 
 LlamaGenModel LlamaGenModel::from_weights(const GptConfig& gpt_config, const VqConfig& vq_config,
-                                          const io::SafetensorsReader& weights, at::Device device) {
+                                          const io::SafetensorsReader& weights, at::Device device,
+                                          at::ScalarType dtype) {
   std::vector<io::ExpectedTensor> expected;
   for (auto e : gpt_expected_tensors(gpt_config)) expected.push_back({"gpt." + e.name, e.shape});
   for (auto e : vq_decoder_expected_tensors(vq_config)) expected.push_back({"vq." + e.name, e.shape});
@@ -19,12 +20,12 @@ LlamaGenModel LlamaGenModel::from_weights(const GptConfig& gpt_config, const VqC
     throw ModelMismatchError("GPT vocab_size " + std::to_string(gpt_config.vocab_size) +
                              " does not match the tokenizer codebook_size " + std::to_string(vq_config.codebook_size));
   LlamaGenModel model;
-  model.gpt = std::make_unique<LlamaGenGpt>(gpt_config, io::tensors_with_prefix(weights, "gpt."), device);
-  model.vq = std::make_unique<VqDecoder>(vq_config, io::tensors_with_prefix(weights, "vq."), device);
+  model.gpt = std::make_unique<LlamaGenGpt>(gpt_config, io::tensors_with_prefix(weights, "gpt."), device, dtype);
+  model.vq = std::make_unique<VqDecoder>(vq_config, io::tensors_with_prefix(weights, "vq."), device, dtype);
   return model;
 }
 
-LlamaGenModel LlamaGenModel::load(const io::ModelBundle& bundle, at::Device device) {
+LlamaGenModel LlamaGenModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
   io::require_family(bundle, "llamagen");
   const auto& m = bundle.manifest;
   GptConfig gpt_config;
@@ -34,7 +35,7 @@ LlamaGenModel LlamaGenModel::load(const io::ModelBundle& bundle, at::Device devi
     vq_config = vq_config_from_json(m.at("tokenizer"));
   });
   auto reader = io::SafetensorsReader::open(bundle.weights_path());
-  LlamaGenModel model = from_weights(gpt_config, vq_config, *reader, device);
+  LlamaGenModel model = from_weights(gpt_config, vq_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, gpt_config.num_classes);
   return model;

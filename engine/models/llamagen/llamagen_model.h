@@ -23,8 +23,11 @@ struct LlamaGenModel {
 
   // Strictly checks every tensor (missing, unexpected, shape) before building.
   static LlamaGenModel from_weights(const GptConfig& gpt_config, const VqConfig& vq_config,
-                                    const io::SafetensorsReader& weights, at::Device device);
-  static LlamaGenModel load(const io::ModelBundle& bundle, at::Device device);
+                                    const io::SafetensorsReader& weights, at::Device device,
+                                    at::ScalarType dtype = at::kFloat);
+  // `dtype`: the run-time dtype weights and caches are kept in (float32 for
+  // conformance and training); each part keeps its numerically sensitive steps in float32.
+  static LlamaGenModel load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype = at::kFloat);
 
   int64_t image_size() const { return gpt->config().grid_size() * vq->config().downsample(); }
 };

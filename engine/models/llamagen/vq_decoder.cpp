@@ -8,16 +8,18 @@
 
 namespace kvs::llamagen {
 
-VqDecoder::VqDecoder(VqConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device)
-    : config_(std::move(config)) {
+VqDecoder::VqDecoder(VqConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device,
+                     at::ScalarType dtype)
+    : config_(std::move(config)), dtype_(dtype) {
   config_.validate();
-  for (const auto& [name, t] : weights) weights_[name] = t.to(device, at::kFloat).contiguous();
-  at::Tensor embedding = w("quantize.embedding.weight");
+  for (const auto& [name, t] : weights) weights_[name] = t.to(device, dtype).contiguous();
+  // The codebook is normalised from the stored values in float32, then kept in the dtype.
+  at::Tensor embedding = conv_blocks::weight(weights, "quantize.embedding.weight").to(device, at::kFloat);
   if (config_.codebook_l2_norm) {
     // F.normalize(p=2, dim=-1, eps=1e-12): x / max(||x||, eps)
     embedding = embedding / at::clamp_min(at::norm(embedding, 2, {-1}, /*keepdim=*/true), 1e-12);
   }
-  codebook_ = embedding;
+  codebook_ = embedding.to(dtype);
 }
 
 const at::Tensor& VqDecoder::w(const std::string& name) const { return conv_blocks::weight(weights_, name); }
@@ -59,7 +61,7 @@ at::Tensor VqDecoder::decode_codes(const at::Tensor& codes, int64_t grid_h, int6
 }
 
 at::Tensor VqDecoder::decode_latent(const at::Tensor& z) const {
-  at::Tensor h = conv(z, "post_quant_conv", 0);
+  at::Tensor h = conv(z.to(dtype_), "post_quant_conv", 0);
   h = conv(h, "decoder.conv_in", 1);
   h = resnet_block(h, "decoder.mid.0");
   h = attn_block(h, "decoder.mid.1");
@@ -77,7 +79,7 @@ at::Tensor VqDecoder::decode_latent(const at::Tensor& z) const {
     }
   }
   h = at::silu(group_norm(h, "decoder.norm_out"));
-  return conv(h, "decoder.conv_out", 1);
+  return conv(h, "decoder.conv_out", 1).to(at::kFloat);  // images in float32 whatever the dtype
 }
 
 at::Tensor images_to_uint8_nhwc(const at::Tensor& images) {

@@ -14,9 +14,14 @@ namespace kvs::llamagen {
 class VqDecoder {
  public:
   // `weights`: VQModel state_dict names without prefix (decoder parts), shape-checked.
-  VqDecoder(VqConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device);
+  // `dtype`: what the weights and activations are kept in; GroupNorm statistics
+  // and the attention softmax run in float32, and the images come out float32.
+  VqDecoder(VqConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device,
+            at::ScalarType dtype = at::kFloat);
 
   const VqConfig& config() const { return config_; }
+  // The weights' scalar type as loaded.
+  at::ScalarType dtype() const { return w("decoder.conv_out.weight").scalar_type(); }
 
   // codes [B, h*w] (any integer dtype) laid out row-major -> images [B, 3, h*f, w*f].
   at::Tensor decode_codes(const at::Tensor& codes, int64_t grid_h, int64_t grid_w) const;
@@ -34,6 +39,7 @@ class VqDecoder {
   at::Tensor attn_block(const at::Tensor& x, const std::string& prefix) const;
 
   VqConfig config_;
+  at::ScalarType dtype_;
   std::map<std::string, at::Tensor> weights_;
   at::Tensor codebook_;  // rows L2-normalised if codebook_l2_norm
 };

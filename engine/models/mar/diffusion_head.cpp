@@ -13,10 +13,18 @@ namespace {
 constexpr int64_t kFrequencyEmbeddingSize = 256;
 constexpr double kLayerNormEps = 1e-6;
 
-at::Tensor take(const std::map<std::string, at::Tensor>& w, const std::string& name, at::Device device) {
+at::Tensor take_as(const std::map<std::string, at::Tensor>& w, const std::string& name, at::Device device,
+                   at::ScalarType dtype) {
   auto it = w.find(name);
   if (it == w.end()) throw ModelMismatchError("MAR diffusion head weights: missing tensor " + name);
-  return it->second.to(device, at::kFloat).contiguous();
+  return it->second.to(device, dtype).contiguous();
+}
+
+// LayerNorm with float32 statistics (the casts are no-ops in float32).
+at::Tensor layer_norm_f32(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b, double eps) {
+  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.defined() ? w.to(at::kFloat) : w,
+                        b.defined() ? b.to(at::kFloat) : b, eps)
+      .to(x.scalar_type());
 }
 
 // modulate(x, shift, scale) = x * (1 + scale) + shift
@@ -26,8 +34,12 @@ at::Tensor modulate(const at::Tensor& x, const at::Tensor& shift, const at::Tens
 
 }  // namespace
 
-DiffusionHead::DiffusionHead(const MarConfig& config, const std::map<std::string, at::Tensor>& w, at::Device device)
-    : in_channels_(config.token_embed_dim()), width_(config.diffloss_w), device_(device) {
+DiffusionHead::DiffusionHead(const MarConfig& config, const std::map<std::string, at::Tensor>& w, at::Device device,
+                             at::ScalarType dtype)
+    : in_channels_(config.token_embed_dim()), width_(config.diffloss_w), device_(device), dtype_(dtype) {
+  auto take = [&](const std::map<std::string, at::Tensor>& weights, const std::string& name, at::Device d) {
+    return take_as(weights, name, d, dtype);
+  };
   time0_w_ = take(w, "time_embed.mlp.0.weight", device);
   time0_b_ = take(w, "time_embed.mlp.0.bias", device);
   time2_w_ = take(w, "time_embed.mlp.2.weight", device);
@@ -68,13 +80,13 @@ at::Tensor DiffusionHead::timestep_embedding(const at::Tensor& t, int64_t dim, d
 }
 
 at::Tensor DiffusionHead::condition(const at::Tensor& t, const at::Tensor& c) const {
-  at::Tensor t_freq = timestep_embedding(t.to(device_), kFrequencyEmbeddingSize);
+  at::Tensor t_freq = timestep_embedding(t.to(device_), kFrequencyEmbeddingSize).to(dtype_);
   at::Tensor t_emb = at::linear(at::silu(at::linear(t_freq, time0_w_, time0_b_)), time2_w_, time2_b_);
-  return t_emb + at::linear(c.to(device_, at::kFloat), cond_w_, cond_b_);
+  return t_emb + at::linear(c.to(device_, dtype_), cond_w_, cond_b_);
 }
 
 at::Tensor DiffusionHead::input(const at::Tensor& x) const {
-  return at::linear(x.to(device_, at::kFloat), input_w_, input_b_);
+  return at::linear(x.to(device_, dtype_), input_w_, input_b_);
 }
 
 DiffusionHead::Modulation DiffusionHead::modulation(int64_t i, const at::Tensor& y) const {
@@ -85,7 +97,7 @@ DiffusionHead::Modulation DiffusionHead::modulation(int64_t i, const at::Tensor&
 
 at::Tensor DiffusionHead::mlp_branch(int64_t i, const at::Tensor& x, const Modulation& m) const {
   const ResBlock& b = blocks_.at(static_cast<size_t>(i));
-  at::Tensor h = modulate(at::layer_norm(x, {x.size(-1)}, b.ln_w, b.ln_b, kLayerNormEps), m.shift, m.scale);
+  at::Tensor h = modulate(layer_norm_f32(x, b.ln_w, b.ln_b, kLayerNormEps), m.shift, m.scale);
   return at::linear(at::silu(at::linear(h, b.mlp0_w, b.mlp0_b)), b.mlp2_w, b.mlp2_b);
 }
 
@@ -96,8 +108,8 @@ at::Tensor DiffusionHead::res_block(int64_t i, const at::Tensor& x, const at::Te
 
 at::Tensor DiffusionHead::final_layer(const at::Tensor& x, const at::Tensor& y) const {
   auto mod = at::linear(at::silu(y), final_ada_w_, final_ada_b_).chunk(2, -1);  // shift, scale
-  at::Tensor h = modulate(at::layer_norm(x, {x.size(-1)}, {}, {}, kLayerNormEps), mod[0], mod[1]);
-  return at::linear(h, final_w_, final_b_);
+  at::Tensor h = modulate(layer_norm_f32(x, {}, {}, kLayerNormEps), mod[0], mod[1]);
+  return at::linear(h, final_w_, final_b_).to(at::kFloat);  // the sampler's arithmetic is float32
 }
 
 at::Tensor DiffusionHead::forward(const at::Tensor& x, const at::Tensor& t, const at::Tensor& c) const {

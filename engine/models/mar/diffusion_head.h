@@ -20,7 +20,11 @@ namespace kvs::mar {
 class DiffusionHead {
  public:
   // `weights`: SimpleMLPAdaLN names without prefix ("time_embed.mlp.0.weight", ...).
-  DiffusionHead(const MarConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device);
+  // `dtype`: what the weights and activations are kept in (the run-time dtype).
+  // The timestep frequencies, LayerNorm statistics and the output (eps and the
+  // variance values the diffusion sampler reads) are float32 whatever it is.
+  DiffusionHead(const MarConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device,
+                at::ScalarType dtype = at::kFloat);
 
   int64_t in_channels() const { return in_channels_; }
   int64_t width() const { return width_; }
@@ -56,6 +60,7 @@ class DiffusionHead {
   };
   int64_t in_channels_ = 0, width_ = 0;
   at::Device device_;
+  at::ScalarType dtype_;
   at::Tensor time0_w_, time0_b_, time2_w_, time2_b_, cond_w_, cond_b_, input_w_, input_b_;
   at::Tensor final_ada_w_, final_ada_b_, final_w_, final_b_;
   std::vector<ResBlock> blocks_;

@@ -13,19 +13,19 @@ namespace kvs::mar {
 namespace blocks = conv_blocks;
 
 KlVaeDecoder::KlVaeDecoder(const KlVaeConfig& config, const std::map<std::string, at::Tensor>& weights,
-                           at::Device device)
-    : config_(config), device_(device) {
+                           at::Device device, at::ScalarType dtype)
+    : config_(config), device_(device), dtype_(dtype) {
   config_.validate();
   for (const auto& [name, tensor] : weights)
     if (name.rfind("decoder.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0)
-      weights_[name] = tensor.to(device, at::kFloat).contiguous();
+      weights_[name] = tensor.to(device, dtype).contiguous();
 }
 
 at::Tensor KlVaeDecoder::decode(const at::Tensor& z) const {
   if (z.dim() != 4 || z.size(1) != config_.embed_dim)
     throw InvalidArgumentError("KL-VAE decode: latent has shape " + c10::str(z.sizes()) + ", expected [B, " +
                                std::to_string(config_.embed_dim) + ", h, w]");
-  at::Tensor h = blocks::conv(weights_, z.to(device_, at::kFloat), "post_quant_conv", 0);
+  at::Tensor h = blocks::conv(weights_, z.to(device_, dtype_), "post_quant_conv", 0);
   h = blocks::conv(weights_, h, "decoder.conv_in", 1);
   h = blocks::resnet_block(weights_, h, "decoder.mid.block_1");
   h = blocks::attn_block(weights_, h, "decoder.mid.attn_1");
@@ -48,10 +48,11 @@ at::Tensor KlVaeDecoder::decode(const at::Tensor& z) const {
     }
   }
   h = at::silu(blocks::group_norm(weights_, h, "decoder.norm_out"));
-  return blocks::conv(weights_, h, "decoder.conv_out", 1);
+  return blocks::conv(weights_, h, "decoder.conv_out", 1).to(at::kFloat);  // images in float32 whatever the dtype
 }
 
 at::Tensor KlVaeDecoder::decode_tokens(const at::Tensor& tokens_bchw) const {
+  // The scaling runs on the float32 tokens; decode casts to the dtype.
   return decode(tokens_bchw.to(device_, at::kFloat) / config_.latent_scale);
 }
 

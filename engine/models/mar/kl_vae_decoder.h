@@ -19,12 +19,15 @@ namespace kvs::mar {
 class KlVaeDecoder {
  public:
   // `weights`: AutoencoderKL state_dict names without prefix (post_quant_conv.*,
-  // decoder.*), shape-checked.
-  KlVaeDecoder(const KlVaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device);
+  // decoder.*), shape-checked. `dtype`: what the weights and activations are kept
+  // in; GroupNorm statistics and the attention softmax run in float32.
+  KlVaeDecoder(const KlVaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device,
+               at::ScalarType dtype = at::kFloat);
 
   const KlVaeConfig& config() const { return config_; }
 
-  // AutoencoderKL.decode(z): z [B, embed_dim, h, w] -> [B, out_ch, h*f, w*f], unclamped.
+  // AutoencoderKL.decode(z): z [B, embed_dim, h, w] -> [B, out_ch, h*f, w*f] in
+  // float32, unclamped.
   at::Tensor decode(const at::Tensor& z) const;
   // What MAR's sample code decodes: vae.decode(tokens / latent_scale).
   at::Tensor decode_tokens(const at::Tensor& tokens_bchw) const;
@@ -32,6 +35,7 @@ class KlVaeDecoder {
  private:
   KlVaeConfig config_;
   at::Device device_;
+  at::ScalarType dtype_;
   std::map<std::string, at::Tensor> weights_;
 };
 

@@ -26,7 +26,7 @@ class MarFamily : public ModelFamily {
   const FamilyDescription& description() const override { return mar_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    return std::make_unique<LoadedModelOf<MarModel>>(MarModel::load(bundle, torch_device(device)),
+    return std::make_unique<LoadedModelOf<MarModel>>(MarModel::load(bundle, torch_device(device), torch_dtype(device)),
                                                      run_masked_generation);
   }
 

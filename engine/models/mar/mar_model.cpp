@@ -10,7 +10,7 @@
 namespace kvs::mar {
 
 MarModel MarModel::from_weights(const MarConfig& mar_config, const KlVaeConfig& vae_config,
-                                const io::SafetensorsReader& weights, at::Device device) {
+                                const io::SafetensorsReader& weights, at::Device device, at::ScalarType dtype) {
   mar_config.validate();
   vae_config.validate();
   check_compatible(mar_config, vae_config);
@@ -20,11 +20,12 @@ MarModel MarModel::from_weights(const MarConfig& mar_config, const KlVaeConfig& 
   io::check_tensor_set(shapes, expected, "file " + weights.path());
   io::require_floating_tensors(weights);
   MarModel model;
-  model.transformer = std::make_unique<MarTransformer>(mar_config, io::tensors_with_prefix(weights, "mar."), device);
+  model.transformer = std::make_unique<MarTransformer>(mar_config, io::tensors_with_prefix(weights, "mar."), device,
+                                                       dtype);
   model.head = std::make_unique<DiffusionHead>(mar_config, io::tensors_with_prefix(weights, "mar.diffloss.net."),
-                                               device);
+                                               device, dtype);
   model.diffusion = std::make_unique<GaussianDiffusion>(mar_config.num_sampling_steps);
-  model.vae = std::make_unique<KlVaeDecoder>(vae_config, io::tensors_with_prefix(weights, "vae."), device);
+  model.vae = std::make_unique<KlVaeDecoder>(vae_config, io::tensors_with_prefix(weights, "vae."), device, dtype);
   return model;
 }
 
@@ -36,13 +37,13 @@ void read_mar_manifest(const io::ModelBundle& bundle, MarConfig& mar_config, KlV
   });
 }
 
-MarModel MarModel::load(const io::ModelBundle& bundle, at::Device device) {
+MarModel MarModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
   io::require_family(bundle, "mar");
   MarConfig mar_config;
   KlVaeConfig vae_config;
   read_mar_manifest(bundle, mar_config, vae_config);
   auto reader = io::SafetensorsReader::open(bundle.weights_path());
-  MarModel model = from_weights(mar_config, vae_config, *reader, device);
+  MarModel model = from_weights(mar_config, vae_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, mar_config.class_num);
   return model;

@@ -36,8 +36,11 @@ struct MarModel {
   // Strictly checks every tensor (missing, unexpected, shape, floating dtype)
   // before building. Tensors outside "mar." / "vae." are unexpected too.
   static MarModel from_weights(const MarConfig& mar_config, const KlVaeConfig& vae_config,
-                               const io::SafetensorsReader& weights, at::Device device);
-  static MarModel load(const io::ModelBundle& bundle, at::Device device);
+                               const io::SafetensorsReader& weights, at::Device device,
+                               at::ScalarType dtype = at::kFloat);
+  // `dtype`: the run-time dtype weights and caches are kept in (float32 for
+  // conformance and training); each part keeps its numerically sensitive steps in float32.
+  static MarModel load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype = at::kFloat);
 
   const MarConfig& config() const { return transformer->config(); }
   int64_t image_size() const;  // seq_h * patch_size * the VAE's upsampling

@@ -8,19 +8,22 @@
 namespace kvs::mar {
 namespace {
 
-at::Tensor take(const TensorMap& w, const std::string& name, at::Device device) {
+at::Tensor take_as(const TensorMap& w, const std::string& name, at::Device device, at::ScalarType dtype) {
   auto it = w.find(name);
   if (it == w.end()) throw ModelMismatchError("MAR weights: missing tensor " + name);
-  return it->second.to(device, at::kFloat).contiguous();
+  return it->second.to(device, dtype).contiguous();
 }
 
 const char* stack_name(MarStack s) { return s == MarStack::Encoder ? "encoder" : "decoder"; }
 
 }  // namespace
 
-MarTransformer::MarTransformer(MarConfig config, const TensorMap& w, at::Device device)
-    : config_(std::move(config)), device_(device) {
+MarTransformer::MarTransformer(MarConfig config, const TensorMap& w, at::Device device, at::ScalarType dtype)
+    : config_(std::move(config)), device_(device), dtype_(dtype) {
   config_.validate();
+  auto take = [&](const TensorMap& weights, const std::string& name, at::Device d) {
+    return take_as(weights, name, d, dtype);
+  };
   class_emb_ = take(w, "class_emb.weight", device);
   fake_latent_ = take(w, "fake_latent", device);
   z_proj_w_ = take(w, "z_proj.weight", device);
@@ -77,7 +80,9 @@ const MarTransformer::Block& MarTransformer::block(MarStack stack, int64_t layer
 }
 
 at::Tensor MarTransformer::layer_norm(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
-  return at::layer_norm(x, {x.size(-1)}, w, b, config_.norm_eps);
+  // Statistics in float32 (the casts are no-ops in float32).
+  return at::layer_norm(x.to(at::kFloat), {x.size(-1)}, w.to(at::kFloat), b.to(at::kFloat), config_.norm_eps)
+      .to(x.scalar_type());
 }
 
 at::Tensor MarTransformer::class_embedding(const at::Tensor& labels) const {
@@ -107,8 +112,8 @@ at::Tensor MarTransformer::encoder_input(const at::Tensor& tokens, const at::Ten
   if (mask.dim() != 2 || mask.size(0) != B || mask.size(1) != L)
     throw InvalidArgumentError("MAR encoder: mask has shape " + c10::str(mask.sizes()) + ", expected [" +
                                std::to_string(B) + ", " + std::to_string(L) + "]");
-  at::Tensor x = at::linear(tokens.to(device_, at::kFloat), z_proj_w_, z_proj_b_);
-  at::Tensor buffer = class_embedding.to(device_, at::kFloat).unsqueeze(1).expand({B, config_.buffer_size, E});
+  at::Tensor x = at::linear(tokens.to(device_, dtype_), z_proj_w_, z_proj_b_);
+  at::Tensor buffer = class_embedding.to(device_, dtype_).unsqueeze(1).expand({B, config_.buffer_size, E});
   x = at::cat({buffer, x}, 1) + encoder_pos_;
   x = layer_norm(x, z_proj_ln_w_, z_proj_ln_b_);
   at::Tensor keep = encoder_keep_mask(mask);
@@ -124,7 +129,7 @@ at::Tensor MarTransformer::encoder_output(const at::Tensor& x) const {
 
 at::Tensor MarTransformer::decoder_input(const at::Tensor& encoded, const at::Tensor& mask) const {
   const int64_t B = encoded.size(0), D = config_.decoder_embed_dim;
-  at::Tensor x = at::linear(encoded.to(device_, at::kFloat), decoder_embed_w_, decoder_embed_b_);
+  at::Tensor x = at::linear(encoded.to(device_, dtype_), decoder_embed_w_, decoder_embed_b_);
   at::Tensor keep = encoder_keep_mask(mask);
   at::Tensor padded = mask_token_.expand({B, keep.size(1), D}).contiguous();
   // x_after_pad[(1 - mask_with_buffer).nonzero()] = x: row-major order, as masked_scatter fills.

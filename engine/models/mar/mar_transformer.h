@@ -50,10 +50,15 @@ class MarTransformer {
  public:
   // `weights`: MAR state_dict names without prefix (the diffusion head's are
   // ignored here), already shape-checked.
-  MarTransformer(MarConfig config, const TensorMap& weights, at::Device device);
+  // `dtype`: what the weights and activations are kept in (the run-time dtype);
+  // LayerNorm statistics run in float32, attention is the fused SDPA (which
+  // accumulates in float32 for bf16/f16).
+  MarTransformer(MarConfig config, const TensorMap& weights, at::Device device, at::ScalarType dtype = at::kFloat);
 
   const MarConfig& config() const { return config_; }
   at::Device device() const { return device_; }
+  // The weights' scalar type as loaded (what the constructor was asked for).
+  at::ScalarType dtype() const { return z_proj_w_.scalar_type(); }
   int64_t depth(MarStack stack) const;
   int64_t num_heads(MarStack stack) const;
 
@@ -100,6 +105,7 @@ class MarTransformer {
 
   MarConfig config_;
   at::Device device_;
+  at::ScalarType dtype_;
   at::Tensor class_emb_, fake_latent_, z_proj_w_, z_proj_b_, z_proj_ln_w_, z_proj_ln_b_, encoder_pos_;
   at::Tensor encoder_norm_w_, encoder_norm_b_, decoder_embed_w_, decoder_embed_b_, mask_token_, decoder_pos_;
   at::Tensor decoder_norm_w_, decoder_norm_b_, diffusion_pos_;

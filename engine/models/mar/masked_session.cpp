@@ -55,7 +55,7 @@ class StepAttention {
     for (const Seen& s : seen) {
       const at::Tensor q = s.q.index_select(1, index);  // [heads, new tokens, head_dim]
       at::Tensor probs = at::softmax(at::matmul(q, s.k.transpose(-2, -1)) / std::sqrt(static_cast<double>(q.size(-1))),
-                                     -1);
+                                     -1, at::kFloat);
       if (request_.attention_head >= 0) probs = probs.narrow(0, request_.attention_head, 1);
       const at::Tensor mean = probs.mean(at::IntArrayRef{0, 1}).to(at::kCPU, at::kFloat);
       sum = sum.defined() ? sum + mean : mean;

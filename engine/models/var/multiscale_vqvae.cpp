@@ -19,7 +19,7 @@ at::Tensor take(const std::map<std::string, at::Tensor>& weights, const std::str
 }  // namespace
 
 MultiScaleVqvae::MultiScaleVqvae(VqvaeConfig config, const std::map<std::string, at::Tensor>& weights,
-                                 at::Device device)
+                                 at::Device device, at::ScalarType decoder_dtype)
     : config_(std::move(config)), device_(device) {
   config_.validate();
   embedding_ = take(weights, "quantize.embedding.weight", device);
@@ -30,7 +30,7 @@ MultiScaleVqvae::MultiScaleVqvae(VqvaeConfig config, const std::map<std::string,
   phi_schedule_ = config_.phi_schedule();
   post_quant_weight_ = take(weights, "post_quant_conv.weight", device);
   post_quant_bias_ = take(weights, "post_quant_conv.bias", device);
-  decoder_ = std::make_unique<VaeDecoder>(config_, weights, device);
+  decoder_ = std::make_unique<VaeDecoder>(config_, weights, device, decoder_dtype);
 }
 
 at::Tensor MultiScaleVqvae::empty_fhat(int64_t batch) const {

@@ -26,7 +26,13 @@ namespace kvs::var {
 class MultiScaleVqvae {
  public:
   // `weights`: VQVAE state_dict names without prefix, already shape-checked.
-  MultiScaleVqvae(VqvaeConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device);
+  // `decoder_dtype`: what the convolutional decoder runs in (the run-time dtype).
+  // The quantizer (codebook, phi convolutions, post_quant_conv) and f_hat stay
+  // float32 whatever it is: f_hat sums every scale's contribution and each next
+  // scale's input is read back from it, so rounding it to bf16 would compound over
+  // the scales, and these weights are a small share of the model.
+  MultiScaleVqvae(VqvaeConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device,
+                  at::ScalarType decoder_dtype = at::kFloat);
 
   const VqvaeConfig& config() const { return config_; }
   at::Device device() const { return device_; }

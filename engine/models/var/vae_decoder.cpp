@@ -11,11 +11,12 @@ namespace kvs::var {
 
 namespace blocks = conv_blocks;
 
-VaeDecoder::VaeDecoder(const VqvaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device)
-    : config_(config) {
+VaeDecoder::VaeDecoder(const VqvaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device,
+                       at::ScalarType dtype)
+    : config_(config), dtype_(dtype) {
   config_.validate();
   for (const auto& [name, tensor] : weights)
-    if (name.rfind("decoder.", 0) == 0) weights_[name] = tensor.to(device, at::kFloat).contiguous();
+    if (name.rfind("decoder.", 0) == 0) weights_[name] = tensor.to(device, dtype).contiguous();
 }
 
 at::Tensor vae_attn_block(const std::map<std::string, at::Tensor>& weights, const at::Tensor& x, const std::string& p) {
@@ -25,13 +26,14 @@ at::Tensor vae_attn_block(const std::map<std::string, at::Tensor>& weights, cons
   at::Tensor q = parts[0].reshape({b, c, h * w}).permute({0, 2, 1});
   at::Tensor k = parts[1].reshape({b, c, h * w});
   // Upstream order: bmm(q^T, k) * int(C)^-0.5, softmax over keys, bmm(v, w^T).
-  at::Tensor scores = at::softmax(at::bmm(q, k) * std::pow(static_cast<double>(c), -0.5), 2);
+  at::Tensor scores =
+      at::softmax(at::bmm(q, k) * std::pow(static_cast<double>(c), -0.5), 2, at::kFloat).to(q.scalar_type());
   at::Tensor out = at::bmm(parts[2].reshape({b, c, h * w}), scores.permute({0, 2, 1})).reshape({b, c, h, w});
   return x + blocks::conv(weights, out, p + ".proj_out", 0);
 }
 
 at::Tensor VaeDecoder::forward(const at::Tensor& z) const {
-  at::Tensor h = blocks::conv(weights_, z.to(at::kFloat), "decoder.conv_in", 1);
+  at::Tensor h = blocks::conv(weights_, z.to(dtype_), "decoder.conv_in", 1);
   h = blocks::resnet_block(weights_, h, "decoder.mid.block_1");
   if (config_.using_mid_sa) h = vae_attn_block(weights_, h, "decoder.mid.attn_1");
   h = blocks::resnet_block(weights_, h, "decoder.mid.block_2");
@@ -49,7 +51,7 @@ at::Tensor VaeDecoder::forward(const at::Tensor& z) const {
     }
   }
   h = at::silu(blocks::group_norm(weights_, h, "decoder.norm_out"));
-  return blocks::conv(weights_, h, "decoder.conv_out", 1);
+  return blocks::conv(weights_, h, "decoder.conv_out", 1).to(at::kFloat);  // images in float32 whatever the dtype
 }
 
 }  // namespace kvs::var

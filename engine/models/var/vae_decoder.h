@@ -23,13 +23,18 @@ at::Tensor vae_attn_block(const std::map<std::string, at::Tensor>& weights, cons
 class VaeDecoder {
  public:
   // `weights`: VQVAE state_dict names without prefix ("decoder.*"), shape-checked.
-  VaeDecoder(const VqvaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device);
+  // `dtype`: what the weights and activations are kept in; GroupNorm statistics
+  // and the attention softmax run in float32.
+  VaeDecoder(const VqvaeConfig& config, const std::map<std::string, at::Tensor>& weights, at::Device device,
+             at::ScalarType dtype = at::kFloat);
 
-  // z [B, z_channels, h, w] (after post_quant_conv) -> [B, in_channels, h*f, w*f], unclamped.
+  // z [B, z_channels, h, w] (after post_quant_conv) -> [B, in_channels, h*f, w*f]
+  // in float32, unclamped.
   at::Tensor forward(const at::Tensor& z) const;
 
  private:
   VqvaeConfig config_;
+  at::ScalarType dtype_;
   std::map<std::string, at::Tensor> weights_;
 };
 

@@ -57,7 +57,7 @@ class VarFamily : public ModelFamily {
     // HeatKV's calibration stays with the loaded model: read or measured when a
     // policy first needs it.
     auto profile = std::make_shared<std::shared_ptr<const ScaleAttentionProfile>>();
-    return std::make_unique<LoadedModelOf<VarModel>>(VarModel::load(bundle, torch_device(device)),
+    return std::make_unique<LoadedModelOf<VarModel>>(VarModel::load(bundle, torch_device(device), torch_dtype(device)),
                                                      [profile](const VarModel& model, const GenerationRequest& request,
                                                                const RunContext& context) {
                                                        return run_scale_generation(model, *profile, request, context);
@@ -227,7 +227,7 @@ class VarFamily : public ModelFamily {
   std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
                         const CalibrationRequest& request) const override {
     if (request.policy != "heatkv") return ModelFamily::calibrate(bundle, device, request);
-    const VarModel model = VarModel::load(bundle, torch_device(device));
+    const VarModel model = VarModel::load(bundle, torch_device(device), torch_dtype(device));
     const int64_t num_classes = model.transformer->config().num_classes;
     if (request.images < 1) throw InvalidArgumentError("option --images must be >= 1");
     const std::vector<int64_t> classes = request.classes.empty() ? spread_classes(num_classes, request.images)

@@ -8,7 +8,7 @@
 namespace kvs::var {
 
 VarModel VarModel::from_weights(const VarConfig& var_config, const VqvaeConfig& vae_config,
-                                const io::SafetensorsReader& weights, at::Device device) {
+                                const io::SafetensorsReader& weights, at::Device device, at::ScalarType dtype) {
   var_config.validate();
   vae_config.validate();
   check_compatible(var_config, vae_config);
@@ -21,8 +21,9 @@ VarModel VarModel::from_weights(const VarConfig& var_config, const VqvaeConfig& 
   io::check_tensor_set(shapes, expected, "file " + weights.path());
   io::require_floating_tensors(weights, {"var.lvl_1L"});  // the level index buffer is integer upstream
   VarModel model;
-  model.transformer = std::make_unique<VarTransformer>(var_config, io::tensors_with_prefix(weights, "var."), device);
-  model.vqvae = std::make_unique<MultiScaleVqvae>(vae_config, io::tensors_with_prefix(weights, "vae."), device);
+  model.transformer = std::make_unique<VarTransformer>(var_config, io::tensors_with_prefix(weights, "var."), device,
+                                                       dtype);
+  model.vqvae = std::make_unique<MultiScaleVqvae>(vae_config, io::tensors_with_prefix(weights, "vae."), device, dtype);
   return model;
 }
 
@@ -34,13 +35,13 @@ void read_var_manifest(const io::ModelBundle& bundle, VarConfig& var_config, Vqv
   });
 }
 
-VarModel VarModel::load(const io::ModelBundle& bundle, at::Device device) {
+VarModel VarModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
   io::require_family(bundle, "var");
   VarConfig var_config;
   VqvaeConfig vae_config;
   read_var_manifest(bundle, var_config, vae_config);
   auto reader = io::SafetensorsReader::open(bundle.weights_path());
-  VarModel model = from_weights(var_config, vae_config, *reader, device);
+  VarModel model = from_weights(var_config, vae_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, var_config.num_classes);
   return model;

@@ -30,8 +30,11 @@ struct VarModel {
   // Strictly checks every tensor (missing, unexpected, shape, dtype) before
   // building; recomputed buffers may be present and are shape-checked.
   static VarModel from_weights(const VarConfig& var_config, const VqvaeConfig& vae_config,
-                               const io::SafetensorsReader& weights, at::Device device);
-  static VarModel load(const io::ModelBundle& bundle, at::Device device);
+                               const io::SafetensorsReader& weights, at::Device device,
+                               at::ScalarType dtype = at::kFloat);
+  // `dtype`: the run-time dtype weights and caches are kept in (float32 for
+  // conformance and training); each part keeps its numerically sensitive steps in float32.
+  static VarModel load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype = at::kFloat);
 
   int64_t image_size() const { return vqvae->config().image_size(); }
 };

@@ -11,15 +11,16 @@
 namespace kvs::var {
 namespace {
 
-at::Tensor take(const TensorMap& weights, const std::string& name, at::Device device) {
+at::Tensor take_as(const TensorMap& weights, const std::string& name, at::Device device, at::ScalarType dtype) {
   auto it = weights.find(name);
   if (it == weights.end()) throw ModelMismatchError("VAR weights: missing tensor " + name);
-  return it->second.to(device, at::kFloat).contiguous();
+  return it->second.to(device, dtype).contiguous();
 }
 
-// F.normalize(x, dim=-1): x / max(||x||_2, 1e-12).
+// F.normalize(x, dim=-1): x / max(||x||_2, 1e-12), in float32 (a no-op cast there).
 at::Tensor l2_normalize(const at::Tensor& x) {
-  return x / at::clamp_min(at::norm(x, 2, {-1}, /*keepdim=*/true), 1e-12);
+  const at::Tensor xf = x.to(at::kFloat);
+  return (xf / at::clamp_min(at::norm(xf, 2, {-1}, /*keepdim=*/true), 1e-12)).to(x.scalar_type());
 }
 
 // The level (scale index) of every flattened sequence position.
@@ -31,18 +32,20 @@ std::vector<int64_t> levels(const VarConfig& c) {
 
 }  // namespace
 
-VarTransformer::VarTransformer(VarConfig config, const TensorMap& weights, at::Device device)
-    : config_(std::move(config)), device_(device) {
+VarTransformer::VarTransformer(VarConfig config, const TensorMap& weights, at::Device device, at::ScalarType dtype)
+    : config_(std::move(config)), device_(device), dtype_(dtype) {
   config_.validate();
+  auto take = [&](const TensorMap& w, const std::string& name, at::Device d) { return take_as(w, name, d, dtype); };
+  // Sums and exponentials of stored values are taken in float32, then kept in the dtype.
+  auto take_f32 = [&](const std::string& name) { return take_as(weights, name, device, at::kFloat); };
   word_embed_weight_ = take(weights, "word_embed.weight", device);
   word_embed_bias_ = take(weights, "word_embed.bias", device);
   class_emb_ = take(weights, "class_emb.weight", device);
   pos_start_ = take(weights, "pos_start", device);
   // lvl_pos = lvl_embed(lvl_1L) + pos_1LC, with lvl_1L recomputed from patch_nums.
   at::Tensor lvl = at::tensor(levels(config_), at::TensorOptions().dtype(at::kLong)).to(device);
-  lvl_pos_ = (at::embedding(take(weights, "lvl_embed.weight", device), lvl).unsqueeze(0) +
-              take(weights, "pos_1LC", device))
-                 .contiguous();
+  lvl_pos_ =
+      (at::embedding(take_f32("lvl_embed.weight"), lvl).unsqueeze(0) + take_f32("pos_1LC")).to(dtype).contiguous();
   if (config_.shared_aln) {
     shared_ada_weight_ = take(weights, "shared_ada_lin.1.weight", device);
     shared_ada_bias_ = take(weights, "shared_ada_lin.1.bias", device);
@@ -59,7 +62,7 @@ VarTransformer::VarTransformer(VarConfig config, const TensorMap& weights, at::D
     at::Tensor q_bias = take(weights, p + "attn.q_bias", device), v_bias = take(weights, p + "attn.v_bias", device);
     b.qkv_bias = at::cat({q_bias, at::zeros_like(q_bias), v_bias}).contiguous();
     if (config_.attn_l2_norm)
-      b.query_scale = at::exp(at::clamp_max(take(weights, p + "attn.scale_mul_1H11", device), max_scale_mul));
+      b.query_scale = at::exp(at::clamp_max(take_f32(p + "attn.scale_mul_1H11"), max_scale_mul)).to(dtype);
     b.proj_weight = take(weights, p + "attn.proj.weight", device);
     b.proj_bias = take(weights, p + "attn.proj.bias", device);
     b.fc1_weight = take(weights, p + "ffn.fc1.weight", device);
@@ -98,7 +101,8 @@ VarCondition VarTransformer::condition(const at::Tensor& labels) const {
 }
 
 at::Tensor VarTransformer::layer_norm(const at::Tensor& x) const {
-  return at::layer_norm(x, {config_.embed_dim}, {}, {}, config_.norm_eps);
+  // Statistics in float32 (no affine parameters); the casts are no-ops in float32.
+  return at::layer_norm(x.to(at::kFloat), {config_.embed_dim}, {}, {}, config_.norm_eps).to(x.scalar_type());
 }
 
 std::array<at::Tensor, 3> VarTransformer::qkv(const Block& block, const at::Tensor& x) const {
@@ -126,9 +130,9 @@ at::Tensor VarTransformer::block_forward(int64_t index, const at::Tensor& x, con
 }
 
 at::Tensor VarTransformer::logits(const at::Tensor& h, const VarCondition& condition) const {
-  // AdaLNBeforeHead, then the head (float32 throughout).
+  // AdaLNBeforeHead, then the head; the logits are returned in float32 for sampling.
   at::Tensor normed = layer_norm(h.to(at::kFloat)) * (condition.head_scale + 1) + condition.head_shift;
-  return at::linear(normed, head_weight_, head_bias_).to(at::kFloat);
+  return at::linear(normed.to(dtype_), head_weight_, head_bias_).to(at::kFloat);
 }
 
 at::Tensor VarTransformer::forward_teacher(const at::Tensor& labels, const at::Tensor& x_wo_first_l) const {
@@ -140,7 +144,7 @@ at::Tensor VarTransformer::forward_teacher(const at::Tensor& labels, const at::T
   const VarCondition cond = condition(labels);
   if (cond.rows() != b) throw InvalidArgumentError("teacher forcing: labels and inputs have different batch sizes");
   at::Tensor sos = cond.cond.unsqueeze(1).expand({b, first_l, config_.embed_dim}) + pos_start_;
-  at::Tensor words = at::linear(x_wo_first_l.to(device_, at::kFloat), word_embed_weight_, word_embed_bias_);
+  at::Tensor words = at::linear(x_wo_first_l.to(device_, dtype_), word_embed_weight_, word_embed_bias_);
   at::Tensor x = at::cat({sos, words}, 1) + lvl_pos_;
   // attn_bias_for_masking: 0 where level(query) >= level(key), -inf elsewhere.
   at::Tensor lvl = at::tensor(levels(config_), at::TensorOptions().dtype(at::kLong));
@@ -172,7 +176,7 @@ at::Tensor VarTransformer::first_scale_input(const VarCondition& condition) cons
 
 at::Tensor VarTransformer::scale_input(const at::Tensor& fhat_map, int64_t si) const {
   const int64_t b = fhat_map.size(0), n = config_.scale_tokens(si);
-  at::Tensor tokens = fhat_map.to(device_, at::kFloat).reshape({b, config_.cvae, -1}).transpose(1, 2);
+  at::Tensor tokens = fhat_map.to(device_, dtype_).reshape({b, config_.cvae, -1}).transpose(1, 2);
   if (tokens.size(1) != n)
     throw InvalidArgumentError("scale " + std::to_string(si) + " input has " + std::to_string(tokens.size(1)) +
                                " tokens, expected " + std::to_string(n));
@@ -181,7 +185,7 @@ at::Tensor VarTransformer::scale_input(const at::Tensor& fhat_map, int64_t si) c
 
 KvStore VarTransformer::make_cache(int64_t rows, int64_t capacity) const {
   return KvStore(config_.depth, rows, config_.num_heads, config_.head_dim(), capacity,
-                 at::TensorOptions().dtype(at::kFloat).device(device_));
+                 at::TensorOptions().dtype(dtype_).device(device_));
 }
 
 at::Tensor VarTransformer::forward_scale(const at::Tensor& x_in, const VarCondition& condition, int64_t si,
@@ -210,7 +214,7 @@ at::Tensor VarTransformer::forward_scale(const at::Tensor& x_in, const VarCondit
     if (observer.on_attention) observer.on_attention(index, a, cache);
     return at::linear(a.out.transpose(1, 2).reshape({rows, t, config_.embed_dim}), blk.proj_weight, blk.proj_bias);
   };
-  at::Tensor x = x_in.to(device_, at::kFloat);
+  at::Tensor x = x_in.to(device_, dtype_);
   for (int64_t i = 0; i < config_.depth; ++i) {
     if (observer.before_layer) observer.before_layer(i);
     x = block_forward(i, x, condition, attend);

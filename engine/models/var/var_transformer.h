@@ -57,10 +57,15 @@ struct VarCondition {
 class VarTransformer {
  public:
   // `weights`: VAR state_dict names without prefix, already shape-checked.
-  VarTransformer(VarConfig config, const TensorMap& weights, at::Device device);
+  // `dtype`: what the weights, the activations and the KV cache are kept in (the
+  // run-time dtype); LayerNorm statistics, the l2 normalisation of queries and
+  // keys, the attention softmax and the returned logits stay float32.
+  VarTransformer(VarConfig config, const TensorMap& weights, at::Device device, at::ScalarType dtype = at::kFloat);
 
   const VarConfig& config() const { return config_; }
   at::Device device() const { return device_; }
+  // The weights' scalar type as loaded (what the constructor was asked for).
+  at::ScalarType dtype() const { return head_weight_.scalar_type(); }
 
   // labels [rows] (num_classes = the null class) -> the condition.
   VarCondition condition(const at::Tensor& labels) const;
@@ -100,6 +105,7 @@ class VarTransformer {
 
   VarConfig config_;
   at::Device device_;
+  at::ScalarType dtype_;
   at::Tensor word_embed_weight_, word_embed_bias_, class_emb_, pos_start_, lvl_pos_;  // lvl_pos_ [1, L, C]
   at::Tensor shared_ada_weight_, shared_ada_bias_;
   at::Tensor head_ada_weight_, head_ada_bias_, head_weight_, head_bias_;
