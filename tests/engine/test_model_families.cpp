@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "engine/cache/policies/policy_catalog.h"
@@ -40,7 +41,7 @@ std::string demo_preset(const ModelFamily& family) {
 
 TEST(ModelFamilies, RegistryListsEachFamilyOnceWithACompleteDescription) {
   const auto& families = model_families();
-  ASSERT_EQ(families.size(), 3u);
+  ASSERT_EQ(families.size(), 4u);
   std::set<std::string> names;
   for (const ModelFamily* f : families) {
     const FamilyDescription& d = f->description();
@@ -65,7 +66,8 @@ TEST(ModelFamilies, RegistryListsEachFamilyOnceWithACompleteDescription) {
       EXPECT_NE(std::find(entry->families.begin(), entry->families.end(), d.policy_family), entry->families.end());
     }
   }
-  EXPECT_EQ(supported_family_names(), "llamagen, var, mar");
+  EXPECT_EQ(supported_family_names(), "llamagen, var, mar, janus-pro");
+  EXPECT_EQ(find_model_family("janus-pro").description().conditioning, Conditioning::Text);
   EXPECT_EQ(find_model_family("var").description().unit_name(), "scale");
   EXPECT_EQ(find_model_family("mar").description().unit_name(), "step");
 }
@@ -77,7 +79,7 @@ TEST(ModelFamilies, UnknownFamilyIsRefusedNamingTheSupportedOnes) {
     find_model_family("infinity");
     FAIL() << "no error";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_STREQ(e.what(), "model family 'infinity' is not supported (supported: llamagen, var, mar)");
+    EXPECT_STREQ(e.what(), "model family 'infinity' is not supported (supported: llamagen, var, mar, janus-pro)");
   }
 }
 
@@ -87,15 +89,16 @@ TEST(ModelFamilies, EachFamilyWritesSummarizesLoadsAndGeneratesItsDemoPreset) {
     SCOPED_TRACE(d.name);
     test::TempDir dir;
     const std::string preset = demo_preset(*family);
-    const std::string report =
-        family->write_random(preset,
-                             FamilyOptions({{"--out", dir.path().string()}, {"--seed", "5"}, {"--classes", "3"}}));
+    const bool text = d.conditioning == Conditioning::Text;
+    std::map<std::string, std::string> options = {{"--out", dir.path().string()}, {"--seed", "5"}};
+    if (!text) options["--classes"] = "3";
+    const std::string report = family->write_random(preset, FamilyOptions(options));
     EXPECT_NE(report.find("random weights"), std::string::npos) << report;
 
     const ModelSummary summary = summarize_model_bundle(dir.path().string());
     ASSERT_TRUE(summary.usable()) << summary.problem;
     EXPECT_EQ(summary.family, d.name);
-    EXPECT_EQ(summary.num_classes, 3);
+    EXPECT_EQ(summary.num_classes, text ? 0 : 3);
     EXPECT_GT(summary.grid, 0);
     EXPECT_EQ(summary.kv_bytes_per_token > 0, d.measures_kv_bytes);
 
@@ -105,7 +108,8 @@ TEST(ModelFamilies, EachFamilyWritesSummarizesLoadsAndGeneratesItsDemoPreset) {
 
     GenerationRequest request;
     request.model_path = dir.path().string();
-    request.class_ids = {2};
+    if (text) request.prompt = "a red fox in fresh snow";
+    else request.class_ids = {2};
     request.device = "cpu";
     request.threads = 1;
     if (d.has_request_option("steps")) request.steps = 4;
