@@ -10,22 +10,7 @@ cli="$1"
 hf="$2"
 work="$3"
 rm -rf "$work" && mkdir -p "$work"
-failures=0
-passes=0
-pass() { passes=$((passes + 1)); echo "ok   $1"; }
-fail() { failures=$((failures + 1)); echo "FAIL $1"; }
-
-expect_error() {
-  local name="$1" regex="$2"
-  shift 3
-  local err rc
-  err=$("$cli" "$@" 2>&1 >/dev/null)
-  rc=$?
-  if [[ $rc -ne 1 && $rc -ne 2 ]]; then fail "$name: exit code $rc (expected 1 or 2): $err"; return; fi
-  if ! grep -Eq -- "$regex" <<<"$err"; then fail "$name: message '$err' does not match /$regex/"; return; fi
-  if [[ $(printf '%s\n' "$err" | grep -c .) -ne 1 ]]; then fail "$name: more than one line: $err"; return; fi
-  pass "$name"
-}
+source "$(dirname "${BASH_SOURCE[0]}")/cli_test_lib.sh"
 
 bundle="$work/janus-tiny"
 if "$cli" convert --family janus-pro --checkpoint "$hf/safetensors" --out "$bundle" --image-size 32 >"$work/convert.txt" 2>&1 \

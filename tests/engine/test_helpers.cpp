@@ -66,6 +66,15 @@ std::string policy_error(const std::string& spec, const PolicyContext& context) 
   return "no error";
 }
 
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 std::string conformance_dir() { return KVSTUDIO_CONFORMANCE_DIR; }
 
 void write_bytes(const std::string& path, const std::string& bytes) {

@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers for engine tests: temporary folders and small random models.
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "engine/cache/policies/cache_policy.h"
@@ -30,6 +31,9 @@ PolicyContext small_policy_context(int64_t grid, int64_t rows = 1, bool cfg = fa
                                    int64_t kv_heads = 1);
 // The InvalidArgumentError message make_policy(spec, context) throws, or "no error".
 std::string policy_error(const std::string& spec, const PolicyContext& context);
+
+// The message of the kvs::Error `f` throws, or "no error".
+std::string error_of(const std::function<void()>& f);
 
 std::string conformance_dir();  // KVSTUDIO_CONFORMANCE_DIR (docs/conformance.md)
 void write_bytes(const std::string& path, const std::string& bytes);

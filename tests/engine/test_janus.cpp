@@ -73,14 +73,7 @@ GenerationRequest prompt_request(const std::string& bundle, const std::string& p
   return r;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "no error";
-}
+using test::error_of;
 
 }  // namespace
 

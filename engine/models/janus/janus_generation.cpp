@@ -91,21 +91,7 @@ llamagen::RasterResult generate_from_prompt(const JanusModel& model, const at::T
     check_cancel();
     at::Tensor ids = use_cfg ? at::cat({next, next}) : next;
     CachePolicy* policy = active_policy();
-    StepObserver observer;
-    if (policy != nullptr && policy->wants_queries())
-      observer.on_queries = [policy, i](int64_t layer, const at::Tensor& q) { policy->observe_queries(layer, i, q); };
-    const bool policy_attention = policy != nullptr && policy->wants_key_mass();
-    const bool probe_attention = hooks.wants_attention && hooks.on_attention && hooks.wants_attention(i);
-    if (policy_attention || probe_attention) {
-      observer.want_key_mass = true;
-      observer.on_attention = [&, policy, i, policy_attention, probe_attention](int64_t layer, const KvAttention& a,
-                                                                                const KvStore& store) {
-        if (policy_attention)
-          policy->observe_attention(layer, i, a.key_mass,
-                                    store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
-        if (probe_attention) hooks.on_attention(layer, i, a, store);
-      };
-    }
+    const StepObserver observer = llamagen::step_observer(policy, hooks, i);
     hidden = lm.forward(model.image_embeds(ids.view({-1, 1})), prompt_len + i, &cache, observer);
     // Token i's K/V is now in every layer: the policy may evict (line ends, or per token).
     if (policy != nullptr) policy->after_token(cache, i);

@@ -25,6 +25,25 @@ PolicyContext raster_policy_context(const GptConfig& config, int64_t batch, bool
   return context;
 }
 
+StepObserver step_observer(CachePolicy* policy, const RasterHooks& hooks, int64_t i) {
+  StepObserver observer;
+  if (policy != nullptr && policy->wants_queries())
+    observer.on_queries = [policy, i](int64_t layer, const at::Tensor& q) { policy->observe_queries(layer, i, q); };
+  const bool policy_attention = policy != nullptr && policy->wants_key_mass();
+  const bool probe_attention = hooks.wants_attention && hooks.on_attention && hooks.wants_attention(i);
+  if (policy_attention || probe_attention) {
+    observer.want_key_mass = true;
+    observer.on_attention = [&hooks, policy, i, policy_attention, probe_attention](int64_t layer, const KvAttention& a,
+                                                                                   const KvStore& store) {
+      if (policy_attention)
+        policy->observe_attention(layer, i, a.key_mass,
+                                  store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
+      if (probe_attention) hooks.on_attention(layer, i, a, store);
+    };
+  }
+  return observer;
+}
+
 RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in, const RasterParams& params,
                              const RasterHooks& hooks) {
   const GptConfig& config = gpt.config();
@@ -74,21 +93,7 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
     }
     at::Tensor x = cfg_active ? at::cat({next, next}) : next;
     CachePolicy* policy = active_policy();
-    StepObserver observer;
-    if (policy != nullptr && policy->wants_queries())
-      observer.on_queries = [policy, i](int64_t layer, const at::Tensor& q) { policy->observe_queries(layer, i, q); };
-    const bool policy_attention = policy != nullptr && policy->wants_key_mass();
-    const bool probe_attention = hooks.wants_attention && hooks.on_attention && hooks.wants_attention(i);
-    if (policy_attention || probe_attention) {
-      observer.want_key_mass = true;
-      observer.on_attention = [&, policy, i, policy_attention, probe_attention](int64_t layer, const KvAttention& a,
-                                                                                const KvStore& store) {
-        if (policy_attention)
-          policy->observe_attention(layer, i, a.key_mass,
-                                    store.positions_tensor(layer).narrow(2, 0, a.key_mass.size(-1)));
-        if (probe_attention) hooks.on_attention(layer, i, a, store);
-      };
-    }
+    const StepObserver observer = step_observer(policy, hooks, i);
     logits = gpt.decode_step(x, config.cls_token_num + i, cache, observer);
     // Token i's K/V is now in every layer: the policy may evict (line ends, or per token).
     if (policy != nullptr) policy->after_token(cache, i);

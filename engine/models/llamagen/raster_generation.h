@@ -51,6 +51,11 @@ struct RasterResult {
 // The policy context of a LlamaGen generation: geometry and head counts.
 PolicyContext raster_policy_context(const GptConfig& config, int64_t batch, bool cfg, uint64_t seed);
 
+// The observer of the decode step that feeds token i: the active policy's
+// query and attention hooks and the hooks' attention probe, each only when
+// asked for (key mass costs a little). `hooks` must outlive the step.
+StepObserver step_observer(CachePolicy* policy, const RasterHooks& hooks, int64_t token_index);
+
 RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels, const RasterParams& params,
                              const RasterHooks& hooks = {});
 
