@@ -7,9 +7,9 @@
 namespace kvs {
 namespace {
 
-// A "Name:   1234 kB" line of /proc/self/status, in bytes.
-int64_t status_field_bytes(const std::string& field) {
-  std::ifstream in("/proc/self/status");
+// A "Name:   1234 kB" line of a /proc file (/proc/self/status, /proc/meminfo), in bytes.
+int64_t proc_field_bytes(const char* file, const std::string& field) {
+  std::ifstream in(file);
   std::string line;
   while (std::getline(in, line)) {
     if (line.rfind(field + ":", 0) != 0) continue;
@@ -23,9 +23,12 @@ int64_t status_field_bytes(const std::string& field) {
   return 0;
 }
 
+int64_t status_field_bytes(const std::string& field) { return proc_field_bytes("/proc/self/status", field); }
+
 }  // namespace
 
 int64_t process_peak_resident_bytes() { return status_field_bytes("VmHWM"); }
+int64_t system_available_bytes() { return proc_field_bytes("/proc/meminfo", "MemAvailable"); }
 int64_t process_resident_bytes() { return status_field_bytes("VmRSS"); }
 
 bool reset_process_peak_resident() {

@@ -17,4 +17,9 @@ bool reset_process_peak_resident();
 // VmRSS: the resident set size now.
 int64_t process_resident_bytes();
 
+// MemAvailable of /proc/meminfo: what the system can give a process without
+// swapping (0 where unknown). Loaders use it to refuse a model that cannot fit
+// with a message instead of being killed by the kernel half way.
+int64_t system_available_bytes();
+
 }  // namespace kvs

@@ -19,6 +19,7 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
+#include "engine/metrics/process_memory.h"
 #include "engine/models/generation_session.h"
 #include "engine/models/janus/janus_converter.h"
 #include "engine/models/janus/janus_generation.h"
@@ -298,4 +299,22 @@ TEST(JanusBench, PromptsDriveTheRunsAndClassesAreRefused) {
   o.classes.clear();
   o.random_arch = "llamagen-demo";
   EXPECT_NE(error_of([&] { run_policy_bench(o); }).find("use --classes"), std::string::npos);
+}
+
+TEST(JanusSession, AModelThatCannotFitIsRefusedBeforeLoading) {
+  // Janus-Pro-7B's manifest and an empty weights file: the check reads no weights.
+  test::TempDir dir;
+  test::write_bytes(dir.file("weights.safetensors"), "");
+  const janus::JanusConfig seven = janus::janus_preset("janus-pro-7b");
+  io::write_bundle_manifest(dir.path().string(),
+                            janus::janus_manifest("janus-pro-7b", seven, nlohmann::json::object()));
+  const int64_t need = seven.parameter_count() * 4;
+  if (system_available_bytes() <= 0 || system_available_bytes() >= need)
+    GTEST_SKIP() << "this machine has room for Janus-Pro-7B in f32";
+  GenerationRequest r = prompt_request(dir.path().string(), "a cat");
+  r.dtype = "f32";
+  GenerationSession session;
+  const std::string message = error_of([&] { session.run(r); });
+  EXPECT_NE(message.find("GiB for its weights in f32"), std::string::npos) << message;
+  EXPECT_NE(message.find("--dtype bf16"), std::string::npos) << message;
 }
