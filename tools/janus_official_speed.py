@@ -51,7 +51,10 @@ dtype = torch.float32 if args.dtype == "f32" else torch.bfloat16
 # understanding path) and with a stub for the SigLIP tower generation never builds.
 repo = os.path.abspath(args.janus_repo)
 sys.path.insert(0, repo)
-import janus  # noqa: E402  (its __init__ patches collections for attrdict)
+import contextlib  # noqa: E402
+
+with contextlib.redirect_stdout(sys.stderr):  # its notice must not precede the JSON on stdout
+    import janus  # noqa: E402  (its __init__ patches collections for attrdict)
 
 models_pkg = types.ModuleType("janus.models")
 models_pkg.__path__ = [os.path.join(repo, "janus", "models")]
