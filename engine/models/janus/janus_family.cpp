@@ -32,11 +32,16 @@ int64_t kv_bytes_per_token_f32(const JanusConfig& c) {
 // known (bench refuses impossible budgets before its first run).
 constexpr int64_t kTypicalPromptTokens = 32;
 
+// The bundle's architecture section (model.json "architecture.janus").
+JanusConfig config_of(const io::ModelBundle& bundle) {
+  return janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+}
+
 // Janus-Pro-7B is 28 GB in f32: on the CPU a model that cannot fit in the
 // memory the system has free is refused before loading, with what would fit,
 // instead of the kernel killing the process half way through.
 void refuse_if_too_big(const io::ModelBundle& bundle, RunDtype dtype) {
-  const JanusConfig c = janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+  const JanusConfig c = config_of(bundle);
   const int64_t need = c.parameter_count() * run_dtype_bytes(dtype);
   const int64_t available = system_available_bytes();
   if (available <= 0 || need <= available) return;
@@ -60,7 +65,7 @@ class JanusFamily : public ModelFamily {
   }
 
   void summarize(const io::ModelBundle& bundle, ModelSummary& s) const override {
-    const JanusConfig c = janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+    const JanusConfig c = config_of(bundle);
     const LanguageConfig& l = c.language;
     s.n_layer = l.num_hidden_layers;
     s.n_head = l.num_attention_heads;
@@ -149,7 +154,7 @@ class JanusFamily : public ModelFamily {
   }
 
   void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const override {
-    const JanusConfig c = janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+    const JanusConfig c = config_of(bundle);
     make_policy(spec, prompt_policy_context(c, kTypicalPromptTokens, check.batch, check.cfg_scale > 1.0, check.seed));
   }
 
