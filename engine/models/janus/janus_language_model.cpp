@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/core/errors.h"
+#include "kernels/linear.h"
 
 namespace kvs::janus {
 namespace {
@@ -63,9 +64,9 @@ at::Tensor JanusLanguageModel::attention(int64_t index, const Layer& layer, cons
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t h = config_.num_attention_heads, hkv = config_.num_key_value_heads, d = config_.head_dim();
   const int64_t group = h / hkv;
-  at::Tensor q = rope(at::linear(x, layer.q).view({b, t, h, d}).transpose(1, 2), cos, sin);
-  at::Tensor k = rope(at::linear(x, layer.k).view({b, t, hkv, d}).transpose(1, 2), cos, sin);
-  at::Tensor v = at::linear(x, layer.v).view({b, t, hkv, d}).transpose(1, 2);
+  at::Tensor q = rope(kernels::linear(x, layer.q).view({b, t, h, d}).transpose(1, 2), cos, sin);
+  at::Tensor k = rope(kernels::linear(x, layer.k).view({b, t, hkv, d}).transpose(1, 2), cos, sin);
+  at::Tensor v = kernels::linear(x, layer.v).view({b, t, hkv, d}).transpose(1, 2);
   if (observer.on_queries) observer.on_queries(index, q);
   at::Tensor out;
   if (cache != nullptr) {
@@ -90,7 +91,7 @@ at::Tensor JanusLanguageModel::attention(int64_t index, const Layer& layer, cons
     at::Tensor probs = at::softmax(scores, -1);
     out = at::matmul(probs, v.to(at::kFloat)).view({b, h, t, d}).to(x.scalar_type());
   }
-  return at::linear(out.transpose(1, 2).reshape({b, t, h * d}).to(x.scalar_type()), layer.o);
+  return kernels::linear(out.transpose(1, 2).reshape({b, t, h * d}).to(x.scalar_type()), layer.o);
 }
 
 at::Tensor JanusLanguageModel::forward(const at::Tensor& h_in, int64_t first_position, KvStore* cache,
@@ -114,7 +115,7 @@ at::Tensor JanusLanguageModel::forward(const at::Tensor& h_in, int64_t first_pos
     const Layer& layer = layers_[static_cast<size_t>(i)];
     h = h + attention(i, layer, rms_norm(h, layer.input_norm), cos, sin, cache, positions, observer);
     at::Tensor x = rms_norm(h, layer.post_norm);
-    h = h + at::linear(at::silu(at::linear(x, layer.gate)) * at::linear(x, layer.up), layer.down);
+    h = h + kernels::linear(at::silu(kernels::linear(x, layer.gate)) * kernels::linear(x, layer.up), layer.down);
   }
   return rms_norm(h, norm_);
 }

@@ -11,6 +11,7 @@
 #include "engine/io/safetensors_reader.h"
 #include "engine/models/janus/janus_weights.h"
 #include "engine/text/bpe_tokenizer.h"
+#include "kernels/linear.h"
 
 namespace kvs::janus {
 namespace {
@@ -75,14 +76,14 @@ at::Tensor JanusModel::image_embeds(const at::Tensor& ids) const {
   at::Tensor x = at::embedding(gen_embed_, ids.to(gen_embed_.device(), at::kLong));
   for (size_t i = 0; i < aligner_.size(); ++i) {
     if (i > 0) x = at::gelu(x);  // nn.GELU(): the exact (erf) form
-    x = at::linear(x, aligner_[i].first, aligner_[i].second);
+    x = kernels::linear(x, aligner_[i].first, aligner_[i].second);
   }
   return x;
 }
 
 at::Tensor JanusModel::image_logits(const at::Tensor& hidden) const {
-  at::Tensor x = at::gelu(at::linear(hidden.to(head_in_w_.scalar_type()), head_in_w_, head_in_b_));
-  return at::linear(x, head_out_w_, head_out_b_).to(at::kFloat);
+  at::Tensor x = at::gelu(kernels::linear(hidden.to(head_in_w_.scalar_type()), head_in_w_, head_in_b_));
+  return kernels::linear(x, head_out_w_, head_out_b_).to(at::kFloat);
 }
 
 nlohmann::json janus_manifest(const std::string& name, const JanusConfig& config, const nlohmann::json& provenance) {

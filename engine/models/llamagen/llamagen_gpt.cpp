@@ -8,6 +8,7 @@
 
 #include "engine/core/errors.h"
 #include "engine/models/llamagen/rope_2d.h"
+#include "kernels/linear.h"
 
 namespace kvs::llamagen {
 namespace {
@@ -48,7 +49,7 @@ at::Tensor LlamaGenGpt::rms_norm(const at::Tensor& x, const at::Tensor& weight) 
 
 at::Tensor LlamaGenGpt::feed_forward(const Layer& layer, const at::Tensor& x) const {
   // SwiGLU: w2(silu(w1 x) * w3 x)
-  return at::linear(at::silu(at::linear(x, layer.w1)) * at::linear(x, layer.w3), layer.w2);
+  return kernels::linear(at::silu(kernels::linear(x, layer.w1)) * kernels::linear(x, layer.w3), layer.w2);
 }
 
 at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const at::Tensor& x, const at::Tensor& rope,
@@ -57,7 +58,7 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t h = config_.n_head, hkv = config_.kv_heads(), d = config_.head_dim();
   const int64_t group = h / hkv;
-  at::Tensor qkv = at::linear(x, layer.wqkv);
+  at::Tensor qkv = kernels::linear(x, layer.wqkv);
   auto parts = qkv.split_with_sizes({config_.dim, hkv * d, hkv * d}, -1);
   at::Tensor q = apply_rope(parts[0].reshape({b, t, h, d}), rope).transpose(1, 2);    // [B,H,T,D]
   at::Tensor k = apply_rope(parts[1].reshape({b, t, hkv, d}), rope).transpose(1, 2);  // [B,Hkv,T,D]
@@ -70,7 +71,7 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
     cache->append(layer_index, k, v, positions);
     KvAttention attention = cache->attend(layer_index, q, positions, /*causal=*/true, false, observer.want_key_mass);
     if (observer.on_attention) observer.on_attention(layer_index, attention, *cache);
-    return at::linear(attention.out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
+    return kernels::linear(attention.out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
   }
   // Teacher forcing over the whole sequence: plain causal attention.
   if (teacher == TeacherAttention::Fused) {
@@ -79,7 +80,7 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
       v = v.repeat_interleave(group, 1);
     }
     at::Tensor out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/t > 1);
-    return at::linear(out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
+    return kernels::linear(out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
   }
   const int64_t l = k.size(2);
   // Query head j uses kv head j / group (upstream: repeat_interleave on the kv
@@ -94,7 +95,7 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
   }
   at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(v.scalar_type());  // a no-op in float32
   at::Tensor out = at::matmul(probs, v).view({b, h, t, d}).transpose(1, 2).reshape({b, t, config_.dim});
-  return at::linear(out, layer.wo);
+  return kernels::linear(out, layer.wo);
 }
 
 at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const StepObserver& observer,
@@ -108,7 +109,7 @@ at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore
     h = h + attention(i, layer, rms_norm(h, layer.attention_norm), rope, cache, positions, observer, teacher);
     h = h + feed_forward(layer, rms_norm(h, layer.ffn_norm));
   }
-  return at::linear(rms_norm(h, norm_), output_).to(at::kFloat);
+  return kernels::linear(rms_norm(h, norm_), output_).to(at::kFloat);
 }
 
 at::Tensor LlamaGenGpt::forward_teacher(const at::Tensor& labels, const at::Tensor& tokens,

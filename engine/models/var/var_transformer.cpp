@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/core/errors.h"
+#include "kernels/linear.h"
 
 namespace kvs::var {
 namespace {
@@ -86,15 +87,16 @@ VarCondition VarTransformer::condition(const at::Tensor& labels) const {
   const int64_t rows = c.cond.size(0);
   at::Tensor silu_cond = at::silu(c.cond);
   at::Tensor shared;  // shared_ada_lin(cond_BD): [rows, 1, 6, C]
-  if (config_.shared_aln) shared = at::linear(silu_cond, shared_ada_weight_, shared_ada_bias_).view({rows, 1, 6, C});
+  if (config_.shared_aln)
+    shared = kernels::linear(silu_cond, shared_ada_weight_, shared_ada_bias_).view({rows, 1, 6, C});
   for (const Block& b : blocks_) {
     // Official order of the six chunks: gamma1, gamma2, scale1, scale2, shift1, shift2.
     at::Tensor ada = config_.shared_aln ? b.ada_gss + shared
-                                        : at::linear(silu_cond, b.ada_weight, b.ada_bias).view({rows, 1, 6, C});
+                                        : kernels::linear(silu_cond, b.ada_weight, b.ada_bias).view({rows, 1, 6, C});
     auto parts = ada.unbind(2);
     c.blocks.push_back({parts[0], parts[1], parts[2], parts[3], parts[4], parts[5]});
   }
-  auto head = at::linear(silu_cond, head_ada_weight_, head_ada_bias_).view({rows, 1, 2, C}).unbind(2);
+  auto head = kernels::linear(silu_cond, head_ada_weight_, head_ada_bias_).view({rows, 1, 2, C}).unbind(2);
   c.head_scale = head[0];
   c.head_shift = head[1];
   return c;
@@ -109,7 +111,7 @@ std::array<at::Tensor, 3> VarTransformer::qkv(const Block& block, const at::Tens
   const int64_t rows = x.size(0), t = x.size(1), h = config_.num_heads, d = config_.head_dim();
   // F.linear(x, mat_qkv, cat(q_bias, zero_k_bias, v_bias)).view(B, L, 3, H, hd).permute(2, 0, 3, 1, 4)
   auto parts =
-      at::linear(x, block.qkv_weight, block.qkv_bias).view({rows, t, 3, h, d}).permute({2, 0, 3, 1, 4}).unbind(0);
+      kernels::linear(x, block.qkv_weight, block.qkv_bias).view({rows, t, 3, h, d}).permute({2, 0, 3, 1, 4}).unbind(0);
   at::Tensor q = parts[0], k = parts[1];
   if (config_.attn_l2_norm) {
     q = l2_normalize(q) * block.query_scale;
@@ -123,16 +125,16 @@ at::Tensor VarTransformer::block_forward(int64_t index, const at::Tensor& x, con
   const Block& b = blocks_[static_cast<size_t>(index)];
   const auto& [gamma1, gamma2, scale1, scale2, shift1, shift2] = condition.blocks[static_cast<size_t>(index)];
   at::Tensor h = x + attend(index, layer_norm(x) * (scale1 + 1) + shift1) * gamma1;
-  at::Tensor f = at::linear(at::gelu(at::linear(layer_norm(h) * (scale2 + 1) + shift2, b.fc1_weight, b.fc1_bias),
-                                     "tanh"),
-                            b.fc2_weight, b.fc2_bias);
+  at::Tensor f = kernels::linear(
+      at::gelu(kernels::linear(layer_norm(h) * (scale2 + 1) + shift2, b.fc1_weight, b.fc1_bias), "tanh"), b.fc2_weight,
+      b.fc2_bias);
   return h + f * gamma2;
 }
 
 at::Tensor VarTransformer::logits(const at::Tensor& h, const VarCondition& condition) const {
   // AdaLNBeforeHead, then the head; the logits are returned in float32 for sampling.
   at::Tensor normed = layer_norm(h.to(at::kFloat)) * (condition.head_scale + 1) + condition.head_shift;
-  return at::linear(normed.to(dtype_), head_weight_, head_bias_).to(at::kFloat);
+  return kernels::linear(normed.to(dtype_), head_weight_, head_bias_).to(at::kFloat);
 }
 
 at::Tensor VarTransformer::forward_teacher(const at::Tensor& labels, const at::Tensor& x_wo_first_l) const {
@@ -144,7 +146,7 @@ at::Tensor VarTransformer::forward_teacher(const at::Tensor& labels, const at::T
   const VarCondition cond = condition(labels);
   if (cond.rows() != b) throw InvalidArgumentError("teacher forcing: labels and inputs have different batch sizes");
   at::Tensor sos = cond.cond.unsqueeze(1).expand({b, first_l, config_.embed_dim}) + pos_start_;
-  at::Tensor words = at::linear(x_wo_first_l.to(device_, dtype_), word_embed_weight_, word_embed_bias_);
+  at::Tensor words = kernels::linear(x_wo_first_l.to(device_, dtype_), word_embed_weight_, word_embed_bias_);
   at::Tensor x = at::cat({sos, words}, 1) + lvl_pos_;
   // attn_bias_for_masking: 0 where level(query) >= level(key), -inf elsewhere.
   at::Tensor lvl = at::tensor(levels(config_), at::TensorOptions().dtype(at::kLong));
@@ -162,7 +164,7 @@ at::Tensor VarTransformer::forward_teacher(const at::Tensor& labels, const at::T
     at::Tensor out = at::scaled_dot_product_attention(q, k, v, mask.to(q.scalar_type()), 0.0, false, scale)
                          .transpose(1, 2)
                          .reshape({b, L, config_.embed_dim});
-    return at::linear(out, blk.proj_weight, blk.proj_bias);
+    return kernels::linear(out, blk.proj_weight, blk.proj_bias);
   };
   for (int64_t i = 0; i < config_.depth; ++i) x = block_forward(i, x, cond, attend);
   return logits(x, cond);
@@ -180,7 +182,7 @@ at::Tensor VarTransformer::scale_input(const at::Tensor& fhat_map, int64_t si) c
   if (tokens.size(1) != n)
     throw InvalidArgumentError("scale " + std::to_string(si) + " input has " + std::to_string(tokens.size(1)) +
                                " tokens, expected " + std::to_string(n));
-  return at::linear(tokens, word_embed_weight_, word_embed_bias_) + lvl_pos_.narrow(1, config_.scale_begin(si), n);
+  return kernels::linear(tokens, word_embed_weight_, word_embed_bias_) + lvl_pos_.narrow(1, config_.scale_begin(si), n);
 }
 
 KvStore VarTransformer::make_cache(int64_t rows, int64_t capacity) const {
@@ -212,7 +214,7 @@ at::Tensor VarTransformer::forward_scale(const at::Tensor& x_in, const VarCondit
     KvAttention a = cache.attend(index, query_factor == 1.0 ? q : q * query_factor, positions, /*causal=*/false,
                                  observer.want_probs, observer.want_key_mass);
     if (observer.on_attention) observer.on_attention(index, a, cache);
-    return at::linear(a.out.transpose(1, 2).reshape({rows, t, config_.embed_dim}), blk.proj_weight, blk.proj_bias);
+    return kernels::linear(a.out.transpose(1, 2).reshape({rows, t, config_.embed_dim}), blk.proj_weight, blk.proj_bias);
   };
   at::Tensor x = x_in.to(device_, dtype_);
   for (int64_t i = 0; i < config_.depth; ++i) {

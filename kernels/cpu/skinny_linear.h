@@ -1,0 +1,53 @@
+#pragma once
+// y = x · wᵀ for a few rows of x: the matrix-vector products of a decode step.
+//
+// A decode step of a raster model multiplies every weight matrix by one token per
+// batch row (two with CFG), so each weight is read once per step and used for a
+// handful of multiply-adds: the step is bound by how fast the weights stream from
+// memory. LibTorch's CPU GEMM is tuned for large products; measured on the
+// 2-core AVX-512 machines the project builds on, a [2, 2048] x [2048, 5632]ᵀ
+// product streams 8 GB/s of f32 and 19 GB/s of bf16 weights out of the ~43 GB/s
+// the memory delivers. These kernels read each weight row once, multiply it
+// with every row of x held in registers, and accumulate in f32, so a step runs
+// near the memory's speed.
+//
+// The header is torch-free (plain pointers, like ragged_attention.h); the ATen
+// entry point that picks this kernel or falls back to at::linear is
+// kernels/linear.h.
+#include <cstdint>
+
+namespace kvs::kernels {
+
+// The most rows of x one call takes: every row keeps an accumulator per output
+// in a vector register, and 16 rows still fit the 32 AVX-512 registers.
+constexpr int64_t kSkinnyLinearMaxRows = 16;
+
+// Whether this CPU runs the kernels: the f32 kernel needs AVX-512F, the bf16 one
+// AVX-512F and AVX-512BW (it uses the AVX-512 BF16 dot-product instruction where the
+// CPU has it and widens bf16 to f32 where it does not). False elsewhere: the
+// caller uses its general GEMM.
+bool skinny_linear_f32_available();
+bool skinny_linear_bf16_available();
+// Whether the bf16 kernel uses the BF16 dot-product instruction (for reports).
+bool skinny_linear_bf16_native();
+
+// y[m * y_stride + n] = sum_k x[m * x_stride + k] * w[n * in_features + k] for
+// m in [0, rows), n in [out_begin, out_end); w holds whole rows of in_features
+// values (row-major [out_features, in_features]). Sums are f32. rows must be in
+// [1, kSkinnyLinearMaxRows]. The caller splits [0, out_features) between threads.
+// Requires skinny_linear_f32_available().
+void skinny_linear_f32(const float* x, int64_t rows, int64_t x_stride, int64_t in_features, const float* w,
+                       int64_t out_begin, int64_t out_end, float* y, int64_t y_stride);
+
+// The same over bf16 values (raw uint16_t bit patterns); each f32 sum is rounded
+// to bf16 to nearest even, as LibTorch rounds a bf16 matmul's f32 accumulator.
+// Requires skinny_linear_bf16_available().
+void skinny_linear_bf16(const uint16_t* x, int64_t rows, int64_t x_stride, int64_t in_features, const uint16_t* w,
+                        int64_t out_begin, int64_t out_end, uint16_t* y, int64_t y_stride);
+
+// skinny_linear_bf16 as it runs on a CPU without the BF16 dot-product instruction
+// (x and the weights widened to f32), whatever this CPU has: tests compare it too.
+void skinny_linear_bf16_widened(const uint16_t* x, int64_t rows, int64_t x_stride, int64_t in_features,
+                                const uint16_t* w, int64_t out_begin, int64_t out_end, uint16_t* y, int64_t y_stride);
+
+}  // namespace kvs::kernels
