@@ -287,10 +287,12 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
   const int64_t hi = layer.lengths.max().item<int64_t>();
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   KvAttention result;
-  const bool on_cpu_float = layer.k.device().is_cpu() && layer.k.scalar_type() == at::kFloat;
-  if (on_cpu_float) {
+  const bool on_cpu_kernel = layer.k.device().is_cpu() &&
+                             (layer.k.scalar_type() == at::kFloat || layer.k.scalar_type() == at::kBFloat16);
+  if (on_cpu_kernel) {
     // The CPU kernel reads only each segment's valid entries, and beats BLAS here
-    // even when all segments are equal (decode attention is memory-bound).
+    // even when all segments are equal (decode attention is memory-bound). A bf16
+    // cache is widened per segment as it is read and attended in float32.
     at::Tensor qpos = at::tensor(query_positions, kCpuLong);
     kernels::RaggedAttentionResult r;
     try {
@@ -306,7 +308,7 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
     if (want_key_mass) result.key_mass = r.key_mass.narrow(-1, 0, hi);
     return result;
   }
-  // Dense path (a device or dtype without the ragged kernel yet):
+  // Dense path (CUDA, and f16 caches on the CPU: no ragged kernel for them yet):
   // BLAS over [0, hi), masking slots past a segment's length and, if causal,
   // entries later than the query.
   at::Tensor keys = padded(layer, layer.k, hi), values = padded(layer, layer.v, hi);

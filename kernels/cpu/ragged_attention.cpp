@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -27,6 +28,14 @@ inline float dot(const float* a, const float* b, int64_t n) {
   float tail = 0.0f;
   for (; i < n; ++i) tail += a[i] * b[i];
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
+}
+
+// bf16 -> float32 (a bf16 is the upper half of a float32).
+void widen_bf16(const uint16_t* in, int64_t n, float* out) {
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
+    std::memcpy(out + i, &bits, sizeof bits);
+  }
 }
 
 std::string segment_name(const RaggedKvView& kv, int64_t segment) {
@@ -86,9 +95,10 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
 // share the segment's kv head, T queries each. Their queries, outputs and probs
 // rows are contiguous blocks of `queries` / `out` / `probs`, so the group is
 // treated as one [G*T, head_dim] query matrix and every key and value row is
-// loaded once for all of them. `weights` is the calling thread's scratch.
+// loaded once for all of them. `weights` and `widened` are the calling thread's
+// scratch (the latter holds a bf16 segment's keys and values as float32).
 void attend_segment(const RaggedKvView& kv, const RaggedAttentionArgs& args, int64_t segment,
-                    std::vector<float>& weights) {
+                    std::vector<float>& weights, std::vector<float>& widened) {
   const int64_t d = kv.head_dim, capacity = kv.capacity, t = args.T;
   const int64_t group = args.n_head / kv.kv_heads;
   const int64_t n_query = group * t;
@@ -97,8 +107,18 @@ void attend_segment(const RaggedKvView& kv, const RaggedAttentionArgs& args, int
   const int64_t first_query = (row * args.n_head + kv_head * group) * t;  // index of the group's first query row
 
   const int64_t first_slot = kv.offsets != nullptr ? kv.offsets[segment] : segment * capacity;
-  const float* keys = kv.keys + first_slot * d;
-  const float* values = kv.values + first_slot * d;
+  const float* keys = nullptr;
+  const float* values = nullptr;
+  if (kv.element_type == KvElementType::bf16) {
+    widened.resize(static_cast<size_t>(2 * length * d));
+    widen_bf16(static_cast<const uint16_t*>(kv.keys) + first_slot * d, length * d, widened.data());
+    widen_bf16(static_cast<const uint16_t*>(kv.values) + first_slot * d, length * d, widened.data() + length * d);
+    keys = widened.data();
+    values = widened.data() + length * d;
+  } else {
+    keys = static_cast<const float*>(kv.keys) + first_slot * d;
+    values = static_cast<const float*>(kv.values) + first_slot * d;
+  }
   const int64_t* key_positions = kv.positions + segment * capacity;
   const float* queries = args.queries + first_query * d;
   float* out = args.out + first_query * d;
@@ -175,8 +195,8 @@ void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& arg
                                                             std::max<int64_t>(kv.head_dim, 1));
   const int64_t grain = std::max<int64_t>(1, kGrainWork / work_per_segment);
   at::parallel_for(0, segments, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> weights;
-    for (int64_t s = begin; s < end; ++s) attend_segment(kv, args, s, weights);
+    std::vector<float> weights, widened;
+    for (int64_t s = begin; s < end; ++s) attend_segment(kv, args, s, weights, widened);
   });
 }
 

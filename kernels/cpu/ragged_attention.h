@@ -13,8 +13,13 @@
 
 namespace kvs::kernels {
 
+// The element type of keys and values. bf16 (raw bit patterns) is widened to
+// float32 per segment as it is read: a bf16 cache is read at half the bytes, and
+// everything after the load is the float32 arithmetic of the f32 cache.
+enum class KvElementType { f32, bf16 };
+
 // One layer of a ragged KV cache. Segment s = row * kv_heads + kv_head holds
-// lengths[s] entries. Two layouts of keys/values (row-major, float32):
+// lengths[s] entries. Two layouts of keys/values (row-major, element_type):
 //   - regular (offsets == nullptr): [rows, kv_heads, capacity, head_dim], segment s
 //     starts at slot s * capacity;
 //   - packed (offsets != nullptr): [total_slots, head_dim], segment s starts at slot
@@ -23,14 +28,15 @@ namespace kvs::kernels {
 // positions (and the optional probs / key_mass outputs) always use the padded
 // stride `capacity`, which must be >= every segment's length.
 struct RaggedKvView {
-  const float* keys = nullptr;
-  const float* values = nullptr;
+  const void* keys = nullptr;  // float or (bf16) uint16_t, per element_type
+  const void* values = nullptr;
   const int64_t* lengths = nullptr;    // [rows * kv_heads]
   const int64_t* positions = nullptr;  // [rows * kv_heads * capacity]: original sequence position of each
                                        // entry (only [0, length) of a segment is read)
   int64_t rows = 0, kv_heads = 0, capacity = 0, head_dim = 0;
   const int64_t* offsets = nullptr;  // packed layout: [rows * kv_heads] first slot of each segment
   int64_t total_slots = 0;           // packed layout: slots in keys / values
+  KvElementType element_type = KvElementType::f32;
 };
 
 struct RaggedAttentionArgs {

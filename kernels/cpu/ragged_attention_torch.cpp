@@ -32,6 +32,15 @@ void check_tensor(const at::Tensor& tensor, const char* name, at::ScalarType dty
                               shape_string(expected_shape));
 }
 
+// keys and values: float32 or bf16, both the same.
+KvElementType cache_element_type(const at::Tensor& keys) {
+  if (keys.scalar_type() == at::kBFloat16) return KvElementType::bf16;
+  if (keys.scalar_type() != at::kFloat)
+    throw KernelArgumentError(std::string("ragged attention: keys has dtype ") + c10::toString(keys.scalar_type()) +
+                              ", expected Float or BFloat16");
+  return KvElementType::f32;
+}
+
 // The leading sizes come from keys and queries; a wrong rank there cannot be
 // described as an expected shape yet, so it is reported on its own.
 void check_rank(const at::Tensor& tensor, const char* name, int64_t rank, const char* layout) {
@@ -79,8 +88,9 @@ RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tens
   check_rank(queries, "queries", 4, "[rows, n_head, T, head_dim]");
   const int64_t rows = keys.size(0), kv_heads = keys.size(1), capacity = keys.size(2), d = keys.size(3);
   const int64_t n_head = queries.size(1), t = queries.size(2);
-  check_tensor(keys, "keys", at::kFloat, {rows, kv_heads, capacity, d});
-  check_tensor(values, "values", at::kFloat, {rows, kv_heads, capacity, d});
+  const KvElementType element_type = cache_element_type(keys);
+  check_tensor(keys, "keys", keys.scalar_type(), {rows, kv_heads, capacity, d});
+  check_tensor(values, "values", keys.scalar_type(), {rows, kv_heads, capacity, d});
   check_tensor(lengths, "lengths", at::kLong, {rows, kv_heads});
   check_tensor(positions, "positions", at::kLong, {rows, kv_heads, capacity});
   check_tensor(queries, "queries", at::kFloat, {rows, n_head, t, d});
@@ -89,8 +99,9 @@ RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tens
   const at::Tensor k = keys.contiguous(), v = values.contiguous();
   const at::Tensor len = lengths.contiguous(), pos = positions.contiguous();
   RaggedKvView view;
-  view.keys = k.data_ptr<float>();
-  view.values = v.data_ptr<float>();
+  view.keys = k.data_ptr();
+  view.values = v.data_ptr();
+  view.element_type = element_type;
   view.lengths = len.data_ptr<int64_t>();
   view.positions = pos.data_ptr<int64_t>();
   view.rows = rows;
@@ -111,8 +122,9 @@ RaggedAttentionResult ragged_attention_packed(const at::Tensor& queries, const a
   const int64_t slots = keys.size(0), d = keys.size(1);
   const int64_t rows = positions.size(0), kv_heads = positions.size(1), capacity = positions.size(2);
   const int64_t n_head = queries.size(1), t = queries.size(2);
-  check_tensor(keys, "keys", at::kFloat, {slots, d});
-  check_tensor(values, "values", at::kFloat, {slots, d});
+  const KvElementType element_type = cache_element_type(keys);
+  check_tensor(keys, "keys", keys.scalar_type(), {slots, d});
+  check_tensor(values, "values", keys.scalar_type(), {slots, d});
   check_tensor(offsets, "offsets", at::kLong, {rows, kv_heads});
   check_tensor(lengths, "lengths", at::kLong, {rows, kv_heads});
   check_tensor(positions, "positions", at::kLong, {rows, kv_heads, capacity});
@@ -122,8 +134,9 @@ RaggedAttentionResult ragged_attention_packed(const at::Tensor& queries, const a
   const at::Tensor k = keys.contiguous(), v = values.contiguous();
   const at::Tensor off = offsets.contiguous(), len = lengths.contiguous(), pos = positions.contiguous();
   RaggedKvView view;
-  view.keys = k.data_ptr<float>();
-  view.values = v.data_ptr<float>();
+  view.keys = k.data_ptr();
+  view.values = v.data_ptr();
+  view.element_type = element_type;
   view.lengths = len.data_ptr<int64_t>();
   view.positions = pos.data_ptr<int64_t>();
   view.offsets = off.data_ptr<int64_t>();

@@ -14,7 +14,7 @@ struct RaggedAttentionResult {
   at::Tensor key_mass;  // [rows, kv_heads, capacity]; undefined unless requested
 };
 
-// keys/values float32 [rows, kv_heads, capacity, D] on the CPU; lengths int64
+// keys/values float32 or bf16 (both the same) [rows, kv_heads, capacity, D] on the CPU; lengths int64
 // [rows, kv_heads]; positions int64 [rows, kv_heads, capacity]; queries float32
 // [rows, n_head, T, D]; query_positions int64 [T]. Semantics are those of
 // ragged_attention_cpu() (kernels/cpu/ragged_attention.h). Throws
@@ -24,7 +24,7 @@ RaggedAttentionResult ragged_attention(const at::Tensor& queries, const at::Tens
                                        const at::Tensor& positions, bool causal, double scale, bool want_probs,
                                        bool want_key_mass);
 
-// Packed layout (KvStore's): keys/values float32 [total_slots, D] on the CPU,
+// Packed layout (KvStore's): keys/values float32 or bf16 [total_slots, D] on the CPU,
 // segment s = row * kv_heads + head starting at slot offsets[row][head] (int64
 // [rows, kv_heads]); lengths int64 [rows, kv_heads]; positions int64 [rows,
 // kv_heads, capacity] with capacity >= every length (probs / key_mass use that

@@ -187,6 +187,20 @@ TEST(RaggedAttention, UnevenLengthsWithGroupedQueryHeads) {
   }
 }
 
+TEST(RaggedAttention, Bf16CachesAreAttendedInFloat32) {
+  // A bf16 cache (Janus-Pro and LlamaGen at --dtype bf16): the kernel widens each
+  // segment as it reads it, so it must match the float64 reference over the same
+  // bf16 values, uneven lengths, grouped heads and causal masking included.
+  for (int64_t d : {64, 100}) {
+    const int64_t rows = 4, kv_heads = 2, capacity = 37;
+    RaggedCase c = make_case(rows, 8, kv_heads, capacity, d, uneven_lengths(rows * kv_heads, capacity), 90, {95}, 9);
+    c.keys = c.keys.to(at::kBFloat16);
+    c.values = c.values.to(at::kBFloat16);
+    expect_matches_reference(c, /*causal=*/true, "bf16 D=" + std::to_string(d));
+    expect_matches_reference(c, /*causal=*/false, "bf16 non-causal D=" + std::to_string(d));
+  }
+}
+
 TEST(RaggedAttention, CausalMaskOverGappedPositionsWithSeveralQueries) {
   // Keys sit on an increasing subset of 0..59 (gaps from evictions). The queries
   // are not contiguous either; the first sees only the entries at positions <= 2,
@@ -298,7 +312,10 @@ TEST(RaggedAttention, RejectsInvalidArguments) {
             std::string::npos);
   bad = c;
   bad.keys = c.keys.to(at::kDouble);
-  EXPECT_NE(error_of([&] { call(bad); }).find("keys has dtype Double, expected Float"), std::string::npos);
+  EXPECT_NE(error_of([&] { call(bad); }).find("keys has dtype Double, expected Float or BFloat16"), std::string::npos);
+  bad = c;
+  bad.keys = c.keys.to(at::kBFloat16);
+  EXPECT_NE(error_of([&] { call(bad); }).find("values has dtype Float, expected BFloat16"), std::string::npos);
   bad = c;
   bad.lengths = c.lengths.to(at::kInt);
   EXPECT_NE(error_of([&] { call(bad); }).find("lengths has dtype Int, expected Long"), std::string::npos);
