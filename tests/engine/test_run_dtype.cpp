@@ -3,8 +3,10 @@
 // size exactly, bf16 tokens follow float32 ones on a trained model, and VAR and
 // MAR produce finite float32 images from bf16 models. Conformance stays float32.
 #include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -16,6 +18,7 @@
 #include "engine/models/generation_session.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
+#include "engine/models/llamagen/raster_generation.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/masked_generation.h"
@@ -161,29 +164,58 @@ TEST(RunDtype, EachFamilyLoadsItsWeightsAndCacheInTheChosenDtype) {
 // (classes 0 and 7, CFG 4, 2026-11-24): the first 64 and 36 tokens equal, 208
 // and 250 of 256 in all; the bounds (one 16-token line, half of all) leave room
 // for other CPUs' rounding yet fail if bf16 broke the model.
+// A bf16 run follows the float32 run of the trained demo model: the same greedy
+// tokens until the two meet a near tie, and there the float32 logits of the two
+// choices are as close as the bf16 logits are to float32 anyway. (Greedy tokens of
+// two precisions part at the first near tie, which can come early, so the test
+// asks why they part rather than how late.)
 TEST(RunDtype, Bf16GreedyTokensFollowFloat32OnTheTrainedDemoModel) {
   const std::string dir = std::string(KVSTUDIO_SOURCE_DIR) + "/resources/models/llamagen-demo";
-  GenerationRequest r = cpu_request(dir, "f32", "full");
-  r.class_ids = {0, 7};
-  r.sampling.sample = false;
-  GenerationSession session;
-  const GenerationResult f32 = session.run(r);
-  r.dtype = "bf16";
-  const GenerationResult bf16 = session.run(r);
-  ASSERT_EQ(f32.tokens.size(), 2u);
-  ASSERT_EQ(bf16.tokens.size(), 2u);
-  for (size_t i = 0; i < f32.tokens.size(); ++i) {
-    const auto& a = f32.tokens[i];
-    const auto& b = bf16.tokens[i];
-    ASSERT_EQ(a.size(), b.size());
-    size_t prefix = 0;
-    while (prefix < a.size() && a[prefix] == b[prefix]) ++prefix;
+  const io::ModelBundle bundle = io::ModelBundle::open(dir);
+  const llamagen::LlamaGenModel f32 = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU), at::kFloat);
+  const llamagen::LlamaGenModel bf16 = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU), at::kBFloat16);
+  llamagen::RasterParams params;
+  params.cfg_scale = 4.0;
+  params.sampling.sample = false;
+  llamagen::RasterHooks hooks;
+  hooks.record_logits_steps = f32.gpt->config().block_size;
+  const at::Tensor labels = at::tensor(std::vector<int64_t>{0, 7, 3, 11});
+  const llamagen::RasterResult a = llamagen::generate_raster(*f32.gpt, labels, params, hooks);
+  const llamagen::RasterResult b = llamagen::generate_raster(*bf16.gpt, labels, params, hooks);
+  const int64_t n = a.tokens.size(1);
+  for (int64_t i = 0; i < labels.size(0); ++i) {
+    int64_t prefix = 0;
+    while (prefix < n && a.tokens[i][prefix].item<int64_t>() == b.tokens[i][prefix].item<int64_t>()) ++prefix;
+    // While the inputs are the same, the bf16 logits stay close to float32's.
+    // drift: the largest logit difference of any step so far; relative: the
+    // root-mean-square difference over the logits' own spread, averaged over steps.
+    double drift = 0.0, relative = 0.0;
+    const int64_t steps = std::min(prefix + 1, n);
+    for (int64_t t = 0; t < steps; ++t) {
+      const at::Tensor la = a.step_logits[static_cast<size_t>(t)][i].to(at::kDouble);
+      const at::Tensor lb = b.step_logits[static_cast<size_t>(t)][i].to(at::kDouble);
+      drift = std::max(drift, (la - lb).abs().max().item<double>());
+      relative += (la - lb).pow(2).mean().sqrt().item<double>() / la.std().item<double>() / static_cast<double>(steps);
+    }
     int64_t same = 0;
-    for (size_t t = 0; t < a.size(); ++t) same += a[t] == b[t];
-    std::printf("image %zu: bf16 matches f32 on the first %zu tokens, %lld of %zu in all\n", i, prefix, (long long)same,
-                a.size());
-    EXPECT_GE(prefix, 16u) << "image " << i << ": the first image line";
-    EXPECT_GE(same, static_cast<int64_t>(a.size()) / 2) << "image " << i;
+    for (int64_t t = 0; t < n; ++t) same += a.tokens[i][t].item<int64_t>() == b.tokens[i][t].item<int64_t>();
+    double gap = 0.0;
+    if (prefix < n) {
+      const at::Tensor la = a.step_logits[static_cast<size_t>(prefix)][i];
+      gap = (la[a.tokens[i][prefix].item<int64_t>()] - la[b.tokens[i][prefix].item<int64_t>()]).item<double>();
+    }
+    std::printf(
+        "image %lld: same first %lld tokens, %lld of %lld in all; bf16 logits off by %.4f at most, %.4f of their "
+        "spread in RMS; float32 gap at the parting %.4f\n",
+        (long long)i, (long long)prefix, (long long)same, (long long)n, drift, relative, gap);
+    // bf16 keeps 8 significant bits (0.4 %); through the layers and CFG's
+    // amplification the logits stay within a few percent of their spread (1-4 %
+    // measured on this model, with the CPU decode kernel and with at::linear).
+    EXPECT_LT(relative, 0.06) << "image " << i << ": bf16 logits drift from float32's";
+    if (prefix < n) {
+      EXPECT_LE(gap, 2.0 * drift) << "image " << i << ": parted at token " << prefix << " without a near tie";
+    }
+    EXPECT_GE(same, n / 2) << "image " << i;
   }
 }
 
