@@ -24,9 +24,10 @@ Lightness measure_lightness(const RgbImage& image);
 bool matches_time_of_day(const RgbImage& image, TimeOfDay asked);
 
 // ---- Where the sun or moon is, from the brightest region ----------------------
-// The centre of the brightest blob (luminance blurred over about a tenth of
-// the picture, so a sun's disc and glow outweigh single bright pixels), in
-// normalised coordinates.
+// Where the sun or moon is, in normalised coordinates: x is the centre of the
+// brightest glow (luminance blurred over a tenth of the picture, so a disc and its
+// glow outweigh a bright horizon or a lit cloud), y the brightest disc inside that
+// glow (blurred over a twentieth).
 struct BrightSpot {
   float x = 0.5f, y = 0.5f;
 };
