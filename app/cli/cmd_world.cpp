@@ -1,10 +1,12 @@
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
+#include "engine/world/scene_captions.h"
 #include "engine/world/scene_grid.h"
 #include "engine/world/scene_world.h"
 
@@ -40,17 +42,72 @@ std::vector<int> parse_scene_classes(const std::string& list) {
   return ids;
 }
 
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    if (ch == '"' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "\"";
+}
+
+// FILE.png -> FILE.json: the captions and facts go beside the grid.
+std::string json_path_for(const std::string& png) {
+  const std::size_t dot = png.rfind('.');
+  return (dot == std::string::npos ? png : png.substr(0, dot)) + ".json";
+}
+
+// Prints every picture's captions, and with a grid file writes them with the facts
+// beside it as JSON (one entry per picture, in grid order: row by row).
+void write_captions(const world::SceneGridOptions& options, world::CaptionSplit split, int per_image,
+                    const std::string& json_path) {
+  std::vector<int> rows = options.classes;
+  if (rows.empty())
+    for (int c = 0; c < static_cast<int>(world::scene_classes().size()); ++c) rows.push_back(c);
+  std::string json = "{\"split\": " + json_string(world::to_string(split)) + ", \"pictures\": [";
+  bool first = true;
+  for (std::size_t r = 0; r < rows.size(); ++r)
+    for (int j = 0; j < options.per_class; ++j) {
+      const uint64_t seed = options.seed + static_cast<uint64_t>(j);
+      const world::SceneFacts facts = world::scene_facts(rows[r], seed);
+      const std::string& name = world::scene_classes()[static_cast<std::size_t>(rows[r])].name;
+      json += std::string(first ? "" : ",") + "\n  {\"row\": " + std::to_string(r) +
+              ", \"column\": " + std::to_string(j) + ", \"class\": " + json_string(name) +
+              ", \"seed\": " + std::to_string(seed) + ", \"captions\": [";
+      first = false;
+      for (int k = 0; k < per_image; ++k) {
+        const world::Caption caption = world::scene_caption(facts, static_cast<uint64_t>(k), split);
+        std::printf("%s %llu: %s\n", name.c_str(), static_cast<unsigned long long>(seed), caption.text.c_str());
+        json += (k ? ", " : "") + json_string(caption.text);
+      }
+      json += "], \"facts\": " + world::facts_json(facts) + "}";
+    }
+  json += "\n]}\n";
+  if (json_path.empty()) return;
+  std::ofstream file(json_path, std::ios::binary);
+  file << json;
+  if (!file) throw FileError("cannot write " + json_path);
+}
+
 }  // namespace
 
 int cmd_world(const std::vector<std::string>& args) {
-  ArgParser p(args, {"--out", "--size", "--per-class", "--seed", "--classes"}, {"--help", "--list"}, 0);
+  ArgParser p(args, {"--out", "--size", "--per-class", "--seed", "--classes", "--split", "--captions-per-image"},
+              {"--help", "--list", "--captions"}, 0);
   if (p.flag("--help")) {
     std::puts(
         "usage: kvstudio-cli world --out FILE.png [--size 256] [--per-class 8] [--seed S] [--classes a,b,...]\n"
+        "                          [--captions [--split train|held-out] [--captions-per-image K]]\n"
+        "       kvstudio-cli world --captions [--per-class 8] [--seed S] [--classes a,b,...] [--split ...]\n"
         "       kvstudio-cli world --list\n"
         "  The procedural image world the demo models are trained on: --out writes a labelled grid,\n"
         "  one row per class; sample j of each row is the scene for seed S + j. --list prints the\n"
-        "  classes (label, name, description). Classes are given by name or label.");
+        "  classes (label, name, description). Classes are given by name or label.\n"
+        "  --captions prints K English captions per picture (class seed: caption), built from the\n"
+        "  facts the painter drew with; with --out it also writes FILE.json beside the grid with\n"
+        "  each picture's captions and facts (time of day, sun or moon, colours, clouds, objects).\n"
+        "  --split train (default) uses the training phrasings and word orders, held-out only the\n"
+        "  ones kept out of training for evaluation.");
     return 0;
   }
   const auto& classes = world::scene_classes();
@@ -60,7 +117,15 @@ int cmd_world(const std::vector<std::string>& args) {
       std::printf("%2zu  %-14s %s\n", i, classes[i].name.c_str(), classes[i].description.c_str());
     return 0;
   }
-  const std::string out = p.require("--out");
+  const bool captions = p.flag("--captions");
+  if (!captions && p.has("--split")) throw InvalidArgumentError("--split applies to --captions");
+  if (!captions && p.has("--captions-per-image"))
+    throw InvalidArgumentError("--captions-per-image applies to --captions");
+  const world::CaptionSplit split = world::parse_caption_split(p.get("--split", "train"));
+  const int64_t per_image = p.get_int("--captions-per-image", 1);
+  if (per_image < 1 || per_image > 16)
+    throw InvalidArgumentError(std::string("--captions-per-image must be 1..16, got ") + std::to_string(per_image));
+  const std::string out = captions ? p.get("--out", "") : p.require("--out");
   world::SceneGridOptions options;
   const int64_t size = p.get_int("--size", 256);
   if (size < world::kMinSceneSize || size > 1024)
@@ -73,6 +138,10 @@ int cmd_world(const std::vector<std::string>& args) {
   options.per_class = static_cast<int>(per_class);
   options.seed = p.get_u64("--seed", 0);
   if (p.has("--classes")) options.classes = parse_scene_classes(p.get("--classes", ""));
+  if (out.empty()) {
+    write_captions(options, split, static_cast<int>(per_image), "");
+    return 0;
+  }
   const RgbImage grid = world::render_scene_grid(options);
   std::string rows;
   for (const int c : options.classes.empty() ? std::vector<int>{} : options.classes)
@@ -83,6 +152,11 @@ int cmd_world(const std::vector<std::string>& args) {
   write_png(out, grid, {{"parameters", parameters}});
   std::printf("%s (%dx%d, %zu classes x %d samples)\n", out.c_str(), grid.width, grid.height,
               options.classes.empty() ? classes.size() : options.classes.size(), options.per_class);
+  if (captions) {
+    const std::string json = json_path_for(out);
+    write_captions(options, split, static_cast<int>(per_image), json);
+    std::printf("%s (captions and facts, %s split)\n", json.c_str(), world::to_string(split));
+  }
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "engine/world/scene_painters.h"
+#include "engine/world/scene_record.h"
 #include "engine/world/scene_shapes.h"
 
 namespace kvs::world::detail {
@@ -24,7 +25,7 @@ float slope_light(float slope, bool sun_left, float sharpness) {
 }  // namespace
 
 // ---------------------------------------------------------------------------
-void paint_sunset_sea(Canvas& canvas, SceneRng& rng) {
+void paint_sunset_sea(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float horizon = rng.uniform(0.48f, 0.64f);
   const float late = rng.uniform(0.f, 1.f);  // 0 golden hour … 1 late dusk
   // Palettes: golden, rose, fiery red; each darkens towards dusk with `late`.
@@ -32,6 +33,10 @@ void paint_sunset_sea(Canvas& canvas, SceneRng& rng) {
   static const uint32_t kMid[] = {0xe8a070, 0xe07a7a, 0xc8405a};
   static const uint32_t kLow[] = {0xffd66a, 0xffbf5a, 0xff7a30};
   const int palette = rng.below(3);
+  static const ColourName kPaletteName[] = {ColourName::orange, ColourName::pink, ColourName::red};
+  facts.time = TimeOfDay::sunset;
+  facts.water = Water::sea;
+  add_colour(facts, kPaletteName[palette]);
   const Color top = jitter(mix(hex(kTop[palette]), hex(0x1a1238), 0.7f * late), rng, 0.08f);
   const Color mid = jitter(mix(hex(kMid[palette]), hex(0xa8457a), 0.6f * late), rng, 0.08f);
   const Color low = jitter(mix(hex(kLow[palette]), hex(0xff6a34), 0.6f * late), rng, 0.06f);
@@ -46,9 +51,11 @@ void paint_sunset_sea(Canvas& canvas, SceneRng& rng) {
   const Color sun = mix(hex(0xfff2c4), hex(0xffa866), late);
   canvas.glow({sx, sy}, sr * 5.f, sr * 3.f, mix(low, sun, 0.5f), 0.45f);
   canvas.fill_circle({sx, sy}, sr, sun);
+  facts.light = disc_light(LightKind::sun, sx, sy);
 
   // Long cloud streaks lit from below.
   const int streaks = rng.range(0, 6);
+  facts.clouds = streaks;
   for (int i = 0; i < streaks; ++i) {
     const float cy = rng.uniform(0.1f, horizon - 0.08f);
     const float cx = rng.uniform(0.05f, 0.95f);
@@ -71,6 +78,7 @@ void paint_sunset_sea(Canvas& canvas, SceneRng& rng) {
   // Islands on the horizon, sometimes.
   if (rng.chance(0.45)) {
     const float ix = rng.uniform(0.f, 1.f);
+    add_placed(facts, "island", "islands", ix);
     const float iw = rng.uniform(0.12f, 0.3f);
     const float ih = rng.uniform(0.03f, 0.07f);
     const float peak = rng.uniform(0.3f, 0.7f);
@@ -176,22 +184,29 @@ void draw_range(Canvas& canvas, SceneRng& rng, float base, float height, int pea
 
 }  // namespace
 
-void paint_mountains(Canvas& canvas, SceneRng& rng) {
+void paint_mountains(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float hue = rng.uniform(0.56f, 0.63f);
   // Daylight, or the pink alpenglow of dawn.
   const float glow = rng.chance(0.3) ? rng.uniform(0.5f, 1.f) : 0.f;
+  facts.time = glow > 0.f ? TimeOfDay::dawn : TimeOfDay::day;
   const Color sky_top = mix(hsv(hue, rng.uniform(0.55f, 0.72f), rng.uniform(0.62f, 0.85f)), hex(0x4a4a90), glow);
   const Color sky_low = mix(hsv(hue - 0.02f, rng.uniform(0.1f, 0.22f), rng.uniform(0.9f, 0.98f)), hex(0xf2c0b0), glow);
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {0.8f, sky_low}, {1.f, sky_low}}), 0.f, 1.f);
+  facts.clouds = 0;
   if (rng.chance(0.5)) {
     const int clouds = rng.range(1, 2);
+    facts.clouds = clouds;
     for (int i = 0; i < clouds; ++i)
       draw_streak_cloud(canvas, {rng.uniform(0.1f, 0.9f), rng.uniform(0.06f, 0.2f)}, rng.uniform(0.12f, 0.25f),
                         rng.uniform(0.015f, 0.03f), hex(0xffffff), sky_low, 0.6f);
   }
   const bool sun_left = rng.chance(0.5);
+  facts.light = side_light(sun_left ? 0.f : 1.f);
   const int ranges = rng.range(2, 3);
-  const Color rock = jitter(rng.chance(0.5) ? hex(0x5d6a85) : hex(0x75645c), rng, 0.12f);
+  const bool grey_rock = rng.chance(0.5);
+  const Color rock = jitter(grey_rock ? hex(0x5d6a85) : hex(0x75645c), rng, 0.12f);
+  add_colour(facts, ColourName::white);  // the snow
+  add_colour(facts, grey_rock ? ColourName::grey : ColourName::brown);
   float last_base = 0.f;
   for (int i = 0; i < ranges; ++i) {
     const float depth = static_cast<float>(i) / static_cast<float>(ranges);  // 0 far … near
@@ -215,6 +230,7 @@ void paint_mountains(Canvas& canvas, SceneRng& rng) {
     return mix(valley * 1.15f, valley * 0.7f, smoothstep(foothill.at(x), 1.f, y));
   });
   if (rng.chance(0.75)) {
+    facts.features.push_back(kFeatureTrees);
     const Color crown = valley * 0.6f;
     float x = rng.uniform(-0.05f, 0.05f);
     while (x < 1.05f) {
@@ -226,19 +242,23 @@ void paint_mountains(Canvas& canvas, SceneRng& rng) {
 }
 
 // ---------------------------------------------------------------------------
-void paint_lake(Canvas& canvas, SceneRng& rng) {
+void paint_lake(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float shore = rng.uniform(0.47f, 0.58f);
   const bool evening = rng.chance(0.35);
+  facts.time = evening ? TimeOfDay::evening : TimeOfDay::day;
+  facts.water = Water::lake;
   const Color sky_top = jitter(evening ? hex(0x5a6fb0) : hex(0x3f86c8), rng, 0.1f);
   const Color sky_low = jitter(evening ? hex(0xf4c7a0) : hex(0xcfe6f2), rng, 0.06f);
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, shore);
   const int clouds = rng.range(0, 2);
+  facts.clouds = clouds;
   for (int i = 0; i < clouds; ++i)
     draw_cloud(canvas, rng, {rng.uniform(0.1f, 0.9f), rng.uniform(0.1f, shore * 0.45f)}, rng.uniform(0.14f, 0.26f),
                hex(0xffffff), mix(sky_low, sky_top, 0.35f), 0.85f);
   // Far hills or mountains.
   const Color far = mix(jitter(hex(0x53708a), rng, 0.12f), sky_low, 0.35f);
   const bool peaks = rng.chance(0.5);
+  facts.features.push_back(peaks ? kFeatureSnowyPeaks : kFeatureHillsBehind);
   const Curve back = peaks ? ridge_curve(rng, shore - 0.005f, rng.uniform(0.14f, 0.24f), 0.5f)
                            : rolling_curve(rng, shore - 0.06f, rng.uniform(0.04f, 0.08f), 3, 0.6f, 2.f);
   canvas.fill_polygon(back.area_below(shore + 0.01f), 1.f, [&](float x, float y) {
@@ -279,13 +299,15 @@ void paint_lake(Canvas& canvas, SceneRng& rng) {
 }
 
 // ---------------------------------------------------------------------------
-void paint_night_sky(Canvas& canvas, SceneRng& rng) {
+void paint_night_sky(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const Color top = jitter(hex(0x04060f), rng, 0.3f);
   const Color low = jitter(rng.chance(0.5) ? hex(0x1b2d55) : hex(0x2a2450), rng, 0.15f);
   const Gradient sky({{0.f, top}, {0.45f, mix(top, low, 0.35f)}, {1.f, low}});
   paint_gradient(canvas, sky, 0.f, 1.f);
+  facts.time = TimeOfDay::night;
   // The Milky Way: a faint band across the sky.
   if (rng.chance(0.65)) {
+    facts.features.push_back(kFeatureMilkyWay);
     const float angle = rng.uniform(-0.9f, 0.9f);
     const Point c{rng.uniform(0.3f, 0.7f), rng.uniform(0.25f, 0.5f)};
     const float nx = -std::sin(angle), ny = std::cos(angle);
@@ -315,6 +337,8 @@ void paint_night_sky(Canvas& canvas, SceneRng& rng) {
   canvas.glow(m, mr * 3.f, hex(0x8090b0), 0.3f);
   // The disc, or a crescent (the disc minus an offset disc), anti-aliased analytically.
   const bool crescent = rng.chance(0.5);
+  facts.light = disc_light(LightKind::moon, m.x, m.y);
+  facts.light.crescent = crescent;
   const float a = rng.uniform(0.f, 2.f * kPi);
   const Point o{m.x + std::cos(a) * mr * 0.55f, m.y + std::sin(a) * mr * 0.55f};
   const float px = canvas.pixel();
@@ -337,6 +361,7 @@ void paint_night_sky(Canvas& canvas, SceneRng& rng) {
   const Curve hills = rolling_curve(rng, ground, rng.uniform(0.03f, 0.07f), 3, 0.5f, 2.f);
   canvas.fill_polygon(hills.area_below(), land);
   if (rng.chance(0.6)) {
+    facts.features.push_back(kFeatureTrees);
     float x = rng.uniform(-0.05f, 0.2f);
     const float end = rng.uniform(0.5f, 1.05f);
     while (x < end) {
@@ -348,8 +373,10 @@ void paint_night_sky(Canvas& canvas, SceneRng& rng) {
 }
 
 // ---------------------------------------------------------------------------
-void paint_forest(Canvas& canvas, SceneRng& rng) {
+void paint_forest(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const int light = rng.below(3);  // 0 clear day, 1 mist, 2 golden evening
+  facts.time = light == 2 ? TimeOfDay::evening : TimeOfDay::day;
+  facts.mist = light == 1;
   static const uint32_t kSkyTop[] = {0x7fb4da, 0xc2d2d0, 0xe9c98e};
   static const uint32_t kSkyLow[] = {0xe2eee6, 0xedf0e6, 0xfbeccb};
   static const uint32_t kLitTint[] = {0xb8e0a0, 0xd0e4c8, 0xf2d27a};
@@ -357,10 +384,14 @@ void paint_forest(Canvas& canvas, SceneRng& rng) {
   const Color sky_low = jitter(hex(kSkyLow[light]), rng, 0.04f);
   const Color tint = hex(kLitTint[light]);
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, 0.75f);
-  if (light != 1 && rng.chance(0.6))
-    canvas.glow({rng.uniform(0.1f, 0.9f), rng.uniform(0.08f, 0.25f)}, 0.16f, hex(0xfff2c8), 0.55f);
+  if (light != 1 && rng.chance(0.6)) {
+    const Point sun{rng.uniform(0.1f, 0.9f), rng.uniform(0.08f, 0.25f)};
+    canvas.glow(sun, 0.16f, hex(0xfff2c8), 0.55f);
+    facts.light = disc_light(LightKind::sun, sun.x, sun.y);
+  }
   const float hue = rng.uniform(0.27f, 0.4f);
   const Color near = hsv(hue, rng.uniform(0.55f, 0.75f), rng.uniform(0.22f, 0.32f));
+  add_colour(facts, name_of(hsv(hue, 0.7f, 0.7f)));
   const float haze_far = light == 1 ? 0.72f : 0.55f;
   const int layers = 4;
   static const float kBase[] = {0.4f, 0.56f, 0.74f, 0.98f};
@@ -393,18 +424,22 @@ void paint_forest(Canvas& canvas, SceneRng& rng) {
 }
 
 // ---------------------------------------------------------------------------
-void paint_desert(Canvas& canvas, SceneRng& rng) {
+void paint_desert(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float horizon = rng.uniform(0.36f, 0.5f);
   const float afternoon = rng.chance(0.4) ? rng.uniform(0.5f, 1.f) : 0.f;  // warmer light, lower sun
   const Color sky_top = jitter(mix(hex(0x3d8fd1), hex(0x4a78c0), afternoon), rng, 0.1f);
   const Color sky_low = jitter(mix(hex(0xf3e2c0), hex(0xf6cf9a), afternoon), rng, 0.04f);
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, horizon + 0.05f);
   const Point sun{rng.uniform(0.1f, 0.9f), rng.uniform(0.08f, 0.22f) + 0.1f * afternoon};
+  facts.time = TimeOfDay::day;
+  facts.light = disc_light(LightKind::sun, sun.x, sun.y);
   canvas.glow(sun, 0.22f, hex(0xfff6dc), 0.55f);
   canvas.fill_circle(sun, rng.uniform(0.035f, 0.05f), hex(0xfffbef));
   const bool sun_left = sun.x < 0.5f;
   const Color sand = mix(jitter(rng.chance(0.5) ? hex(0xe7b272) : hex(0xd99a5e), rng, 0.07f), hex(0xd9804a),
                          0.35f * afternoon);
+  add_colour(facts, name_of(sand));
+  add_colour(facts, ColourName::blue);  // the sky
   const int layers = rng.range(3, 4);
   for (int i = 0; i < layers; ++i) {
     const float depth = static_cast<float>(i) / static_cast<float>(layers - 1);
@@ -441,16 +476,20 @@ void paint_desert(Canvas& canvas, SceneRng& rng) {
 }
 
 // ---------------------------------------------------------------------------
-void paint_hills(Canvas& canvas, SceneRng& rng) {
+void paint_hills(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float horizon = rng.uniform(0.38f, 0.52f);
   const Color sky_top = jitter(hex(0x3f8fe0), rng, 0.08f);
   const Color sky_low = jitter(hex(0xcde9fb), rng, 0.04f);
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, horizon + 0.1f);
   const int clouds = rng.range(1, 4);
+  facts.time = TimeOfDay::day;
+  facts.clouds = clouds;
   for (int i = 0; i < clouds; ++i)
     draw_cloud(canvas, rng, {rng.uniform(0.05f, 0.95f), rng.uniform(0.08f, horizon - 0.12f)}, rng.uniform(0.15f, 0.3f),
                hex(0xffffff), mix(sky_low, sky_top, 0.3f), 0.95f);
   const float hue = rng.uniform(0.15f, 0.32f);  // late-summer yellow … spring green
+  add_colour(facts, name_of(hsv(hue, 0.7f, 0.7f)));
+  add_colour(facts, ColourName::blue);  // the sky
   const int layers = 4;
   Curve front;
   for (int i = 0; i < layers; ++i) {
@@ -464,6 +503,7 @@ void paint_hills(Canvas& canvas, SceneRng& rng) {
     });
     if (i == layers - 2 && rng.chance(0.6)) {
       const float tx = rng.uniform(0.15f, 0.85f);
+      add_placed(facts, "tree", "trees", tx);
       const float h = rng.uniform(0.08f, 0.13f);
       draw_round_tree(canvas, {tx, hill.at(tx) + 0.01f}, h, c * 0.6f, c * 0.85f, hex(0x4a3528));
     }
@@ -471,6 +511,7 @@ void paint_hills(Canvas& canvas, SceneRng& rng) {
   }
   // A winding path in the foreground, sometimes.
   if (rng.chance(0.35)) {
+    facts.features.push_back(kFeaturePath);
     const float x0 = rng.uniform(0.3f, 0.7f), wiggle = rng.uniform(0.05f, 0.12f), ph = rng.uniform(0.f, 6.f);
     const float top = front.at(x0) + 0.01f;
     std::vector<Point> left, right;
@@ -488,12 +529,14 @@ void paint_hills(Canvas& canvas, SceneRng& rng) {
 }
 
 // ---------------------------------------------------------------------------
-void paint_flower_fields(Canvas& canvas, SceneRng& rng) {
+void paint_flower_fields(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float horizon = rng.uniform(0.32f, 0.46f);
   const Color sky_top = jitter(hex(0x4a8fd8), rng, 0.08f);
   const Color sky_low = jitter(hex(0xdcebf5), rng, 0.04f);
   paint_gradient(canvas, Gradient({{0.f, sky_top}, {1.f, sky_low}}), 0.f, horizon);
   const int clouds = rng.range(0, 3);
+  facts.time = TimeOfDay::day;
+  facts.clouds = clouds;
   for (int i = 0; i < clouds; ++i)
     draw_cloud(canvas, rng, {rng.uniform(0.05f, 0.95f), rng.uniform(0.07f, horizon - 0.12f)}, rng.uniform(0.12f, 0.22f),
                hex(0xffffff), mix(sky_low, sky_top, 0.3f), 0.9f);
@@ -501,7 +544,11 @@ void paint_flower_fields(Canvas& canvas, SceneRng& rng) {
   static const uint32_t kFlowers[] = {0xd7263d, 0xf5c518, 0xef6fa3, 0x7b3fa0, 0xf6f3ee, 0xf28c28, 0xe3413a};
   const int n_colours = rng.range(2, 4);
   std::vector<Color> rows;
-  for (int i = 0; i < n_colours; ++i) rows.push_back(jitter(hex(kFlowers[rng.below(7)]), rng, 0.06f));
+  for (int i = 0; i < n_colours; ++i) {
+    const int flower = rng.below(7);
+    rows.push_back(jitter(hex(kFlowers[flower]), rng, 0.06f));
+    add_colour(facts, name_of(rows.back()));
+  }
   Color mean{};
   for (const Color& c : rows) mean = mean + c * (1.f / static_cast<float>(rows.size()));
   const Color leaf = jitter(hex(0x3f7a32), rng, 0.1f);
@@ -540,6 +587,7 @@ void paint_flower_fields(Canvas& canvas, SceneRng& rng) {
   canvas.fill_rect(-0.01f, horizon - 0.006f, 1.01f, horizon + 0.004f, trees);
   if (rng.chance(0.55)) {
     const float wx = rng.uniform(0.1f, 0.9f), wh = rng.uniform(0.1f, 0.16f);
+    add_placed(facts, "windmill", "windmills", wx);
     const Color body = jitter(hex(0x5a3d2e), rng, 0.1f);
     canvas.fill_polygon({{wx - wh * 0.18f, horizon + 0.002f},
                          {wx + wh * 0.18f, horizon + 0.002f},

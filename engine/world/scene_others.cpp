@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/world/scene_painters.h"
+#include "engine/world/scene_record.h"
 #include "engine/world/scene_shapes.h"
 
 namespace kvs::world::detail {
@@ -45,13 +46,19 @@ void draw_building(Canvas& canvas, SceneRng& rng, float x0, float x1, float top,
 }  // namespace
 
 // ---------------------------------------------------------------------------
-void paint_city_dusk(Canvas& canvas, SceneRng& rng) {
+void paint_city_dusk(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float late = rng.uniform(0.f, 1.f);
   // Palettes: violet-orange dusk, the blue hour, a red dusk.
   static const uint32_t kTop[] = {0x2a3a7a, 0x142a66, 0x2a1e50};
   static const uint32_t kMid[] = {0x8a5a9a, 0x3f64a8, 0x9a4a70};
   static const uint32_t kLow[] = {0xffa060, 0xc8b8c8, 0xff7048};
   const int palette = rng.below(3);
+  // The sky's colours as a person names them: violet over orange, blue, red.
+  static const ColourName kPaletteNames[][2] = {{ColourName::purple, ColourName::orange},
+                                                {ColourName::blue, ColourName::blue},
+                                                {ColourName::red, ColourName::red}};
+  facts.time = TimeOfDay::dusk;
+  for (const ColourName c : kPaletteNames[palette]) add_colour(facts, c);
   const Color top = jitter(mix(hex(kTop[palette]), hex(0x121538), 0.6f * late), rng, 0.08f);
   const Color mid = jitter(mix(hex(kMid[palette]), hex(0x4a3a7a), 0.4f * late), rng, 0.08f);
   const Color low = jitter(mix(hex(kLow[palette]), hex(0xe8704a), 0.3f * late), rng, 0.06f);
@@ -59,7 +66,9 @@ void paint_city_dusk(Canvas& canvas, SceneRng& rng) {
   paint_gradient(canvas, sky, 0.f, 1.f);
   if (rng.chance(0.5)) {
     const float mr = rng.uniform(0.025f, 0.04f);
-    canvas.fill_circle({rng.uniform(0.1f, 0.9f), rng.uniform(0.08f, 0.25f)}, mr, hex(0xf6efd8), 0.9f);
+    const Point moon{rng.uniform(0.1f, 0.9f), rng.uniform(0.08f, 0.25f)};
+    canvas.fill_circle(moon, mr, hex(0xf6efd8), 0.9f);
+    facts.light = disc_light(LightKind::moon, moon.x, moon.y);
   }
   // Back row: hazy silhouettes.
   const Color back = mix(mid, hex(0x2a2040), 0.55f);
@@ -87,7 +96,7 @@ void paint_city_dusk(Canvas& canvas, SceneRng& rng) {
 }
 
 // ---------------------------------------------------------------------------
-void paint_tiling(Canvas& canvas, SceneRng& rng) {
+void paint_tiling(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float hue = rng.uniform(0.f, 1.f);
   const int scheme = rng.below(3);
   const float hue2 = hue + (scheme == 0 ? 0.5f : (scheme == 1 ? 0.33f : 0.08f));
@@ -97,6 +106,14 @@ void paint_tiling(Canvas& canvas, SceneRng& rng) {
   const int kind = rng.below(6);
   const float cell = 1.f / static_cast<float>(rng.range(3, 7));
   const float angle = rng.chance(0.5) ? 0.f : rng.uniform(-0.6f, 0.6f);
+  if (angle != 0.f) facts.features.push_back(kFeatureTilted);
+  // The colours by the area they cover: stripes are half b, hexagons leave only
+  // thin gaps of a, the other patterns are at least a third a.
+  static const char* kPatterns[] = {"checkerboard", "diamonds", "stripes", "triangles", "hexagons"};
+  if (kind < 5) facts.pattern = kPatterns[kind];
+  for (const Color col :
+       kind == 2 ? std::vector<Color>{b, a} : (kind == 4 ? std::vector<Color>{b, c} : std::vector<Color>{a, b}))
+    add_colour(facts, name_of(col));
   const float ca = std::cos(angle), sa = std::sin(angle);
   // Lattice coordinates (u, v) → image, rotated about the centre.
   auto to_image = [&](float u, float v) {
@@ -158,6 +175,7 @@ void paint_tiling(Canvas& canvas, SceneRng& rng) {
     default: {  // concentric squares or rings from a random centre
       const Point centre{rng.uniform(0.3f, 0.7f), rng.uniform(0.3f, 0.7f)};
       const bool rings = rng.chance(0.5);
+      facts.pattern = rings ? "rings" : "squares";
       const float step = cell * 0.5f;
       for (int k = static_cast<int>(1.5f / step); k > 0; --k) {
         const float r = static_cast<float>(k) * step;
@@ -192,7 +210,7 @@ Color sphere_shade(Color base, float nx, float ny) {
 
 }  // namespace
 
-void paint_still_life(Canvas& canvas, SceneRng& rng) {
+void paint_still_life(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const Color wall = hsv(rng.uniform(0.f, 1.f), rng.uniform(0.15f, 0.35f), rng.uniform(0.45f, 0.68f));
   const Point light{rng.uniform(0.15f, 0.45f), rng.uniform(0.1f, 0.3f)};
   const float table_y = rng.uniform(0.6f, 0.72f);
@@ -201,6 +219,7 @@ void paint_still_life(Canvas& canvas, SceneRng& rng) {
     return wall * (1.25f - 0.55f * smoothstep(0.f, 0.9f, d));
   });
   const bool cloth = rng.chance(0.4);
+  facts.features.push_back(cloth ? kFeatureTablecloth : kFeatureWoodenTable);
   const Color table = cloth ? hsv(rng.uniform(0.f, 1.f), rng.uniform(0.1f, 0.4f), rng.uniform(0.75f, 0.9f))
                             : jitter(hex(0x8a5a34), rng, 0.15f);
   canvas.paint(table_y, 1.f, [&](float x, float y, Color) {
@@ -222,6 +241,10 @@ void paint_still_life(Canvas& canvas, SceneRng& rng) {
     const float cx = spots[static_cast<std::size_t>(i)].second;
     const int kind = (count == 1 || rng.chance(0.4)) ? 0 : rng.range(1, 2);  // vase, fruit, ball
     const Color colour = hsv(rng.uniform(0.f, 1.f), rng.uniform(0.5f, 0.85f), rng.uniform(0.55f, 0.9f));
+    static const char* kNouns[][2] = {{"vase", "vases"}, {"fruit", "fruits"}, {"striped ball", "striped balls"}};
+    add_placed(facts, kNouns[kind][0], kNouns[kind][1], cx);
+    facts.objects.back().coloured = true;
+    facts.objects.back().colour = name_of(colour);
     if (kind == 0) {
       const float h = rng.uniform(0.3f, 0.5f) * (count == 3 ? 0.85f : 1.f), w = h * rng.uniform(0.25f, 0.4f);
       const float neck = rng.uniform(0.28f, 0.5f), belly_end = rng.uniform(0.5f, 0.75f);
@@ -265,8 +288,10 @@ void paint_still_life(Canvas& canvas, SceneRng& rng) {
 }
 
 // ---------------------------------------------------------------------------
-void paint_underwater(Canvas& canvas, SceneRng& rng) {
+void paint_underwater(Canvas& canvas, SceneRng& rng, SceneFacts& facts) {
   const float green = rng.uniform(0.f, 1.f);
+  facts.water = Water::underwater;
+  add_colour(facts, green > 0.5f ? ColourName::teal : ColourName::blue);
   const Color top = jitter(mix(hex(0x45c4d8), hex(0x62d0b0), green), rng, 0.08f);
   const Color mid = jitter(mix(hex(0x1a78b0), hex(0x1f8a8a), green), rng, 0.08f);
   const Color deep = jitter(hex(0x0b2a5a), rng, 0.12f);
@@ -274,6 +299,7 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
   paint_gradient(canvas, water, 0.f, 1.f);
   // Light rays fanning down from the surface.
   const float sx = rng.uniform(0.2f, 0.8f);
+  facts.light = side_light(sx);
   const int rays = rng.range(4, 7);
   for (int i = 0; i < rays; ++i) {
     const float x0 = sx + rng.uniform(-0.25f, 0.25f);
@@ -292,6 +318,7 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
   canvas.fill_polygon(floor.area_below(), 1.f,
                       [&](float x, float y) { return mix(sand, sand * 0.7f, smoothstep(floor.at(x), 1.f, y)); });
   const int rocks = rng.range(1, 4);
+  add_counted(facts, "rock", "rocks", rocks);
   for (int i = 0; i < rocks; ++i) {
     const float rx = rng.uniform(0.f, 1.f), rr = rng.uniform(0.04f, 0.09f);
     const Point c{rx, floor.at(rx) + rr * 0.3f};
@@ -303,6 +330,7 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
   }
   // Seaweed swaying upward.
   const int weeds = rng.range(3, 8);
+  add_counted(facts, "strand of seaweed", "strands of seaweed", weeds);
   for (int i = 0; i < weeds; ++i) {
     const float wx = rng.uniform(0.f, 1.f), h = rng.uniform(0.2f, 0.5f);
     const float sway = rng.uniform(0.02f, 0.06f), ph = rng.uniform(0.f, 6.f);
@@ -317,7 +345,11 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
   }
   // Fish.
   const int fish = rng.range(2, 6);
-  const Color body = jitter(rng.chance(0.6) ? hex(0xff8a2a) : hex(0xf5d23a), rng, 0.1f);
+  const bool orange_fish = rng.chance(0.6);
+  const Color body = jitter(orange_fish ? hex(0xff8a2a) : hex(0xf5d23a), rng, 0.1f);
+  add_counted(facts, "fish", "fish", fish);
+  facts.objects.back().coloured = true;
+  facts.objects.back().colour = orange_fish ? ColourName::orange : ColourName::yellow;
   for (int i = 0; i < fish; ++i) {
     const Point c{rng.uniform(0.1f, 0.9f), rng.uniform(0.2f, 0.7f)};
     const float len = rng.uniform(0.04f, 0.07f);
@@ -333,6 +365,7 @@ void paint_underwater(Canvas& canvas, SceneRng& rng) {
   }
   // Bubbles.
   const int bubbles = rng.range(4, 12);
+  facts.features.push_back(kFeatureBubbles);
   const float bx = rng.uniform(0.1f, 0.9f);
   for (int i = 0; i < bubbles; ++i) {
     const Point p{bx + rng.uniform(-0.08f, 0.08f), rng.uniform(0.1f, 0.8f)};

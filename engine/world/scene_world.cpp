@@ -12,7 +12,7 @@ namespace kvs::world {
 
 namespace {
 
-using Painter = void (*)(detail::Canvas&, detail::SceneRng&);
+using Painter = void (*)(detail::Canvas&, detail::SceneRng&, SceneFacts&);
 
 struct ClassEntry {
   SceneClass info;
@@ -52,6 +52,26 @@ int canvas_pixels(int size_px) {
   return size_px * factor;
 }
 
+void check_class(int class_id) {
+  const int n = static_cast<int>(entries().size());
+  if (class_id < 0 || class_id >= n)
+    throw InvalidArgumentError(std::string("scene class ") + std::to_string(class_id) +
+                               " does not exist: the procedural world has " + std::to_string(n) + " classes (0.." +
+                               std::to_string(n - 1) + ")");
+}
+
+// Paints (class, seed) on `canvas` and returns what was drawn.
+SceneFacts paint(int class_id, uint64_t seed, detail::Canvas& canvas) {
+  // One independent stream per (class, seed) pair.
+  detail::SceneRng rng(
+      detail::splitmix64_mix(seed ^ detail::splitmix64_mix(0x5CE7E0000ull + static_cast<uint64_t>(class_id))));
+  SceneFacts facts;
+  facts.class_id = class_id;
+  facts.seed = seed;
+  entries()[static_cast<std::size_t>(class_id)].paint(canvas, rng, facts);
+  return facts;
+}
+
 }  // namespace
 
 const std::vector<SceneClass>& scene_classes() {
@@ -64,20 +84,27 @@ const std::vector<SceneClass>& scene_classes() {
 }
 
 RgbImage render_scene(int class_id, uint64_t seed, int size_px) {
-  const int n = static_cast<int>(entries().size());
-  if (class_id < 0 || class_id >= n)
-    throw InvalidArgumentError(std::string("scene class ") + std::to_string(class_id) +
-                               " does not exist: the procedural world has " + std::to_string(n) + " classes (0.." +
-                               std::to_string(n - 1) + ")");
+  return render_scene_with_facts(class_id, seed, size_px).image;
+}
+
+RenderedScene render_scene_with_facts(int class_id, uint64_t seed, int size_px) {
+  check_class(class_id);
   if (size_px < kMinSceneSize || size_px > kMaxSceneSize)
     throw InvalidArgumentError(std::string("scene size ") + std::to_string(size_px) + " px is out of range: expected " +
                                std::to_string(kMinSceneSize) + ".." + std::to_string(kMaxSceneSize) + " px");
-  // One independent stream per (class, seed) pair.
-  detail::SceneRng rng(
-      detail::splitmix64_mix(seed ^ detail::splitmix64_mix(0x5CE7E0000ull + static_cast<uint64_t>(class_id))));
   detail::Canvas canvas(canvas_pixels(size_px));
-  entries()[static_cast<std::size_t>(class_id)].paint(canvas, rng);
-  return canvas.downsample(size_px);
+  RenderedScene out;
+  out.facts = paint(class_id, seed, canvas);
+  out.image = canvas.downsample(size_px);
+  return out;
+}
+
+SceneFacts scene_facts(int class_id, uint64_t seed) {
+  check_class(class_id);
+  // The random draws, hence the facts, do not depend on the canvas size (the layout
+  // contract): a small canvas gives the same facts as the full drawing, cheaply.
+  detail::Canvas canvas(kMinSceneSize);
+  return paint(class_id, seed, canvas);
 }
 
 }  // namespace kvs::world

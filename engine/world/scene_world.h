@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "engine/image/rgb_image.h"
+#include "engine/world/scene_facts.h"
 
 namespace kvs::world {
 
@@ -50,5 +51,18 @@ inline constexpr int kMaxSceneSize = 2048;
 // scaled down. Throws kvs::InvalidArgumentError for an unknown class or size_px
 // outside [kMinSceneSize, kMaxSceneSize].
 RgbImage render_scene(int class_id, uint64_t seed, int size_px);
+
+// render_scene's picture together with the facts of what it drew (scene_facts.h),
+// recorded by the painter from the values it drew with. The pixels are those of
+// render_scene; the facts do not depend on size_px.
+struct RenderedScene {
+  RgbImage image;
+  SceneFacts facts;
+};
+RenderedScene render_scene_with_facts(int class_id, uint64_t seed, int size_px);
+
+// The facts of (class_id, seed) alone: the same random draws as render_scene, on a
+// tiny canvas. Throws kvs::InvalidArgumentError for an unknown class.
+SceneFacts scene_facts(int class_id, uint64_t seed);
 
 }  // namespace kvs::world

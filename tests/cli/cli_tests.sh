@@ -295,6 +295,34 @@ fi
 expect_error world-unknown-class "unknown scene class 'volcano'" -- world --out "$work/w.png" --classes volcano
 expect_error world-bad-size "--size must be 16..1024 px, got 8" -- world --out "$work/w.png" --size 8
 expect_error world-needs-out "missing required option --out" -- world
+# world --captions: captions on stdout, and with --out the facts and captions beside the grid.
+if out=$("$cli" world --out "$work/capt.png" --size 32 --per-class 2 --classes night_sky,tiling --seed 4 --captions) &&
+   [[ $(grep -c "^night_sky [45]: \|^tiling [45]: " <<<"$out") -eq 4 ]] &&
+   python3 - "$work/capt.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["split"] == "train", d["split"]
+p = d["pictures"]
+assert [(x["class"], x["seed"]) for x in p] == [("night_sky", 4), ("night_sky", 5), ("tiling", 4), ("tiling", 5)], p
+assert p[0]["facts"]["time"] == "night" and p[0]["facts"]["light"]["kind"] == "moon", p[0]
+assert "moon" in p[0]["captions"][0] and p[2]["facts"]["pattern"], p[2]
+PY
+then
+  pass world-captions
+else
+  fail world-captions
+fi
+if a=$("$cli" world --captions --classes desert --per-class 3 --split held-out --captions-per-image 2) &&
+   b=$("$cli" world --captions --classes desert --per-class 3 --split held-out --captions-per-image 2) &&
+   t=$("$cli" world --captions --classes desert --per-class 3) &&
+   [[ "$a" == "$b" && $(grep -c "^desert " <<<"$a") -eq 6 && $(grep -c "^desert " <<<"$t") -eq 3 && "$a" != "$t" ]] &&
+   "$cli" world --help | grep -q -- "--split train"; then
+  pass world-captions-split
+else
+  fail world-captions-split
+fi
+expect_error world-bad-split "unknown caption split 'test' \(expected train or held-out\)" -- world --captions --split test
+expect_error world-split-needs-captions "--split applies to --captions" -- world --out "$work/w.png" --split train
 
 echo "cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

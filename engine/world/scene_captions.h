@@ -1,0 +1,54 @@
+#pragma once
+// English captions of the procedural world's pictures, built from their facts
+// (scene_facts.h) by a small grammar: every fact has several phrasings, and the
+// phrases are put together in several word orders, e.g.
+//   "a seascape at sunset, the sun low on the left, a clear sky and orange tones"
+//   "the ocean showing colours of orange and the sun sitting low at the left, at sundown"
+//
+// Held-out split. Each group of phrasings (one per fact value) and the word orders
+// keep some templates out of training: a train caption uses only train templates,
+// a held-out caption only held-out ones, so a model trained on train captions is
+// evaluated on wordings it has never read. caption_templates() lists every
+// template with its split; docs/training.md shows which are held out.
+//
+// Deterministic: the same (facts, caption seed, split) give the same caption on
+// every machine (the world's own random stream, no standard distributions).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/world/scene_facts.h"
+
+namespace kvs::world {
+
+enum class CaptionSplit { train, held_out };
+const char* to_string(CaptionSplit s);  // "train", "held-out"
+// Parses "train" or "held-out"; throws kvs::InvalidArgumentError otherwise.
+CaptionSplit parse_caption_split(const std::string& text);
+
+struct CaptionTemplate {
+  std::string id;       // group.index, e.g. "time.sunset.2", "order.4"
+  std::string pattern;  // the phrasing, with {placeholders}
+  CaptionSplit split = CaptionSplit::train;
+};
+// Every phrasing and word order of the grammar, grouped by id prefix. Every group
+// has at least one template in each split.
+const std::vector<CaptionTemplate>& caption_templates();
+
+struct Caption {
+  std::string text;
+  std::vector<std::string> templates;  // ids of the templates it was built from
+  // The facts it mentions: "class", "pattern", "time", "light.side", "light.height",
+  // "light.phase", "colours", "clouds", "mist", "object:<noun>", "feature:<id>".
+  std::vector<std::string> facts;
+};
+
+// A caption of `facts` in the given split. Every fact the grammar knows for the
+// picture's class is mentioned (the light, the colours, the clouds, each object and
+// feature); the caption seed picks phrasings, where-words and the word order.
+Caption scene_caption(const SceneFacts& facts, uint64_t caption_seed, CaptionSplit split);
+
+// Number words ("one" … "twelve") for counts; digits above that.
+std::string number_word(int n);
+
+}  // namespace kvs::world

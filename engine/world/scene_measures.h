@@ -1,0 +1,48 @@
+#pragma once
+// Pixel measures of a few scene facts: given a picture and the attribute value a
+// prompt asked for, say whether the picture shows it. They judge generated images
+// against their captions, so they look only at pixels (RgbImage, torch-free) and
+// are validated on the world's own pictures against the painters' facts
+// (tests/engine/test_scene_measures.cpp; accuracies in docs/training.md).
+#include <vector>
+
+#include "engine/image/rgb_image.h"
+#include "engine/world/scene_facts.h"
+
+namespace kvs::world {
+
+// ---- Time of day, from how light the picture is --------------------------------
+// Pictures by their mean luminance: bright (daylight, dawn, evening and most
+// sunsets), dim (dusk, a late sunset) or dark (night). How warm the light is does
+// not tell the times apart on its own (a desert's horizon is as warm as an evening
+// lake's), so golden light is not judged.
+enum class Lightness { bright, dim, dark };
+const char* to_string(Lightness l);
+Lightness measure_lightness(const RgbImage& image);
+// Night is dark, dusk dim or dark, a sunset bright or dim, day, dawn and evening
+// bright. Throws kvs::InvalidArgumentError for TimeOfDay::unspecified.
+bool matches_time_of_day(const RgbImage& image, TimeOfDay asked);
+
+// ---- Where the sun or moon is, from the brightest region ----------------------
+// Where the sun or moon is, in normalised coordinates: x is the centre of the
+// brightest glow (luminance blurred over a tenth of the picture, so a disc and its
+// glow outweigh a bright horizon or a lit cloud), y the brightest disc inside that
+// glow (blurred over a twentieth).
+struct BrightSpot {
+  float x = 0.5f, y = 0.5f;
+};
+BrightSpot brightest_spot(const RgbImage& image);
+bool matches_light_side(const RgbImage& image, Side asked);
+bool matches_light_height(const RgbImage& image, Height asked);
+
+// ---- Named colours, from hue -----------------------------------------------------
+// The fraction of pixels of the named colour. For hue families (red … pink) a
+// saturated pixel counts when its hue lies within the family's range widened by a
+// few degrees, so a colour on a family border counts for both; neutrals and brown
+// count by colour_name.
+float colour_fraction(const RgbImage& image, ColourName colour);
+// A picture shows a colour when at least this fraction of it has that colour.
+inline constexpr float kColourMinFraction = 0.1f;
+bool matches_colour(const RgbImage& image, ColourName asked);
+
+}  // namespace kvs::world
