@@ -10,6 +10,7 @@
 
 #include "ui/viewmodel/model_family.h"
 #include "ui/viewmodel/run_view_model.h"
+#include "ui/widgets/axis_labels.h"
 
 namespace kvs::ui {
 namespace {
@@ -319,14 +320,17 @@ void LayerBars::paintEvent(QPaintEvent*) {
   p.drawText(QRectF(4, 0, width() - 8, fm.height() + 2), Qt::AlignLeft | Qt::AlignVCenter,
              tr("retained per layer (image 0, all KV heads)"));
   const double slot = plot.width() / std::max(1, n);
+  const int label_every = labelStride(slot, fm.horizontalAdvance(QStringLiteral("L%1").arg(std::max(0, n - 1))));
   for (int l = 0; l < n; ++l) {
     const double x = plot.left() + l * slot + slot * 0.15, w = slot * 0.7;
     const double hf = plot.height() * full / top, hk = plot.height() * counts[static_cast<size_t>(l)] / top;
     p.fillRect(QRectF(x, plot.bottom() - hf, w, hf), QColor(kFull.red(), kFull.green(), kFull.blue(), 60));
     p.fillRect(QRectF(x, plot.bottom() - hk, w, hk), kRetained);
     p.setPen(QColor(150, 155, 168));
-    p.drawText(QRectF(plot.left() + l * slot, plot.bottom() + 2, slot, fm.height()), Qt::AlignCenter,
-               QStringLiteral("L%1").arg(l));
+    if (l % label_every == 0)
+      p.drawText(QRectF(plot.left() + l * slot - slot * (label_every - 1) / 2.0, plot.bottom() + 2, slot * label_every,
+                        fm.height()),
+                 Qt::AlignCenter, QStringLiteral("L%1").arg(l));
     if (l < static_cast<int>(evicted.size()) && evicted[static_cast<size_t>(l)] > 0 && w > 18) {
       p.setPen(QColor(255, 140, 140));
       p.drawText(QRectF(x - 6, plot.bottom() - hk - fm.height() - 1, w + 12, fm.height()), Qt::AlignCenter,

@@ -9,6 +9,7 @@
 #include "ui/render/overlay_images.h"
 #include "ui/viewmodel/run_view_model.h"
 #include "ui/viewmodel/scale_maps.h"
+#include "ui/widgets/axis_labels.h"
 
 namespace kvs::ui {
 
@@ -87,13 +88,19 @@ void SmallMultiplesView::paintEvent(QPaintEvent*) {
   grid.condition_tokens = std::max<int64_t>(0, masks.positions - grid.imageTokens());
   grid.tokens_done = (unit->unit_index + 1) * grid.width;
   p.setPen(QColor(150, 155, 168));
-  for (int64_t h = 0; h < l.heads; ++h)
-    p.drawText(QRectF(l.left + h * (l.tile + l.gap), 0, l.tile, l.top - 2), Qt::AlignCenter,
+  const QFontMetrics fm = fontMetrics();
+  const double pitch = l.tile + l.gap;
+  const int head_every = labelStride(pitch, fm.horizontalAdvance(QStringLiteral("H%1").arg(l.heads - 1)));
+  const int layer_every = labelStride(pitch, fm.height());
+  for (int64_t h = 0; h < l.heads; h += head_every)
+    p.drawText(QRectF(l.left + h * pitch - pitch, 0, l.tile + 2 * pitch, l.top - 2), Qt::AlignCenter,
                QStringLiteral("H%1").arg(h));
   for (int64_t layer = 0; layer < l.layers; ++layer) {
-    const double y = l.top + layer * (l.tile + l.gap);
+    const double y = l.top + layer * pitch;
     p.setPen(QColor(150, 155, 168));
-    p.drawText(QRectF(0, y, l.left - 4, l.tile), Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("L%1").arg(layer));
+    if (layer % layer_every == 0)
+      p.drawText(QRectF(0, y + l.tile / 2 - fm.height(), l.left - 4, 2 * fm.height()),
+                 Qt::AlignRight | Qt::AlignVCenter, QStringLiteral("L%1").arg(layer));
     for (int64_t h = 0; h < l.heads; ++h) {
       const QRectF r(l.left + h * (l.tile + l.gap), y, l.tile, l.tile);
       p.drawImage(r, retainedMaskTile(masks, grid, layer, h));
