@@ -80,22 +80,38 @@ void tile_for_rows(int64_t M, int64_t n0, int64_t n1, const Outputs& outputs) {
   else tile<4, 4>(M, n0, n1, outputs);
 }
 
-// ---- f32 weights, f32 x ----------------------------------------------------------
+// ---- f32 x, f32 or bf16 weights, f32 FMA -------------------------------------------
 
-template <int M, int U>
-KVS_TARGET_AVX512 void f32_outputs(const float* x, int64_t xs, int64_t K, const float* w, int64_t n, float* y,
-                                   int64_t ys) {
+// 16 weights as f32: f32 as stored; bf16 widened (a bf16 is the upper half of an f32).
+KVS_TARGET_AVX512 inline __m512 load_weights(const float* p) { return _mm512_loadu_ps(p); }
+KVS_TARGET_AVX512 inline __m512 load_weights(const float* p, __mmask16 mask) { return _mm512_maskz_loadu_ps(mask, p); }
+KVS_TARGET_AVX512 inline __m512 widen_bf16(__m256i half) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
+}
+KVS_TARGET_AVX512 inline __m512 load_weights(const uint16_t* p) {
+  return widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+}
+KVS_TARGET_AVX512 inline __m512 load_weights(const uint16_t* p, __mmask16 mask) {
+  return widen_bf16(_mm256_maskz_loadu_epi16(mask, p));
+}
+
+// out[m * out_stride + u] = x row m . weight row n + u, for B rows and U outputs.
+// f32 weights, and bf16 weights on CPUs without the BF16 instructions (x then
+// widened to f32 beforehand, the weights as they stream).
+template <int M, int U, typename Weight>
+KVS_TARGET_AVX512 void fma_outputs(const float* x, int64_t xs, int64_t K, const Weight* w, int64_t n, float* out,
+                                   int64_t out_stride) {
   __m512 acc[U][M];
 #pragma GCC unroll 16
   for (int u = 0; u < U; ++u)
 #pragma GCC unroll 16
     for (int m = 0; m < M; ++m) acc[u][m] = _mm512_setzero_ps();
-  const float* wr = w + n * K;
+  const Weight* wr = w + n * K;
   int64_t k = 0;
   for (; k + 16 <= K; k += 16) {
     __m512 wv[U];
 #pragma GCC unroll 16
-    for (int u = 0; u < U; ++u) wv[u] = _mm512_loadu_ps(wr + u * K + k);
+    for (int u = 0; u < U; ++u) wv[u] = load_weights(wr + u * K + k);
 #pragma GCC unroll 16
     for (int m = 0; m < M; ++m) {
       const __m512 xv = _mm512_loadu_ps(x + m * xs + k);
@@ -107,7 +123,7 @@ KVS_TARGET_AVX512 void f32_outputs(const float* x, int64_t xs, int64_t K, const 
     const __mmask16 mask = static_cast<__mmask16>((1u << (K - k)) - 1u);
     __m512 wv[U];
 #pragma GCC unroll 16
-    for (int u = 0; u < U; ++u) wv[u] = _mm512_maskz_loadu_ps(mask, wr + u * K + k);
+    for (int u = 0; u < U; ++u) wv[u] = load_weights(wr + u * K + k, mask);
 #pragma GCC unroll 16
     for (int m = 0; m < M; ++m) {
       const __m512 xv = _mm512_maskz_loadu_ps(mask, x + m * xs + k);
@@ -118,55 +134,7 @@ KVS_TARGET_AVX512 void f32_outputs(const float* x, int64_t xs, int64_t K, const 
 #pragma GCC unroll 16
   for (int u = 0; u < U; ++u)
 #pragma GCC unroll 16
-    for (int m = 0; m < M; ++m) y[m * ys + n + u] = _mm512_reduce_add_ps(acc[u][m]);
-}
-
-// ---- bf16 weights, f32 accumulators ------------------------------------------------
-
-// 16 bf16 values widened to f32 (a bf16 is the upper half of an f32).
-KVS_TARGET_AVX512 inline __m512 widen_bf16(__m256i half) {
-  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(half), 16));
-}
-
-// Without the BF16 instructions: x already widened to f32 (xf), weights widened
-// as they stream.
-template <int M, int U>
-KVS_TARGET_AVX512 void bf16_widened_outputs(const float* xf, int64_t K, const uint16_t* w, int64_t n, float* out) {
-  __m512 acc[U][M];
-#pragma GCC unroll 16
-  for (int u = 0; u < U; ++u)
-#pragma GCC unroll 16
-    for (int m = 0; m < M; ++m) acc[u][m] = _mm512_setzero_ps();
-  const uint16_t* wr = w + n * K;
-  int64_t k = 0;
-  for (; k + 16 <= K; k += 16) {
-    __m512 wv[U];
-#pragma GCC unroll 16
-    for (int u = 0; u < U; ++u)
-      wv[u] = widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(wr + u * K + k)));
-#pragma GCC unroll 16
-    for (int m = 0; m < M; ++m) {
-      const __m512 xv = _mm512_loadu_ps(xf + m * K + k);
-#pragma GCC unroll 16
-      for (int u = 0; u < U; ++u) acc[u][m] = _mm512_fmadd_ps(wv[u], xv, acc[u][m]);
-    }
-  }
-  if (k < K) {
-    const __mmask16 mask = static_cast<__mmask16>((1u << (K - k)) - 1u);
-    __m512 wv[U];
-#pragma GCC unroll 16
-    for (int u = 0; u < U; ++u) wv[u] = widen_bf16(_mm256_maskz_loadu_epi16(mask, wr + u * K + k));
-#pragma GCC unroll 16
-    for (int m = 0; m < M; ++m) {
-      const __m512 xv = _mm512_maskz_loadu_ps(mask, xf + m * K + k);
-#pragma GCC unroll 16
-      for (int u = 0; u < U; ++u) acc[u][m] = _mm512_fmadd_ps(wv[u], xv, acc[u][m]);
-    }
-  }
-#pragma GCC unroll 16
-  for (int u = 0; u < U; ++u)
-#pragma GCC unroll 16
-    for (int m = 0; m < M; ++m) out[m * U + u] = _mm512_reduce_add_ps(acc[u][m]);
+    for (int m = 0; m < M; ++m) out[m * out_stride + u] = _mm512_reduce_add_ps(acc[u][m]);
 }
 
 // With the BF16 instructions: VDPBF16PS multiplies 32 bf16 pairs exactly and adds
@@ -233,7 +201,7 @@ void bf16_range(const uint16_t* x, int64_t xs, int64_t M, int64_t K, const uint1
     constexpr int B = decltype(rows)::value, U = decltype(units)::value;
     float out[B * U];
     if (native) bf16_native_outputs<B, U>(x + m * xs, xs, K, w, n, out);
-    else bf16_widened_outputs<B, U>(xf.data() + m * K, K, w, n, out);
+    else fma_outputs<B, U>(xf.data() + m * K, K, K, w, n, out, U);
     for (int r = 0; r < B; ++r)
       for (int u = 0; u < U; ++u) y[(m + r) * ys + n + u] = to_bf16(out[r * U + u]);
   });
@@ -242,7 +210,7 @@ void bf16_range(const uint16_t* x, int64_t xs, int64_t M, int64_t K, const uint1
 void f32_range(const float* x, int64_t xs, int64_t M, int64_t K, const float* w, int64_t n0, int64_t n1, float* y,
                int64_t ys) {
   tile_for_rows(M, n0, n1, [&](auto rows, auto units, int64_t m, int64_t n) {
-    f32_outputs<decltype(rows)::value, decltype(units)::value>(x + m * xs, xs, K, w, n, y + m * ys, ys);
+    fma_outputs<decltype(rows)::value, decltype(units)::value>(x + m * xs, xs, K, w, n, y + m * ys + n, ys);
   });
 }
 
