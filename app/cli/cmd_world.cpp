@@ -17,8 +17,7 @@ namespace {
 // A class given by name ("lake") or label ("2").
 int parse_scene_class(const std::string& text) {
   const auto& classes = world::scene_classes();
-  for (std::size_t i = 0; i < classes.size(); ++i)
-    if (classes[i].name == text) return static_cast<int>(i);
+  if (const int id = world::scene_class_id(text); id >= 0) return id;
   if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() < 6) {
     const int id = std::stoi(text);
     if (id < static_cast<int>(classes.size())) return id;

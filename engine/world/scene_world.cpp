@@ -83,6 +83,13 @@ const std::vector<SceneClass>& scene_classes() {
   return kClasses;
 }
 
+int scene_class_id(const std::string& name) {
+  const auto& classes = scene_classes();
+  for (std::size_t i = 0; i < classes.size(); ++i)
+    if (classes[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
 RgbImage render_scene(int class_id, uint64_t seed, int size_px) {
   return render_scene_with_facts(class_id, seed, size_px).image;
 }

@@ -36,6 +36,9 @@ struct SceneClass {
 // The classes, in label order (label i = scene_classes()[i]). At least 10.
 const std::vector<SceneClass>& scene_classes();
 
+// The label of the class named `name` ("lake"), or -1 if no class has that name.
+int scene_class_id(const std::string& name);
+
 // Seeds at and above this value are held out: the training tool never trains on
 // them, and evaluation (kvstudio-train evaluate, bench's demo-FID) draws from them.
 inline constexpr uint64_t kHeldOutSeedBase = 1'000'000'000ULL;

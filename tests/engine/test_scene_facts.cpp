@@ -3,6 +3,7 @@
 // across seeds (so captions built from them tell pictures apart).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -17,11 +18,9 @@ using namespace kvs::world;
 namespace {
 
 int class_id(const std::string& name) {
-  const auto& classes = scene_classes();
-  for (std::size_t i = 0; i < classes.size(); ++i)
-    if (classes[i].name == name) return static_cast<int>(i);
-  ADD_FAILURE() << "no class " << name;
-  return 0;
+  const int id = scene_class_id(name);
+  if (id < 0) ADD_FAILURE() << "no class " << name;
+  return std::max(id, 0);
 }
 
 }  // namespace

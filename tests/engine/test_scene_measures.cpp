@@ -4,6 +4,7 @@
 // (docs/training.md quotes them).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -22,11 +23,9 @@ constexpr int kSeedsPerClass = 40;  // half below kHeldOutSeedBase, half above
 constexpr double kMinAccuracy = 0.95;
 
 int class_id(const std::string& name) {
-  const auto& classes = scene_classes();
-  for (std::size_t i = 0; i < classes.size(); ++i)
-    if (classes[i].name == name) return static_cast<int>(i);
-  ADD_FAILURE() << "no class " << name;
-  return 0;
+  const int id = scene_class_id(name);
+  if (id < 0) ADD_FAILURE() << "no class " << name;
+  return std::max(id, 0);
 }
 
 uint64_t seed_at(int i) { return i % 2 ? kHeldOutSeedBase + static_cast<uint64_t>(i) : static_cast<uint64_t>(i) + 100; }
