@@ -1,3 +1,5 @@
+#include <nlohmann/json.hpp>
+
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -41,15 +43,6 @@ std::vector<int> parse_scene_classes(const std::string& list) {
   return ids;
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (const char ch : s) {
-    if (ch == '"' || ch == '\\') out += '\\';
-    out += ch;
-  }
-  return out + "\"";
-}
-
 // FILE.png -> FILE.json: the captions and facts go beside the grid.
 std::string json_path_for(const std::string& png) {
   const std::size_t dot = png.rfind('.');
@@ -63,28 +56,29 @@ void write_captions(const world::SceneGridOptions& options, world::CaptionSplit 
   std::vector<int> rows = options.classes;
   if (rows.empty())
     for (int c = 0; c < static_cast<int>(world::scene_classes().size()); ++c) rows.push_back(c);
-  std::string json = "{\"split\": " + json_string(world::to_string(split)) + ", \"pictures\": [";
-  bool first = true;
+  nlohmann::json pictures = nlohmann::json::array();
   for (std::size_t r = 0; r < rows.size(); ++r)
     for (int j = 0; j < options.per_class; ++j) {
       const uint64_t seed = options.seed + static_cast<uint64_t>(j);
       const world::SceneFacts facts = world::scene_facts(rows[r], seed);
       const std::string& name = world::scene_classes()[static_cast<std::size_t>(rows[r])].name;
-      json += std::string(first ? "" : ",") + "\n  {\"row\": " + std::to_string(r) +
-              ", \"column\": " + std::to_string(j) + ", \"class\": " + json_string(name) +
-              ", \"seed\": " + std::to_string(seed) + ", \"captions\": [";
-      first = false;
+      nlohmann::json captions = nlohmann::json::array();
       for (int k = 0; k < per_image; ++k) {
         const world::Caption caption = world::scene_caption(facts, static_cast<uint64_t>(k), split);
         std::printf("%s %llu: %s\n", name.c_str(), static_cast<unsigned long long>(seed), caption.text.c_str());
-        json += (k ? ", " : "") + json_string(caption.text);
+        captions.push_back(caption.text);
       }
-      json += "], \"facts\": " + world::facts_json(facts) + "}";
+      pictures.push_back({{"row", r},
+                          {"column", j},
+                          {"class", name},
+                          {"seed", seed},
+                          {"captions", captions},
+                          {"facts", nlohmann::json::parse(world::facts_json(facts))}});
     }
-  json += "\n]}\n";
+  const nlohmann::json json = {{"split", world::to_string(split)}, {"pictures", pictures}};
   if (json_path.empty()) return;
   std::ofstream file(json_path, std::ios::binary);
-  file << json;
+  file << json.dump(1) << "\n";
   if (!file) throw FileError("cannot write " + json_path);
 }
 
