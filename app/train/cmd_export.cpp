@@ -22,7 +22,7 @@ int cmd_export(const std::vector<std::string>& args, const std::string& command_
         "  DIR/kl-vae and DIR/mar (mar), with the world's class names, sampling defaults,\n"
         "  provenance (the exact training commands) and\n"
         "  DIR/classifier as evaluation-classifier.safetensors.\n"
-        "  --family llamagen|var|mar which demo model (default llamagen)\n"
+        "  --family llamagen|var|mar|janus-pro   which demo model (default llamagen)\n"
         "  --name NAME              bundle name (default llamagen-demo / var-demo / mar-demo)\n"
         "  --classifier FILE        evaluation classifier to copy when DIR/classifier has none\n"
         "                           (e.g. resources/models/llamagen-demo/evaluation-classifier.safetensors)\n"

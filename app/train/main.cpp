@@ -35,6 +35,13 @@ MAR (masked, diffusion head) demo model, in this order (the classifier is shared
   export --family mar                                     -> e.g. resources/models/mar-demo
   evaluate
 
+Text-to-image demo model (Janus-Pro's generation architecture), in this order
+(the VQ tokenizer is trained by `vq`, the classifier is shared):
+  text-tokenizer  learn the byte-level BPE tokenizer on the captions -> WORK/text-tokenizer
+  janus       train the model on captioned pictures      -> WORK/janus
+  export --family janus-pro                               -> e.g. resources/models/janus-demo
+  evaluate
+
 Every training command is seeded and resumable (--resume), logs its loss curve to
 WORK/<kind>/loss.csv and checkpoints to WORK/<kind>/checkpoint.json; Ctrl-C
 checkpoints before stopping.
@@ -85,6 +92,8 @@ int main(int argc, char** argv) {
         {"var", kvs::train_app::cmd_var},
         {"kl-vae", kvs::train_app::cmd_kl_vae},
         {"mar", kvs::train_app::cmd_mar},
+        {"text-tokenizer", kvs::train_app::cmd_text_tokenizer},
+        {"janus", kvs::train_app::cmd_janus},
     };
     for (const auto& [name, fn] : table)
       if (command == name) return fn(rest, line);

@@ -14,6 +14,8 @@ int cmd_var_vae(const std::vector<std::string>& args, const std::string& command
 int cmd_var(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_kl_vae(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_mar(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_text_tokenizer(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_janus(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_export(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_evaluate(const std::vector<std::string>& args, const std::string& command_line);
 

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
@@ -20,6 +21,7 @@
 #include "engine/models/generation_session.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/classifier_trainer.h"
+#include "engine/training/janus/prompted_evaluation.h"
 #include "engine/training/trainable_families.h"
 #include "engine/training/world_data.h"
 
@@ -110,20 +112,32 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   request.dtype = "f32";
   const int64_t per_class = std::max<int64_t>(1, o.generated / classes);
   std::vector<int64_t> labels;
-  for (int64_t i = 0; i < per_class; ++i)
-    for (int64_t c = 0; c < classes; ++c) labels.push_back(c);
-  GenerationSession session;
   std::vector<RgbImage> generated;
+  std::optional<PromptedImages> prompted;
   const auto t_gen = Clock::now();
-  const int64_t batch = std::clamp<int64_t>(o.batch, 1, 256);
-  for (size_t first = 0, k = 0; first < labels.size(); first += batch, ++k) {
-    request.class_ids.assign(labels.begin() + static_cast<long>(first),
-                             labels.begin() + static_cast<long>(std::min(labels.size(), first + batch)));
-    request.seed = o.seed + k;
-    GenerationResult r = session.run(request);
-    for (auto& img : r.images) generated.push_back(std::move(img));
-    log().info("evaluate: generated " + std::to_string(generated.size()) + "/" + std::to_string(labels.size()) +
-               " images (" + std::to_string(seconds_since(t_gen)) + " s)");
+  if (model.text_conditioned) {
+    request.seed = o.seed;
+    prompted = generate_from_held_out_captions(request, per_class, classes, [&](int64_t done, int64_t total) {
+      if (done % 50 == 0 || done == total)
+        log().info("evaluate: generated " + std::to_string(done) + "/" + std::to_string(total) + " images (" +
+                   std::to_string(seconds_since(t_gen)) + " s)");
+    });
+    labels = prompted->labels;
+    generated = prompted->images;
+  } else {
+    for (int64_t i = 0; i < per_class; ++i)
+      for (int64_t c = 0; c < classes; ++c) labels.push_back(c);
+    GenerationSession session;
+    const int64_t batch = std::clamp<int64_t>(o.batch, 1, 256);
+    for (size_t first = 0, k = 0; first < labels.size(); first += batch, ++k) {
+      request.class_ids.assign(labels.begin() + static_cast<long>(first),
+                               labels.begin() + static_cast<long>(std::min(labels.size(), first + batch)));
+      request.seed = o.seed + k;
+      GenerationResult r = session.run(request);
+      for (auto& img : r.images) generated.push_back(std::move(img));
+      log().info("evaluate: generated " + std::to_string(generated.size()) + "/" + std::to_string(labels.size()) +
+                 " images (" + std::to_string(seconds_since(t_gen)) + " s)");
+    }
   }
   const double generation_seconds = seconds_since(t_gen);
   const at::Tensor generated_u8 = rgb_images_to_tensor(generated);
@@ -136,6 +150,19 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   for (int64_t c = 0; c < classes; ++c)
     per_class_acc[names[c]] = hits.masked_select(generated_labels.eq(c)).mean().item<double>();
   q["generated_class_accuracy_per_class"] = per_class_acc;
+  if (prompted) {
+    // Captions in the wording the model read in training, and in the held-out one.
+    for (const auto wording : {world::CaptionSplit::train, world::CaptionSplit::held_out}) {
+      std::vector<bool> pick;
+      for (const auto w : prompted->wording) pick.push_back(w == wording);
+      const at::Tensor mask = at::tensor(std::vector<int64_t>(pick.begin(), pick.end())).to(at::kBool);
+      q[std::string("generated_class_accuracy_") + (wording == world::CaptionSplit::train ? "train" : "held_out") +
+        "_wording"] = hits.masked_select(mask).mean().item<double>();
+    }
+    q["attributes"] = judge_prompt_attributes(*prompted);
+    q["prompts"] = "captions of held-out pictures, train and held-out wording alternating per round of classes";
+    log().info("evaluate: attributes " + q["attributes"].dump());
+  }
   q["generated_images"] = static_cast<int64_t>(generated.size());
   q["demo_fid"] = frechet_distance(fake.features, real.features);
   const WorldImageSet second = held_out_images("", ref_per_class, size, o.threads, 500000);

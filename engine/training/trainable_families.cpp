@@ -2,15 +2,18 @@
 
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/janus/janus_model.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/var/var_model.h"
+#include "engine/training/janus/janus_bundle_export.h"
 #include "engine/training/llamagen/bundle_export.h"
 #include "engine/training/llamagen/tokenizer_psnr.h"
 #include "engine/training/mar/kl_vae_trainer.h"
 #include "engine/training/mar/mar_bundle_export.h"
 #include "engine/training/var/var_bundle_export.h"
 #include "engine/training/var/var_vae_trainer.h"
+#include "engine/training/world_dataset.h"
 
 namespace kvs::training {
 namespace {
@@ -65,6 +68,22 @@ const std::vector<TrainableFamily>& trainable_families() {
                                  [work, device](const mar::MarModel& m, const at::Tensor& pixels) {
                                    return kl_vae_bundle_tokenizer_psnr(work, *m.vae, pixels, device);
                                  });
+       }},
+      // The official generation defaults (generation_inference.py): CFG 5,
+      // temperature 1, sampling over the whole image vocabulary.
+      {"janus-pro",
+       {{"cfg_scale", 5.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}},
+       {},
+       export_janus_bundle,
+       [](const io::ModelBundle& bundle, const std::string& work, c10::Device device) {
+         auto model = std::make_shared<janus::JanusModel>(janus::JanusModel::load(bundle, device, at::kFloat));
+         EvaluationModel e = evaluation_model(model, world_class_count(),
+                                              [work, device](const janus::JanusModel& m, const at::Tensor& pixels) {
+                                                return vq_decoder_tokenizer_psnr(work, *m.vq, m.config.grid_size(),
+                                                                                 pixels, device);
+                                              });
+         e.text_conditioned = true;
+         return e;
        }},
   };
   return families;

@@ -28,6 +28,8 @@ struct EvaluationModel {
   int64_t classes = 0;
   int image_size = 0;
   std::function<double(const at::Tensor& pixels_nhwc)> tokenizer_psnr;
+  // Text-to-image: generated from captions of held-out pictures, not class ids.
+  bool text_conditioned = false;
   std::shared_ptr<void> keep_alive;  // the loaded model the functions use
 };
 

@@ -4,10 +4,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <utility>
 
 #include "engine/core/errors.h"
+#include "engine/world/scene_world.h"
 
 namespace kvs::world {
 
@@ -186,5 +188,21 @@ float colour_fraction(const RgbImage& image, ColourName colour) {
 bool matches_colour(const RgbImage& image, ColourName asked) {
   return colour_fraction(image, asked) >= kColourMinFraction;
 }
+
+namespace {
+bool is_one_of(int class_id, std::initializer_list<const char*> names) {
+  for (const char* name : names)
+    if (class_id == scene_class_id(name)) return true;
+  return false;
+}
+}  // namespace
+
+bool light_side_measurable(int class_id) {
+  return is_one_of(class_id, {"sunset_sea", "night_sky", "desert", "forest"});
+}
+
+bool light_height_measurable(int class_id) { return is_one_of(class_id, {"sunset_sea", "night_sky", "forest"}); }
+
+bool colour_measurable(int class_id) { return is_one_of(class_id, {"tiling"}); }
 
 }  // namespace kvs::world

@@ -45,4 +45,16 @@ float colour_fraction(const RgbImage& image, ColourName colour);
 inline constexpr float kColourMinFraction = 0.1f;
 bool matches_colour(const RgbImage& image, ColourName asked);
 
+// ---- Where each measure is trusted ------------------------------------------------
+// The classes each measure was validated on (>= 95 % right against the facts,
+// tests/engine/test_scene_measures.cpp). On the others a picture can show the fact
+// in a way the measure does not read: light without a disc (sunlit mountain faces,
+// rays under water), the city's small moon among its lit windows, the desert sun's
+// glow clipping into its bright horizon, the colours of small objects. A judge
+// that knows the picture's class skips the rest. Every class with a time of day
+// is measurable for time.
+bool light_side_measurable(int class_id);    // sunset_sea, night_sky, desert, forest
+bool light_height_measurable(int class_id);  // sunset_sea, night_sky, forest
+bool colour_measurable(int class_id);        // tiling (its first hue colour)
+
 }  // namespace kvs::world

@@ -18,10 +18,13 @@ namespace {
 
 const char* kLanguagePrefix = "language_model.model.";
 
-at::Tensor take(const io::SafetensorsReader& weights, const std::string& name, at::Device device,
-                at::ScalarType dtype) {
-  return weights.tensor(name).to(device, dtype).contiguous();
+at::Tensor take(const TensorMap& tensors, const std::string& name, at::Device device, at::ScalarType dtype) {
+  const auto it = tensors.find(name);
+  if (it == tensors.end()) throw ModelMismatchError("Janus-Pro weights: missing tensor " + name);
+  return it->second.to(device, dtype).contiguous();
 }
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
 }  // namespace
 
@@ -30,24 +33,35 @@ JanusModel JanusModel::from_weights(const JanusConfig& config, const io::Safeten
   config.validate();
   io::check_tensor_set(io::shapes_of(weights), janus_expected_tensors(config), "file " + weights.path());
   io::require_floating_tensors(weights);
-  JanusModel model;
-  model.config = config;
-  model.language = std::make_unique<JanusLanguageModel>(config.language,
-                                                        io::tensors_with_prefix(weights, kLanguagePrefix), device,
-                                                        dtype);
+  TensorMap generation;
+  for (const auto& e : janus_expected_tensors(config))
+    if (!starts_with(e.name, "gen_vision_model.")) generation.emplace(e.name, weights.tensor(e.name));
+  JanusModel model = from_tensors(config, generation, device, dtype);
   // The decoder runs once per image (and per preview): float32 keeps the
   // images what the official float32 decode gives at no memory cost that matters.
   model.vq = std::make_unique<llamagen::VqDecoder>(config.vq, io::tensors_with_prefix(weights, "gen_vision_model."),
                                                    device);
-  model.gen_embed_ = take(weights, "gen_embed.weight", device, dtype);
+  return model;
+}
+
+JanusModel JanusModel::from_tensors(const JanusConfig& config, const TensorMap& tensors, at::Device device,
+                                    at::ScalarType dtype) {
+  config.validate();
+  JanusModel model;
+  model.config = config;
+  TensorMap language;
+  for (const auto& [name, tensor] : tensors)
+    if (starts_with(name, kLanguagePrefix)) language.emplace(name.substr(std::string(kLanguagePrefix).size()), tensor);
+  model.language = std::make_unique<JanusLanguageModel>(config.language, language, device, dtype);
+  model.gen_embed_ = take(tensors, "gen_embed.weight", device, dtype);
   for (int64_t i = 0; i < config.aligner_depth; ++i) {
     const std::string p = "gen_aligner.layers." + std::to_string(2 * i) + ".";
-    model.aligner_.emplace_back(take(weights, p + "weight", device, dtype), take(weights, p + "bias", device, dtype));
+    model.aligner_.emplace_back(take(tensors, p + "weight", device, dtype), take(tensors, p + "bias", device, dtype));
   }
-  model.head_in_w_ = take(weights, "gen_head.output_mlp_projector.weight", device, dtype);
-  model.head_in_b_ = take(weights, "gen_head.output_mlp_projector.bias", device, dtype);
-  model.head_out_w_ = take(weights, "gen_head.vision_head.weight", device, dtype);
-  model.head_out_b_ = take(weights, "gen_head.vision_head.bias", device, dtype);
+  model.head_in_w_ = take(tensors, "gen_head.output_mlp_projector.weight", device, dtype);
+  model.head_in_b_ = take(tensors, "gen_head.output_mlp_projector.bias", device, dtype);
+  model.head_out_w_ = take(tensors, "gen_head.vision_head.weight", device, dtype);
+  model.head_out_b_ = take(tensors, "gen_head.vision_head.bias", device, dtype);
   return model;
 }
 

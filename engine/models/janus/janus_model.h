@@ -35,6 +35,13 @@ struct JanusModel {
   // before building; weights are kept in `dtype` (the decoder in float32).
   static JanusModel from_weights(const JanusConfig& config, const io::SafetensorsReader& weights, at::Device device,
                                  at::ScalarType dtype);
+  // The generation parts without the decoder (vq stays null) on `tensors`
+  // (official names, no gen_vision_model.*; missing ones throw
+  // ModelMismatchError). Contiguous tensors already in `dtype` on `device` are
+  // used as they are, not copied: a trainer hands in its parameters and the
+  // forward builds an autograd graph through the inference code.
+  static JanusModel from_tensors(const JanusConfig& config, const TensorMap& tensors, at::Device device,
+                                 at::ScalarType dtype);
   // A bundle: model.json, weights and the tokenizer files in tokenizer/.
   static JanusModel load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype);
 

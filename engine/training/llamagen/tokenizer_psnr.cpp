@@ -15,11 +15,15 @@ namespace kvs::training {
 
 double llamagen_bundle_tokenizer_psnr(const std::string& work_dir, const llamagen::LlamaGenModel& model,
                                       const at::Tensor& pixels_nhwc, at::Device device) {
+  return vq_decoder_tokenizer_psnr(work_dir, *model.vq, model.gpt->config().grid_size(), pixels_nhwc, device);
+}
+
+double vq_decoder_tokenizer_psnr(const std::string& work_dir, const llamagen::VqDecoder& decoder, int64_t grid,
+                                 const at::Tensor& pixels_nhwc, at::Device device) {
   nlohmann::json vq_manifest;
   const auto vq_weights = load_checkpoint_weights((std::filesystem::path(work_dir) / "vq").string(), &vq_manifest);
   const VqModel encoder(vq_model_config_from_json(vq_manifest.at("config").at("model")), vq_weights, device);
   c10::NoGradGuard no_grad;
-  const int64_t grid = model.gpt->config().grid_size();
   double sum = 0;
   const int64_t n = pixels_nhwc.size(0), b = 50;
   if (n == 0) return 0.0;
@@ -27,7 +31,7 @@ double llamagen_bundle_tokenizer_psnr(const std::string& work_dir, const llamage
     const int64_t len = std::min(b, n - i);
     at::Tensor real_u8 = pixels_nhwc.narrow(0, i, len);
     at::Tensor codes = encoder.encode_codes(u8_images_to_input(real_u8, device));
-    at::Tensor rec = llamagen::images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid));
+    at::Tensor rec = llamagen::images_to_uint8_nhwc(decoder.decode_codes(codes, grid, grid));
     for (int64_t j = 0; j < len; ++j) sum += psnr(tensor_to_rgb_image(real_u8[j]), tensor_to_rgb_image(rec[j]));
   }
   return sum / static_cast<double>(n);

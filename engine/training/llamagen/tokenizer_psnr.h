@@ -8,11 +8,17 @@
 
 namespace kvs::llamagen {
 struct LlamaGenModel;
-}
+class VqDecoder;
+}  // namespace kvs::llamagen
 
 namespace kvs::training {
 
 double llamagen_bundle_tokenizer_psnr(const std::string& work_dir, const llamagen::LlamaGenModel& model,
                                       const at::Tensor& pixels_nhwc, at::Device device);
+
+// The same for any bundle whose decoder is LlamaGen's VQ (Janus-Pro's
+// gen_vision_model): `grid` x `grid` codes per image.
+double vq_decoder_tokenizer_psnr(const std::string& work_dir, const llamagen::VqDecoder& decoder, int64_t grid,
+                                 const at::Tensor& pixels_nhwc, at::Device device);
 
 }  // namespace kvs::training

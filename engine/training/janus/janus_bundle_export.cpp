@@ -1,0 +1,65 @@
+#include "engine/training/janus/janus_bundle_export.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/core/errors.h"
+#include "engine/io/model_bundle.h"
+#include "engine/models/janus/janus_model.h"
+#include "engine/models/janus/janus_weights.h"
+#include "engine/models/llamagen/llamagen_weights.h"
+#include "engine/training/checkpoint.h"
+#include "engine/training/janus/text_tokenizer_trainer.h"
+#include "engine/training/llamagen/vq_model.h"
+#include "engine/training/world_dataset.h"
+
+namespace kvs::training {
+namespace fs = std::filesystem;
+
+nlohmann::json export_janus_bundle(const BundleExportOptions& options) {
+  const at::ScalarType dtype = parse_weights_dtype(options.dtype);
+  const std::string vq_dir = (fs::path(options.work_dir) / "vq").string();
+  const std::string janus_dir = (fs::path(options.work_dir) / "janus").string();
+  const std::string text_dir = text_tokenizer_dir(options.work_dir);
+  nlohmann::json vq_manifest, janus_manifest_json;
+  const auto vq_weights = load_checkpoint_weights(vq_dir, &vq_manifest);
+  const auto janus_weights = load_checkpoint_weights(janus_dir, &janus_manifest_json);
+  const VqModelConfig vq_cfg = vq_model_config_from_json(vq_manifest.at("config").at("model"));
+  const janus::JanusConfig cfg = janus::janus_config_from_json(janus_manifest_json.at("config").at("model"));
+  const std::string trained_on = janus_manifest_json.at("config").value("tokenizer", std::string());
+  if (trained_on != vq_manifest.value("weights", std::string()))
+    throw InvalidArgumentError("folder " + janus_dir + ": the model was trained on tokenizer checkpoint '" +
+                               trained_on + "', but " + vq_dir + " now holds '" +
+                               vq_manifest.value("weights", std::string()) +
+                               "'; retrain the model (or restore that tokenizer)");
+
+  io::NamedTensors tensors;
+  std::vector<io::ExpectedTensor> generation;
+  for (const auto& e : janus::janus_expected_tensors(cfg))
+    if (e.name.rfind("gen_vision_model.", 0) != 0) generation.push_back(e);
+  add_prefixed(tensors, janus_weights, generation, "", dtype, janus_dir);
+  add_prefixed(tensors, vq_weights, llamagen::vq_decoder_expected_tensors(vq_cfg.arch), "gen_vision_model.", dtype,
+               vq_dir);
+
+  const int image_size = vq_manifest.at("config").at("image_size").get<int>();
+  nlohmann::json provenance = trained_provenance(options, "kvstudio-train export --family janus-pro", image_size,
+                                                 vq_manifest, "janus_training", janus_manifest_json);
+  std::ifstream text_manifest(fs::path(text_dir) / "manifest.json");
+  if (text_manifest) provenance["text_tokenizer_training"] = nlohmann::json::parse(text_manifest, nullptr, false);
+  nlohmann::json manifest = janus::janus_manifest(options.name, cfg, provenance);
+  write_trained_bundle(options, dtype, tensors, world_class_names(), manifest);
+
+  // The tokenizer folder a converted checkpoint carries, as `tokenizer/`.
+  const fs::path tokenizer_out = fs::path(options.out_dir) / "tokenizer";
+  std::error_code ec;
+  fs::create_directories(tokenizer_out, ec);
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json", "special_tokens_map.json"}) {
+    fs::copy_file(fs::path(text_dir) / file, tokenizer_out / file, fs::copy_options::overwrite_existing, ec);
+    if (ec) throw FileError("cannot copy " + (fs::path(text_dir) / file).string() + ": " + ec.message());
+  }
+  // The bundle must load through the engine's strict loader, as every bundle does.
+  janus::JanusModel::load(io::ModelBundle::open(options.out_dir), at::kCPU, at::kFloat);
+  return manifest;
+}
+
+}  // namespace kvs::training
