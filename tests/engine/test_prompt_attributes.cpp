@@ -167,7 +167,13 @@ TEST(PromptAttributes, AmbiguousPromptsClaimNothing) {
 TEST(PromptAttributes, TheWorldsOwnPicturesShowWhatTheirCaptionsAsk) {
   // What a perfect model would score: each world picture judged by the pixel
   // measures against what its held-out caption asks (bench's attribute accuracy
-  // on the pictures themselves, at 32 px). Printed for docs/benchmarks.md.
+  // on the pictures themselves, at 32 px). Printed for docs/benchmarks.md. The
+  // measures are validated where they apply (test_scene_measures.cpp); captions
+  // also ask where they do not (light without a disc, the city's small moon, the
+  // desert sun's height, objects' colours smaller than a tenth of the picture),
+  // so only the time of day is near 100 %; the floors guard against a reading
+  // that stops matching the measures.
+  const double floors[4] = {0.95, 0.7, 0.65, 0.7};
   int asked[4] = {}, right[4] = {};
   for (int c = 0; c < static_cast<int>(scene_classes().size()); ++c)
     for (uint64_t i = 0; i < 30; ++i) {
@@ -183,5 +189,6 @@ TEST(PromptAttributes, TheWorldsOwnPicturesShowWhatTheirCaptionsAsk) {
     std::printf("world pictures, %s: %d/%d = %.3f\n", names[k], right[k], asked[k],
                 asked[k] ? static_cast<double>(right[k]) / asked[k] : 0.0);
     EXPECT_GT(asked[k], 50) << names[k];
+    EXPECT_GE(static_cast<double>(right[k]) / asked[k], floors[k]) << names[k];
   }
 }
