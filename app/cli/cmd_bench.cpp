@@ -32,7 +32,10 @@ first as the reference. Masked (MAR) models take feature caches instead
 (full,lazymar:...): FLOPs per image (counted), speed-up, PSNR and SSIM vs full.
 On a trained demo model (one that ships its evaluation
 classifier) each policy's images are also judged: class accuracy and demo-FID
-against held-out procedural-world images of the same classes.
+against held-out procedural-world images of the same classes. Text-to-image
+models are judged on what their prompts ask for: the time of day, the sun's or
+moon's side and height and named colours, by pixel measures of the procedural
+world, and on class where a prompt line names one.
 
   --model DIR         model bundle (default: the bundled demo model)
   --random ARCH       an official architecture with seeded random weights instead of --model:
@@ -49,7 +52,10 @@ against held-out procedural-world images of the same classes.
   --seed S            run r uses seed S + r (default 0)
   --classes IDS       class ids cycled over the images (default 0, 1, 2, ...)
   --prompts FILE      text-to-image models: one prompt a line, one prompt per run (its --batch
-                      images), cycled over the runs (default: four built-in scene prompts)
+                      images), cycled over the runs (default: four built-in scene prompts);
+                      '#' lines are comments. A line CLASS<TAB>PROMPT names the procedural-world
+                      class the picture should show (judged for class accuracy and demo-FID on a
+                      demo model); `kvstudio-cli world --prompt-file FILE` writes such files
   --cfg F             classifier-free guidance scale (default: the model's, else 4.0)
   --temperature F, --top-k N, --top-p F   sampling (default: the model's)
   --no-warmup         skip the untimed full-cache run made before measuring
@@ -91,9 +97,28 @@ std::string fixed(double v, int digits) {
   return buf;
 }
 
+// The prompted attributes a text-family bench judged: column name, accuracy, cases.
+struct AttributeColumn {
+  const char* header;
+  double BenchRecord::*accuracy;
+  int64_t BenchRecord::*judged;
+};
+constexpr AttributeColumn kAttributeColumns[] = {
+    {"time %", &BenchRecord::time_accuracy, &BenchRecord::time_judged},
+    {"sun side %", &BenchRecord::light_side_accuracy, &BenchRecord::light_side_judged},
+    {"sun height %", &BenchRecord::light_height_accuracy, &BenchRecord::light_height_judged},
+    {"colour %", &BenchRecord::colour_accuracy, &BenchRecord::colour_judged},
+    {"attr %", &BenchRecord::attribute_accuracy, &BenchRecord::attribute_judged},
+};
+
 void print_table(const std::vector<BenchRecord>& records) {
-  // Demo bundles (with an evaluation classifier) add class accuracy and demo-FID.
+  // Demo bundles (with an evaluation classifier) add class accuracy and demo-FID;
+  // text models, the attributes their prompts asked for (every policy ran the
+  // same prompts, so the first record's counts stand for all).
   const bool judged = !records.empty() && !std::isnan(records[0].class_accuracy);
+  std::vector<const AttributeColumn*> attributes;
+  for (const AttributeColumn& a : kAttributeColumns)
+    if (!records.empty() && records[0].*a.judged > 0) attributes.push_back(&a);
   const FamilyDescription* family = records.empty() ? nullptr : find_family_description(records[0].family);
   // Families without a KV cache (MAR): FLOPs and time instead.
   const bool masked = family && family->measures_flops && !family->measures_kv_bytes;
@@ -105,6 +130,7 @@ void print_table(const std::vector<BenchRecord>& records) {
   if (scales) header.insert(header.begin() + 3, {"peak MiB", "peak % full"});
   if (masked) header = {"policy", "GFLOPs/img", "% full FLOPs", "s/img", "speedup", "PSNR dB", "SSIM"};
   if (judged) header.insert(header.end(), {"class acc %", "demo-FID"});
+  for (const AttributeColumn* a : attributes) header.push_back(a->header);
   std::vector<std::vector<std::string>> rows{header};
   for (const auto& r : records) {
     const double mib = 1048576.0;
@@ -128,6 +154,7 @@ void print_table(const std::vector<BenchRecord>& records) {
                          {fixed(r.kv_bytes_peak / mib, 2),
                           fixed(r.kv_bytes_full > 0 ? 100.0 * r.kv_bytes_peak / r.kv_bytes_full : NAN, 1)});
     if (judged) rows.back().insert(rows.back().end(), {fixed(100.0 * r.class_accuracy, 1), fixed(r.demo_fid, 2)});
+    for (const AttributeColumn* a : attributes) rows.back().push_back(fixed(100.0 * (r.*a->accuracy), 1));
   }
   std::vector<size_t> width(header.size(), 0);
   for (const auto& row : rows)
@@ -151,6 +178,14 @@ void print_table(const std::vector<BenchRecord>& records) {
               records[0].rounds > 1
                   ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
                   : "");
+  const BenchRecord& r = records[0];
+  if (judged && r.class_judged != r.images)  // prompts of which only some name a class
+    std::printf("class accuracy and demo-FID on %lld images (demo-FID against %lld held-out images)\n",
+                static_cast<long long>(r.class_judged), static_cast<long long>(r.quality_reference_images));
+  if (!attributes.empty())
+    std::printf("prompted attributes judged: time %lld, sun side %lld, sun height %lld, colour %lld cases\n",
+                static_cast<long long>(r.time_judged), static_cast<long long>(r.light_side_judged),
+                static_cast<long long>(r.light_height_judged), static_cast<long long>(r.colour_judged));
 }
 
 }  // namespace

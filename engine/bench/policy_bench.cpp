@@ -12,6 +12,7 @@
 #include <random>
 #include <system_error>
 
+#include "engine/bench/attribute_judge.h"
 #include "engine/bench/demo_quality_judge.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/device.h"
@@ -22,6 +23,8 @@
 #include "engine/models/family_registry.h"
 #include "engine/models/generation_session.h"
 #include "engine/models/model_catalog.h"
+#include "engine/world/prompt_attributes.h"
+#include "engine/world/scene_world.h"
 
 namespace kvs {
 namespace {
@@ -160,6 +163,17 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"class_accuracy", number_or_null(r.class_accuracy)},
           {"demo_fid", number_or_null(r.demo_fid)},
           {"quality_reference_images", r.quality_reference_images},
+          {"class_judged", r.class_judged},
+          {"time_accuracy", number_or_null(r.time_accuracy)},
+          {"time_judged", r.time_judged},
+          {"light_side_accuracy", number_or_null(r.light_side_accuracy)},
+          {"light_side_judged", r.light_side_judged},
+          {"light_height_accuracy", number_or_null(r.light_height_accuracy)},
+          {"light_height_judged", r.light_height_judged},
+          {"colour_accuracy", number_or_null(r.colour_accuracy)},
+          {"colour_judged", r.colour_judged},
+          {"attribute_accuracy", number_or_null(r.attribute_accuracy)},
+          {"attribute_judged", r.attribute_judged},
           {"images", r.images},
           {"batch", r.batch},
           {"model", r.model},
@@ -178,26 +192,46 @@ nlohmann::json to_json(const std::vector<BenchRecord>& records) {
   return out;
 }
 
-const std::vector<std::string>& default_bench_prompts() {
-  static const std::vector<std::string> prompts = {
-      "A close-up photo of a red fox in fresh snow, soft morning light",
-      "An astronaut riding a horse on the moon, oil painting",
-      "A watercolor of a lighthouse on a cliff at dawn",
-      "A bowl of ramen with a soft-boiled egg, studio lighting, highly detailed",
+const std::vector<BenchPrompt>& default_bench_prompts() {
+  static const std::vector<BenchPrompt> prompts = {
+      {"A close-up photo of a red fox in fresh snow, soft morning light", std::nullopt},
+      {"An astronaut riding a horse on the moon, oil painting", std::nullopt},
+      {"A watercolor of a lighthouse on a cliff at dawn", std::nullopt},
+      {"A bowl of ramen with a soft-boiled egg, studio lighting, highly detailed", std::nullopt},
   };
   return prompts;
 }
 
-std::vector<std::string> read_prompt_file(const std::string& path) {
+std::vector<BenchPrompt> read_prompt_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw FileError("prompt file " + path + ": cannot read it");
-  std::vector<std::string> prompts;
+  std::vector<BenchPrompt> prompts;
   std::string line;
-  while (std::getline(in, line)) {
+  for (int64_t number = 1; std::getline(in, line); ++number) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     const auto first = line.find_first_not_of(" \t");
     if (first == std::string::npos || line[first] == '#') continue;
-    prompts.push_back(line);
+    const std::string where = "prompt file " + path + " line " + std::to_string(number);
+    const auto tab = line.find('\t', first);
+    if (tab == std::string::npos) {
+      prompts.push_back({line, std::nullopt});
+      continue;
+    }
+    // CLASS<TAB>PROMPT: the class the picture should show.
+    std::string name = line.substr(first, tab - first);
+    name.erase(name.find_last_not_of(' ') + 1);
+    BenchPrompt p{line.substr(tab + 1), std::nullopt};
+    if (p.text.find_first_not_of(" \t") == std::string::npos)
+      throw InvalidArgumentError(where + ": no prompt after the class '" + name + "' and its tab");
+    if (const int id = world::scene_class_id(name); id >= 0) {
+      p.class_id = id;
+    } else {
+      std::string names;
+      for (const auto& c : world::scene_classes()) names += (names.empty() ? "" : ", ") + c.name;
+      throw InvalidArgumentError(where + ": unknown class '" + name + "' before the tab (classes: " + names +
+                                 "; a line without a tab names no class)");
+    }
+    prompts.push_back(std::move(p));
   }
   if (prompts.empty()) throw InvalidArgumentError("prompt file " + path + " holds no prompt (one prompt a line)");
   return prompts;
@@ -269,12 +303,18 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   // for a text family.
   const bool text = described.conditioning == Conditioning::Text;
   std::vector<int64_t> classes;
-  std::vector<std::string> prompts = options.prompts;
+  std::vector<BenchPrompt> prompts = options.prompts;
   if (text) {
     if (!options.classes.empty())
       throw InvalidArgumentError("bench: --classes does not apply to " + described.display_name +
                                  " models; give prompts with --prompts FILE");
     if (prompts.empty()) prompts = default_bench_prompts();
+    const int64_t world_classes = static_cast<int64_t>(world::scene_classes().size());
+    for (const BenchPrompt& p : prompts)
+      if (p.class_id && (*p.class_id < 0 || *p.class_id >= world_classes))
+        throw InvalidArgumentError("bench: prompt class " + std::to_string(*p.class_id) +
+                                   " is not a class of the procedural world (0.." + std::to_string(world_classes - 1) +
+                                   ")");
   } else {
     if (!prompts.empty())
       throw InvalidArgumentError("bench: --prompts applies to text-to-image models; this model is " +
@@ -300,7 +340,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     GenerationRequest check = base;
     check.model_path = ".";
     if (text) {
-      check.prompt = prompts.front();
+      check.prompt = prompts.front().text;
       check.images = options.batch;
     } else {
       check.class_ids = {0};
@@ -325,7 +365,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     req.seed = options.seed + static_cast<uint64_t>(r);
     const int64_t first = r * options.batch, last = std::min(options.images, first + options.batch);
     if (text) {
-      req.prompt = prompts[static_cast<size_t>(r) % prompts.size()];
+      req.prompt = prompts[static_cast<size_t>(r) % prompts.size()].text;
       req.images = last - first;
     } else {
       req.class_ids.assign(classes.begin() + first, classes.begin() + last);
@@ -400,9 +440,27 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     }
   }
 
-  // Quality in miniature, for bundles that ship an evaluation classifier.
+  // Quality in miniature, for bundles that ship an evaluation classifier: every
+  // image of a class model, the images of prompts that name a class.
+  std::vector<size_t> class_judged;
+  std::vector<int64_t> judged_labels;
+  std::vector<world::PromptAttributes> asked;  // text families: per image
+  for (int64_t i = 0; i < options.images; ++i) {
+    if (!text) {
+      class_judged.push_back(static_cast<size_t>(i));
+      judged_labels.push_back(classes[static_cast<size_t>(i)]);
+      continue;
+    }
+    const BenchPrompt& prompt = prompts[static_cast<size_t>(i / options.batch) % prompts.size()];
+    asked.push_back(world::read_prompt_attributes(prompt.text));
+    if (prompt.class_id) {
+      class_judged.push_back(static_cast<size_t>(i));
+      judged_labels.push_back(*prompt.class_id);
+    }
+  }
   std::unique_ptr<DemoQualityJudge> judge;
-  if (!text && !all[0].images.empty()) judge = DemoQualityJudge::for_bundle(bundle, classes, all[0].images[0].width);
+  if (!judged_labels.empty() && !all[0].images.empty())
+    judge = DemoQualityJudge::for_bundle(bundle, judged_labels, all[0].images[0].width);
 
   std::vector<BenchRecord> records;
   const std::vector<std::vector<int32_t>>& ref_tokens = all[0].tokens;
@@ -439,10 +497,26 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     rec.ssim = mean(ssims);
     rec.class_accuracy = rec.demo_fid = std::numeric_limits<double>::quiet_NaN();
     if (judge) {
-      const DemoQualityJudge::Score q = judge->score(images);
+      std::vector<RgbImage> judged;
+      for (const size_t i : class_judged) judged.push_back(images[i]);
+      const DemoQualityJudge::Score q = judge->score(judged);
       rec.class_accuracy = q.class_accuracy;
       rec.demo_fid = q.demo_fid;
       rec.quality_reference_images = judge->reference_images();
+      rec.class_judged = static_cast<int64_t>(judged.size());
+    }
+    if (text) {
+      const AttributeScore a = judge_attributes(images, asked);
+      rec.time_accuracy = a.time.accuracy();
+      rec.time_judged = a.time.judged;
+      rec.light_side_accuracy = a.light_side.accuracy();
+      rec.light_side_judged = a.light_side.judged;
+      rec.light_height_accuracy = a.light_height.accuracy();
+      rec.light_height_judged = a.light_height.judged;
+      rec.colour_accuracy = a.colour.accuracy();
+      rec.colour_judged = a.colour.judged;
+      rec.attribute_accuracy = a.all().accuracy();
+      rec.attribute_judged = a.all().judged;
     }
     rec.speedup_vs_full = records.empty()               ? 1.0
                           : records[0].tokens_per_s > 0 ? rec.tokens_per_s / records[0].tokens_per_s

@@ -34,6 +34,18 @@
 // - class_accuracy and demo_fid judge each policy's images with the bundle's
 //   evaluation classifier (engine/bench/demo_quality_judge.h); NaN (JSON null) for
 //   bundles without one (random weights, converted official checkpoints).
+//   class_judged counts the images judged: every image of a class-conditional
+//   model; for a text family only the images whose prompt names a world class
+//   (BenchPrompt::class_id), and demo_fid's held-out set follows those classes.
+//   Images whose prompt names no class are not judged for class or demo-FID
+//   (there is no class to draw a held-out set from); with none named both are NaN.
+// - Text families: time_accuracy, light_side_accuracy, light_height_accuracy and
+//   colour_accuracy are the fractions of what the prompts ask for (the time of
+//   day, the sun's or moon's side and height, named colours; read by
+//   engine/world/prompt_attributes.h) that each image shows by the world's pixel
+//   measures (engine/bench/attribute_judge.h); attribute_accuracy pools every
+//   case. *_judged count the cases; an accuracy is NaN (JSON null) when nothing
+//   was asked for. These need no classifier; class-conditional models get NaN.
 // - Masked models (MAR: --random mar-demo|mar-B|mar-L|mar-H or a MAR bundle):
 //   the policies are feature caches ("full" = full recomputation every step,
 //   "lazymar:..."); --steps sets the decoding steps (default: the bundle's
@@ -46,6 +58,7 @@
 //   whose pixels equal the full run's. For the other families flops is NaN.
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -54,6 +67,14 @@
 #include <nlohmann/json_fwd.hpp>
 
 namespace kvs {
+
+// A prompt of a text-family bench, with the procedural-world class
+// (engine/world/scene_world.h) its picture should show when the prompt file
+// names one; those images are judged for class (see above).
+struct BenchPrompt {
+  std::string text;
+  std::optional<int64_t> class_id;
+};
 
 struct BenchOptions {
   std::string model_path;             // a bundle folder, or
@@ -67,7 +88,7 @@ struct BenchOptions {
   std::vector<int64_t> classes;  // class-conditional families: cycled over the images; empty: 0, 1, 2, ...
   // Text families (Janus-Pro): one prompt per run (its `batch` images are that
   // prompt's parallel images), cycled over the runs; empty: default_bench_prompts().
-  std::vector<std::string> prompts;
+  std::vector<BenchPrompt> prompts;
   // Unset: the model's sampling_defaults, else CFG 4, temperature 1, no top-k/top-p.
   std::optional<double> cfg, temperature, top_p;
   std::optional<int64_t> top_k;
@@ -86,6 +107,7 @@ struct BenchOptions {
 };
 
 struct BenchRecord {
+  static constexpr double kNotJudged = std::numeric_limits<double>::quiet_NaN();
   std::string policy;                         // canonical spec
   std::map<std::string, std::string> params;  // the spec's parameters as written
   int64_t kv_bytes_logical = 0;
@@ -108,10 +130,16 @@ struct BenchRecord {
   double class_accuracy = 0;             // fraction; NaN without an evaluation classifier
   double demo_fid = 0;                   // NaN without an evaluation classifier or < 2 images
   int64_t quality_reference_images = 0;  // held-out images demo_fid is measured against
-  double flops = 0;                      // masked models: FLOPs per image (see above); NaN otherwise
-  double flops_vs_full = 0;              // flops / the full run's flops; NaN when not counted
-  int64_t steps = 0;                     // masked models: decoding steps; 0 otherwise
-  std::string family;                    // "llamagen" | "var" | "mar" | "janus-pro"
+  int64_t class_judged = 0;              // images judged for class and demo-FID
+  // Text families: fractions of the prompted attributes shown (see above); NaN
+  // when none was asked for. The counts are cases judged.
+  double time_accuracy = kNotJudged, light_side_accuracy = kNotJudged, light_height_accuracy = kNotJudged,
+         colour_accuracy = kNotJudged, attribute_accuracy = kNotJudged;
+  int64_t time_judged = 0, light_side_judged = 0, light_height_judged = 0, colour_judged = 0, attribute_judged = 0;
+  double flops = 0;          // masked models: FLOPs per image (see above); NaN otherwise
+  double flops_vs_full = 0;  // flops / the full run's flops; NaN when not counted
+  int64_t steps = 0;         // masked models: decoding steps; 0 otherwise
+  std::string family;        // "llamagen" | "var" | "mar" | "janus-pro"
   int64_t images = 0, batch = 0;
   std::string model, device;
   std::string dtype;  // the resolved run-time dtype ("f32", "bf16", "f16"): KV bytes scale with it
@@ -133,12 +161,16 @@ struct BenchProgress {
 using BenchProgressFn = std::function<void(const BenchProgress&)>;
 
 // The prompts a text-family bench uses when none are given: short scene
-// descriptions of the kind Janus-Pro's examples use.
-const std::vector<std::string>& default_bench_prompts();
+// descriptions of the kind Janus-Pro's examples use (no class).
+const std::vector<BenchPrompt>& default_bench_prompts();
 
 // Reads `--prompts FILE`: one prompt a line (UTF-8), blank lines and lines
-// starting with '#' skipped. Throws FileError / InvalidArgumentError (no prompt).
-std::vector<std::string> read_prompt_file(const std::string& path);
+// starting with '#' skipped. A line "CLASS<TAB>PROMPT" names the world class
+// (scene_classes()'s name, e.g. "forest") the picture should show; an empty
+// CLASS names none, and a line without a tab has none. Throws FileError, and
+// InvalidArgumentError naming the line for an unknown class or a class without
+// a prompt, and for a file without a prompt.
+std::vector<BenchPrompt> read_prompt_file(const std::string& path);
 
 // Splits "full,linear:rho=1/6,n_init=4,streaming:rho=1/4" into specs: a comma
 // followed by "key=" continues the previous spec, one followed by a policy name

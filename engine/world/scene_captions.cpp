@@ -22,10 +22,7 @@ struct Entry {
   CaptionSplit split;
 };
 
-// The grammar. Placeholders: {w} where (" on the left" …), {h} "high"/"low",
-// {s} a side word, {phase} "full"/"crescent", {cs} a list of colours, {c} one
-// colour, {n}/{ns} a noun and its plural, {N} a number word. Word orders combine
-// the subject {S}, the time {T} and the list of the other phrases {M}.
+// The grammar (placeholders: see caption_templates() in the header).
 // The last template of every group is held out (one per group keeps held-out
 // captions as varied as the facts while most wordings stay for training), and
 // two of the five word orders are.
@@ -244,7 +241,7 @@ const Grammar& compiled() {
     for (const Entry& e : grammar()) {
       const int index = counts[e.group]++;
       g.by_group[static_cast<int>(e.split)][e.group].push_back(g.templates.size());
-      g.templates.push_back({std::string(e.group) + "." + std::to_string(index), e.pattern, e.split});
+      g.templates.push_back({std::string(e.group) + "." + std::to_string(index), e.group, e.pattern, e.split});
     }
     return g;
   }();
@@ -306,10 +303,8 @@ class Builder {
   }
 
   std::string where(Side side) {
-    static const char* kWords[3][3] = {{"on the left", "at the left", "to the left"},
-                                       {"in the centre", "in the middle", "at the centre"},
-                                       {"on the right", "at the right", "to the right"}};
-    return kWords[static_cast<int>(side)][rng_.below(3)];
+    const std::vector<std::string>& words = where_words(side);
+    return words[static_cast<std::size_t>(rng_.below(static_cast<int>(words.size())))];
   }
 
   void mention(const std::string& fact) { caption_.facts.push_back(fact); }
@@ -334,8 +329,9 @@ std::string light_phrase(Builder& b, const SceneFacts& facts) {
     b.mention("light.side");
     b.mention("light.height");
     b.mention("light.phase");
-    return b.phrase("light.moon",
-                    {{"phase", l.crescent ? "crescent" : "full"}, {"h", to_string(l.height)}, {"w", b.where(l.side)}});
+    return b.phrase("light.moon", {{"phase", moon_phase_words()[l.crescent ? 1 : 0]},
+                                   {"h", to_string(l.height)},
+                                   {"w", b.where(l.side)}});
   }
   b.mention("light.side");
   if (l.disc) {
@@ -369,6 +365,18 @@ CaptionSplit parse_caption_split(const std::string& text) {
 }
 
 const std::vector<CaptionTemplate>& caption_templates() { return compiled().templates; }
+
+const std::vector<std::string>& where_words(Side side) {
+  static const std::vector<std::string> kWords[3] = {{"on the left", "at the left", "to the left"},
+                                                     {"in the centre", "in the middle", "at the centre"},
+                                                     {"on the right", "at the right", "to the right"}};
+  return kWords[static_cast<int>(side)];
+}
+
+const std::vector<std::string>& moon_phase_words() {
+  static const std::vector<std::string> kWords = {"full", "crescent"};
+  return kWords;
+}
 
 std::string number_word(int n) {
   static const char* kWords[] = {"no",    "one",   "two",  "three", "four",   "five",  "six",

@@ -28,12 +28,23 @@ CaptionSplit parse_caption_split(const std::string& text);
 
 struct CaptionTemplate {
   std::string id;       // group.index, e.g. "time.sunset.2", "order.4"
+  std::string group;    // the id without its index: "time.sunset", "light.sun", "order"
   std::string pattern;  // the phrasing, with {placeholders}
   CaptionSplit split = CaptionSplit::train;
 };
 // Every phrasing and word order of the grammar, grouped by id prefix. Every group
-// has at least one template in each split.
+// has at least one template in each split. Placeholders: {w} where (where_words),
+// {h} a height and {s} a side (to_string(Height / Side)), {phase} a moon phase
+// (moon_phase_words), {cs} a list of colours and {c} one (to_string(ColourName)),
+// {n}/{ns} a noun and its plural, {N} a number word; the word orders combine the
+// subject {S}, the time {T} and the list of the other phrases {M}.
 const std::vector<CaptionTemplate>& caption_templates();
+
+// The words the grammar fills {w} with for a side ("on the left", "at the left",
+// …) and {phase} with ("full", "crescent"), so that a reader of captions
+// (prompt_attributes.h) knows every phrasing without a copy of the grammar.
+const std::vector<std::string>& where_words(Side side);
+const std::vector<std::string>& moon_phase_words();
 
 struct Caption {
   std::string text;

@@ -323,6 +323,47 @@ else
 fi
 expect_error world-bad-split "unknown caption split 'test' \(expected train or held-out\)" -- world --captions --split test
 expect_error world-split-needs-captions "--split applies to --captions" -- world --out "$work/w.png" --split train
+# world --prompt-file: a bench prompt file, CLASS<TAB>CAPTION, in rounds over the classes, by default the
+# held-out captions of held-out seeds; bench judges a text model's images on what its prompts ask for.
+if out=$("$cli" world --prompt-file "$work/prompts.txt" --classes forest,desert --per-class 2) &&
+   grep -q "4 prompts: 2 classes x 2 pictures x 1 captions, held-out split, seeds 1000000000..1000000001" <<<"$out" &&
+   captions=$("$cli" world --captions --classes forest,desert --per-class 2 --split held-out --seed 1000000000) &&
+   python3 - "$work/prompts.txt" "$captions" <<'PY'
+import sys
+lines = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if not l.startswith("#")]
+assert [l[0] for l in lines] == ["forest", "desert", "forest", "desert"], lines
+printed = [l.split(": ", 1) for l in sys.argv[2].splitlines()]
+assert sorted((c.split()[0], t) for c, t in printed) == sorted((l[0], l[1]) for l in lines), (printed, lines)
+PY
+then
+  pass world-prompt-file
+else
+  fail world-prompt-file
+fi
+if "$cli" bench --random janus-pro-tiny --policies full --prompts "$work/prompts.txt" --images 4 --threads 1 --no-warmup \
+     --quiet --device cpu --json "$work/bench-prompts.json" >"$work/bench-prompts.txt" &&
+   grep -q "time %" "$work/bench-prompts.txt" && grep -q "prompted attributes judged: time 4," "$work/bench-prompts.txt" &&
+   python3 - "$work/bench-prompts.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert r["class_judged"] == 0 and r["class_accuracy"] is None, r  # random weights: no classifier
+assert r["time_judged"] == 4 and r["colour_judged"] >= 4 and r["light_side_judged"] >= 2, r
+assert r["attribute_judged"] == r["time_judged"] + r["light_side_judged"] + r["light_height_judged"] + r["colour_judged"], r
+assert 0 <= r["attribute_accuracy"] <= 1, r
+PY
+then
+  pass bench-prompt-file
+else
+  fail "bench-prompt-file: $(cat "$work/bench-prompts.txt")"
+fi
+printf 'lake\ta calm lake\nvolcano\tlava at night\n' >"$work/bad-prompts.txt"
+expect_error bench-prompt-unknown-class "bad-prompts.txt line 2: unknown class 'volcano' before the tab" -- bench --random janus-pro-tiny --policies full --prompts "$work/bad-prompts.txt"
+expect_error world-prompt-file-alone "--prompt-file cannot be combined with --out" -- world --prompt-file "$work/p.txt" --out "$work/w.png"
+if "$cli" bench --help | grep -q "CLASS<TAB>PROMPT" && "$cli" world --help | grep -q -- "--prompt-file FILE"; then
+  pass prompt-file-help
+else
+  fail prompt-file-help
+fi
 
 echo "cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]

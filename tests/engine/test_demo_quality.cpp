@@ -117,6 +117,8 @@ TEST(DemoQualityJudge, BenchJudgesEveryPolicy) {
     EXPECT_TRUE(std::isfinite(r.demo_fid)) << r.policy;
     EXPECT_GE(r.demo_fid, 0.0);
     EXPECT_EQ(r.quality_reference_images, 200);  // 4 images x ceil(200 / 4) held-out images each
+    EXPECT_EQ(r.class_judged, 4);
+    EXPECT_TRUE(std::isnan(r.attribute_accuracy));  // a class model asks for no attributes
     const auto j = to_json(r);
     EXPECT_TRUE(j["class_accuracy"].is_number());
     EXPECT_TRUE(j["demo_fid"].is_number());

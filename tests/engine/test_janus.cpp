@@ -274,8 +274,10 @@ TEST(JanusSession, BadRequestsSayWhatToDo) {
 TEST(JanusBench, PromptsDriveTheRunsAndClassesAreRefused) {
   test::TempDir dir;
   test::write_bytes(dir.file("prompts.txt"), "# scenes\n\na red fox in snow\r\n  \nan astronaut on a horse\n");
-  const std::vector<std::string> prompts = read_prompt_file(dir.file("prompts.txt"));
-  ASSERT_EQ(prompts, (std::vector<std::string>{"a red fox in snow", "an astronaut on a horse"}));
+  const std::vector<BenchPrompt> prompts = read_prompt_file(dir.file("prompts.txt"));
+  ASSERT_EQ(prompts.size(), 2u);
+  EXPECT_EQ(prompts[0].text, "a red fox in snow");
+  EXPECT_EQ(prompts[1].text, "an astronaut on a horse");
   test::write_bytes(dir.file("empty.txt"), "# nothing\n\n");
   EXPECT_NE(error_of([&] { read_prompt_file(dir.file("empty.txt")); }).find("holds no prompt"), std::string::npos);
 

@@ -1,0 +1,39 @@
+#pragma once
+// What an English prompt asks a picture to show, in the terms the pixel measures
+// (scene_measures.h) can check: the time of day, the side and height of the sun
+// or moon, and named colours. bench reads each prompt with it and judges the
+// generated images against what was asked (engine/bench/attribute_judge.h).
+//
+// It reads every phrasing of the caption grammar (scene_captions.h), taken from
+// the grammar's own templates and slot words, and plain English besides ("at
+// night", "the sun low on the left", "a red boat"). What it cannot tie to one
+// value it leaves out rather than guess:
+// - a side or height counts only inside a phrase about the sun or moon (or its
+//   light): in "an island on the left" the side belongs to the island;
+// - two different values of one attribute ("from dawn to dusk", "the sun on the
+//   left and the moon on the right") claim nothing for it;
+// - a colour word inside one of the grammar's fixed phrasings ("in the pink light
+//   of dawn", "a brown wooden tabletop") belongs to that phrase, and one after
+//   "no", "not" or "without" is not asked for.
+// tests/engine/test_prompt_attributes.cpp reads back the facts from captions of
+// both splits. Torch-free.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/world/scene_facts.h"
+
+namespace kvs::world {
+
+struct PromptAttributes {
+  std::optional<TimeOfDay> time;
+  std::optional<Side> light_side;      // the sun's or moon's (or its light's) side
+  std::optional<Height> light_height;  // the sun's or moon's disc
+  std::vector<ColourName> colours;     // in the order first named, no repeats
+
+  bool empty() const { return !time && !light_side && !light_height && colours.empty(); }
+};
+
+PromptAttributes read_prompt_attributes(const std::string& prompt);
+
+}  // namespace kvs::world
