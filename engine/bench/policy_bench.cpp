@@ -452,7 +452,10 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
       continue;
     }
     const BenchPrompt& prompt = prompts[static_cast<size_t>(i / options.batch) % prompts.size()];
-    asked.push_back(world::read_prompt_attributes(prompt.text));
+    // With a class named, only what the measures can judge on that class.
+    std::optional<int> asked_class;
+    if (prompt.class_id) asked_class = static_cast<int>(*prompt.class_id);
+    asked.push_back(world::measurable_attributes(world::read_prompt_attributes(prompt.text), asked_class));
     if (prompt.class_id) {
       class_judged.push_back(static_cast<size_t>(i));
       judged_labels.push_back(*prompt.class_id);

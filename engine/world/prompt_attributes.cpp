@@ -1,5 +1,7 @@
 #include "engine/world/prompt_attributes.h"
 
+#include "engine/world/scene_measures.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
@@ -276,6 +278,21 @@ class Reader {
 PromptAttributes read_prompt_attributes(const std::string& prompt) {
   static const Reader kReader;
   return kReader.read(prompt);
+}
+
+PromptAttributes measurable_attributes(const PromptAttributes& asked, std::optional<int> class_id) {
+  if (!class_id) return asked;
+  PromptAttributes out;
+  out.time = asked.time;
+  if (light_side_measurable(*class_id)) out.light_side = asked.light_side;
+  if (light_height_measurable(*class_id)) out.light_height = asked.light_height;
+  if (colour_measurable(*class_id))
+    for (const ColourName c : asked.colours)
+      if (c <= ColourName::pink) {
+        out.colours.push_back(c);
+        break;
+      }
+  return out;
 }
 
 }  // namespace kvs::world

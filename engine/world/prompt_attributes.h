@@ -36,4 +36,10 @@ struct PromptAttributes {
 
 PromptAttributes read_prompt_attributes(const std::string& prompt);
 
+// What of `asked` the pixel measures can judge on a picture of `class_id`: the
+// side and height of the light and the colours only on the classes each measure
+// is trusted on (scene_measures.h), and of a tiling's colours the first hue named
+// (the one that covers a third of it). Without a class, everything asked.
+PromptAttributes measurable_attributes(const PromptAttributes& asked, std::optional<int> class_id);
+
 }  // namespace kvs::world
