@@ -37,7 +37,8 @@ models are judged on what their prompts ask for: the time of day, the sun's or
 moon's side and height and named colours, by pixel measures of the procedural
 world, and on class where a prompt line names one.
 
-  --model DIR         model bundle (default: the bundled demo model)
+  --model DIR         model bundle (default: the bundled demo model; with --prompts,
+                      the bundled text-to-image demo, resources/models/janus-pro-demo)
   --random ARCH       an official architecture with seeded random weights instead of --model:
                       llamagen-demo, llamagen-B@256, llamagen-L@384, llamagen-XL@384, ...,
                       var-demo, var-d16, var-d20, var-d24, var-d30, var-d36 (512 px), var-d16@512,
@@ -204,7 +205,7 @@ int cmd_bench(const std::vector<std::string>& args) {
     throw InvalidArgumentError("options --model and --random exclude each other");
   BenchOptions options;
   if (p.has("--random")) options.random_arch = p.get("--random", "");
-  else options.model_path = p.get("--model", default_model_path());
+  else options.model_path = p.get("--model", p.has("--prompts") ? default_text_model_path() : default_model_path());
   options.policies = split_policy_list(p.require("--policies"));
   options.batch = p.get_int("--batch", 1);
   if (options.batch < 1 || options.batch > 64) throw InvalidArgumentError("option --batch must be between 1 and 64");

@@ -27,7 +27,8 @@ namespace fs = std::filesystem;
 const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [options]      (class-conditional models)
        kvstudio-cli generate --prompt "TEXT" [options]               (text-to-image models)
 
-  --model DIR         model bundle (default: the bundled demo model)
+  --model DIR         model bundle (default: the bundled demo model; with --prompt,
+                      the bundled text-to-image demo, resources/models/janus-pro-demo)
   --class IDS         class id, or a comma-separated list (one image each)
   --batch N           images per class id (default 1)
   --prompt TEXT       text models: what to draw (class models refuse it, text models need it)
@@ -130,7 +131,9 @@ int cmd_generate(const std::vector<std::string>& args) {
     return 0;
   }
   GenerationRequest request;
-  request.model_path = p.get("--model", default_model_path());
+  // A prompt without a model: the bundled text-to-image demo.
+  const bool prompted = p.has("--prompt") || p.has("--prompt-file");
+  request.model_path = p.get("--model", prompted ? default_text_model_path() : default_model_path());
   const io::ModelBundle bundle = io::ModelBundle::open(request.model_path);
   const ModelSummary model = summarize_model_bundle(bundle);
   const ModelSamplingDefaults& defaults = model.sampling_defaults;

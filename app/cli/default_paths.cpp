@@ -8,9 +8,11 @@
 namespace kvs::cli {
 namespace fs = std::filesystem;
 
-std::string default_model_path() {
-  if (const char* env = std::getenv("KVSTUDIO_DEFAULT_MODEL"); env && *env) return env;
-  const std::string relative = "models/llamagen-demo";
+namespace {
+
+std::string bundled_model_path(const char* env_name, const std::string& name) {
+  if (const char* env = std::getenv(env_name); env && *env) return env;
+  const std::string relative = "models/" + name;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
@@ -19,5 +21,11 @@ std::string default_model_path() {
   }
   return (fs::path(KVSTUDIO_SOURCE_RESOURCES) / relative).string();
 }
+
+}  // namespace
+
+std::string default_model_path() { return bundled_model_path("KVSTUDIO_DEFAULT_MODEL", "llamagen-demo"); }
+
+std::string default_text_model_path() { return bundled_model_path("KVSTUDIO_DEFAULT_TEXT_MODEL", "janus-pro-demo"); }
 
 }  // namespace kvs::cli

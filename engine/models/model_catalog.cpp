@@ -36,6 +36,9 @@ ModelSummary summarize_model_bundle(const io::ModelBundle& bundle) {
   const nlohmann::json& m = bundle.manifest;
   if (m.contains("provenance") && m["provenance"].is_object()) s.note = m["provenance"].value("note", std::string());
   s.sampling_defaults = read_sampling_defaults(m);
+  if (m.contains("example_prompts") && m["example_prompts"].is_array())
+    for (const auto& p : m["example_prompts"])
+      if (p.is_string() && !p.get<std::string>().empty()) s.example_prompts.push_back(p.get<std::string>());
   std::error_code ec;
   const auto size = fs::file_size(bundle.weights_path(), ec);
   if (ec) throw FileError("weights file " + bundle.weights_path() + " is missing or unreadable");

@@ -39,6 +39,9 @@ struct ModelSummary {
   // Empty for the other families.
   std::vector<int64_t> scale_sides;
   std::vector<std::string> class_names;  // may be empty
+  // Text models: prompts the bundle suggests (model.json "example_prompts"), the
+  // first of which the window fills in when the prompt box is empty.
+  std::vector<std::string> example_prompts;
   ModelSamplingDefaults sampling_defaults;
   bool usable() const { return problem.empty(); }
 };

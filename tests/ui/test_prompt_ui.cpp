@@ -135,6 +135,23 @@ class TestPromptUi : public QObject {
     QVERIFY(!promptEdit(panel)->isVisible());
   }
 
+  void aTextModelsSuggestedPromptFillsAnEmptyBoxOnly() {
+    ParameterPanel panel;
+    kvs::ModelSummary model = textModel();
+    model.example_prompts = {"a lake at night with a full moon", "a desert at dawn"};
+    panel.setModel(model, textFamily());
+    QCOMPARE(promptEdit(panel)->toPlainText(), QStringLiteral("a lake at night with a full moon"));
+    // What the user typed is never replaced by a suggestion.
+    promptEdit(panel)->setPlainText(QStringLiteral("a red fox"));
+    model.example_prompts = {"a desert at dawn"};
+    panel.setModel(model, textFamily());
+    QCOMPARE(promptEdit(panel)->toPlainText(), QStringLiteral("a red fox"));
+    // A model without suggestions leaves an empty box empty.
+    ParameterPanel plain;
+    plain.setModel(textModel(), textFamily());
+    QVERIFY(promptEdit(plain)->toPlainText().isEmpty());
+  }
+
   void ctrlEnterInThePromptGenerates() {
     ParameterPanel panel;
     panel.setModel(textModel(), textFamily());

@@ -421,6 +421,9 @@ void ParameterPanel::setModel(const kvs::ModelSummary& model, const kvs::FamilyD
   refillPolicies();
   applyFamilyToSampling();
   applyConditioning();
+  // A text model opens ready to generate: its suggested prompt fills an empty box.
+  if (takesPrompt() && prompt_edit_->toPlainText().trimmed().isEmpty() && !model.example_prompts.empty())
+    prompt_edit_->setPlainText(QString::fromStdString(model.example_prompts.front()));
   onPolicyChosen();
   onBudgetModeChanged();
 }

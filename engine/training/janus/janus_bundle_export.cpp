@@ -9,9 +9,11 @@
 #include "engine/models/janus/janus_weights.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 #include "engine/training/checkpoint.h"
+#include "engine/training/janus/caption_data.h"
 #include "engine/training/janus/text_tokenizer_trainer.h"
 #include "engine/training/llamagen/vq_model.h"
 #include "engine/training/world_dataset.h"
+#include "engine/world/scene_world.h"
 
 namespace kvs::training {
 namespace fs = std::filesystem;
@@ -47,6 +49,15 @@ nlohmann::json export_janus_bundle(const BundleExportOptions& options) {
   std::ifstream text_manifest(fs::path(text_dir) / "manifest.json");
   if (text_manifest) provenance["text_tokenizer_training"] = nlohmann::json::parse(text_manifest, nullptr, false);
   nlohmann::json manifest = janus::janus_manifest(options.name, cfg, provenance);
+  // Prompts the window and the docs suggest: the train-wording captions of one
+  // held-out picture of a few classes (what the model learned to draw, on pictures
+  // it never saw).
+  nlohmann::json examples = nlohmann::json::array();
+  for (const char* name : {"sunset_sea", "night_sky", "forest", "lake", "desert", "tiling"}) {
+    const WorldItem item{world::scene_class_id(name), kHeldOutSeedBase};
+    examples.push_back(world_item_caption(item, 0, world::CaptionSplit::train));
+  }
+  manifest["example_prompts"] = examples;
   write_trained_bundle(options, dtype, tensors, world_class_names(), manifest);
 
   // The tokenizer folder a converted checkpoint carries, as `tokenizer/`.
