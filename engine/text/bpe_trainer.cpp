@@ -131,7 +131,9 @@ int64_t write_bpe_tokenizer_files(const std::string& dir_text, const TrainedBpe&
   nlohmann::json vocab = nlohmann::json::object();
   for (size_t i = 0; i < bpe.vocab.size(); ++i) vocab[bpe.vocab[i]] = static_cast<int64_t>(i);
   nlohmann::json merges = nlohmann::json::array();
-  for (const auto& [left, right] : bpe.merges) merges.push_back(nlohmann::json::array({left, right}));
+  // "a b" strings, which every `tokenizers` version reads (byte-level pieces
+  // never hold a space: it is spelled "Ġ").
+  for (const auto& [left, right] : bpe.merges) merges.push_back(left + " " + right);
   nlohmann::json added = nlohmann::json::array();
   const int64_t first_special = static_cast<int64_t>(bpe.vocab.size());
   for (size_t i = 0; i < options.special_tokens.size(); ++i)

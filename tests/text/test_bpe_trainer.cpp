@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "engine/core/errors.h"
 #include "engine/text/bpe_tokenizer.h"
@@ -102,6 +106,41 @@ TEST(BpeTrainer, WrittenFolderLoadsAndRoundTripsSeenAndUnseenText) {
     EXPECT_EQ(tok.decode(enc), text);
   }
   EXPECT_EQ(tok.encode("<begin_of_image>", false), std::vector<int64_t>{static_cast<int64_t>(bpe.vocab.size()) + 3});
+  fs::remove_all(dir);
+}
+
+// The written folder is a Hugging Face tokenizer: the `tokenizers` library loads
+// it and gives the ids BpeTokenizer gives (ctest sets KVSTUDIO_VENV_PYTHON).
+TEST(BpeTrainer, TheTokenizersLibraryEncodesTheWrittenFolderTheSameWay) {
+  const char* python = std::getenv("KVSTUDIO_VENV_PYTHON");
+  if (!python || !fs::exists(python)) GTEST_SKIP() << "KVSTUDIO_VENV_PYTHON is not set: run through ctest";
+  const fs::path dir = temp_dir("hf");
+  kvs::text::write_bpe_tokenizer_files((dir / "tok").string(), train_byte_level_bpe(corpus(), {400, 2}),
+                                       file_options());
+  const std::vector<std::string> texts = {"a red sunset over the sea, the sun low on the left",
+                                          "the dark forest at night",
+                                          "a purple zeppelin at dawn",
+                                          "über café 日本 🙂",
+                                          "<bos> red <begin_of_image>",
+                                          "  two  spaces\n\nlines"};
+  std::ofstream(dir / "texts.json") << nlohmann::json(texts).dump();
+  const std::string script =
+      "import json,sys\n"
+      "try:\n from tokenizers import Tokenizer\n"
+      "except ImportError:\n open(sys.argv[3],'w').write('null'); sys.exit(0)\n"
+      "t=Tokenizer.from_file(sys.argv[1]+'/tokenizer.json')\n"
+      "texts=json.load(open(sys.argv[2]))\n"
+      "json.dump([t.encode(x,add_special_tokens=False).ids for x in texts],open(sys.argv[3],'w'))\n";
+  std::ofstream(dir / "encode.py") << script;
+  const std::string command = std::string(python) + " " + (dir / "encode.py").string() + " " + (dir / "tok").string() +
+                              " " + (dir / "texts.json").string() + " " + (dir / "ids.json").string();
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  nlohmann::json expected;
+  std::ifstream(dir / "ids.json") >> expected;
+  if (expected.is_null()) GTEST_SKIP() << "the Python package 'tokenizers' is not installed";
+  const BpeTokenizer tok = BpeTokenizer::load((dir / "tok").string());
+  for (size_t i = 0; i < texts.size(); ++i)
+    EXPECT_EQ(tok.encode(texts[i], false), expected[i].get<std::vector<int64_t>>()) << texts[i];
   fs::remove_all(dir);
 }
 
