@@ -1,6 +1,7 @@
-# Sourced by the demo recipes (var_demo_recipe.sh, mar_demo_recipe.sh): the
-# settings every recipe takes from the environment and the resumable training
-# step. Set W and OUT first (each recipe has its own defaults).
+# Sourced by the demo recipes (var_demo_recipe.sh, mar_demo_recipe.sh,
+# janus_demo_recipe.sh): the settings every recipe takes from the environment
+# and the resumable training step. Set W and OUT first (each recipe has its own
+# defaults).
 T=${T:-build/default/app/train/kvstudio-train}
 CLI=${CLI:-build/default/app/kvstudio-cli}
 CLASSIFIER=${CLASSIFIER:-resources/models/llamagen-demo/evaluation-classifier.safetensors}

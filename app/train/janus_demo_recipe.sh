@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# The recipe of the text-to-image demo bundle (resources/models/janus-pro-demo):
+# the VQ tokenizer, the byte-level BPE text tokenizer learned on the captions,
+# the model with Janus-Pro's generation architecture, export (with the LlamaGen
+# demo's evaluation classifier) and evaluation on captions of held-out pictures.
+# Every training command stops itself before 90 minutes (--stop-after-minutes 89)
+# and this script resumes it until it has finished, so the script can also be
+# re-run after an interruption (each step continues from its checkpoint; finished
+# steps return at once). The shipped bundle trained the VQ at two threads and the
+# model at one (THREADS=1), with other work beside it.
+#
+#   T=build/default/app/train/kvstudio-train W=build/train-work-janus \
+#   OUT=build/janus-pro-demo app/train/janus_demo_recipe.sh
+#
+# Stop it cleanly: `touch $W/STOP`, then Ctrl-C / kill the running kvstudio-train
+# (it checkpoints first); remove $W/STOP and run the script again to continue.
+set -uo pipefail
+
+W=${W:-build/train-work-janus}
+OUT=${OUT:-build/janus-pro-demo}
+# T, CLI, CLASSIFIER, SAMPLES, THREADS and the resumable `run` step.
+source "$(dirname "${BASH_SOURCE[0]}")/recipe_steps.sh"
+
+run vq --steps 4000 --batch 8 --lr 1e-3 --warmup 100 --eval-every 500 --checkpoint-every 250
+echo "== $(date -u +%FT%TZ) text-tokenizer"
+"$T" text-tokenizer --work "$W" --vocab-size 1024 --train-per-class 1000 --captions-per-image 4 || exit $?
+run janus --steps 3200 --batch 8 --lr 8e-4 --warmup 100 --layers 6 --eval-every 400 --checkpoint-every 100 \
+          --train-per-class 1000 --eval-per-class 20 --captions-per-image 4
+echo "== $(date -u +%FT%TZ) export"
+"$T" export --family janus-pro --work "$W" --out "$OUT" --classifier "$CLASSIFIER" || exit $?
+echo "== $(date -u +%FT%TZ) evaluate"
+"$T" evaluate --bundle "$OUT" --work "$W" --threads "$THREADS" --samples "$SAMPLES" || exit $?
+echo "== $(date -u +%FT%TZ) done"
