@@ -14,7 +14,7 @@ H2OPolicy::H2OPolicy(const PolicyContext& context, int64_t budget_tokens, double
       budget_(budget_tokens),
       recent_(0),
       decide_on_both_(decide_on_both),
-      accumulated_(context.n_layer) {
+      accumulated_(context.n_layer, context.condition_tokens + context.image_tokens()) {
   if (!(recent_fraction >= 0 && recent_fraction <= 1))
     throw InvalidArgumentError("policy h2o: recent " + std::to_string(recent_fraction) +
                                " is impossible (must be a fraction of the budget, 0 <= recent <= 1)");
@@ -27,16 +27,7 @@ H2OPolicy::H2OPolicy(const PolicyContext& context, int64_t budget_tokens, double
 }
 
 void H2OPolicy::observe_attention(int64_t layer, int64_t, const at::Tensor& key_mass, const at::Tensor& positions) {
-  at::Tensor& sums = accumulated_.at(layer);
-  at::Tensor mass = key_mass.to(at::kCPU, at::kDouble);  // [rows, kv, L]
-  const int64_t rows = mass.size(0), slots = context_.condition_tokens + context_.image_tokens();
-  // CFG dropped: the conditional rows come first, so their sums stay valid.
-  if (sums.defined() && sums.size(0) > rows && sums.size(1) == mass.size(1)) sums = sums.narrow(0, 0, rows).clone();
-  if (!sums.defined() || sums.size(0) != rows || sums.size(1) != mass.size(1))
-    sums = at::zeros({rows, mass.size(1), slots}, at::TensorOptions().dtype(at::kDouble));
-  at::Tensor valid = (positions >= 0) & (positions < slots);
-  sums.scatter_add_(2, at::where(valid, positions, at::zeros_like(positions)),
-                    at::where(valid, mass, at::zeros_like(mass)));
+  accumulated_.add(layer, key_mass, positions);
 }
 
 void H2OPolicy::after_token(KvStore& store, int64_t) {
@@ -47,17 +38,7 @@ void H2OPolicy::after_token(KvStore& store, int64_t) {
     at::Tensor count = s.count.narrow(0, 0, decide);
     at::Tensor candidates = s.is_image.narrow(0, 0, decide) &
                             (s.rank.narrow(0, 0, decide) < (count - recent_).unsqueeze(-1));
-    // Accumulated attention of each slot's entry, looked up by position.
-    const at::Tensor& sums = accumulated_.at(layer);
-    at::Tensor score = at::zeros({decide, store.kv_heads(), s.length}, at::TensorOptions().dtype(at::kDouble));
-    auto lookup = [&](int64_t first_row) {
-      at::Tensor pos = s.positions.narrow(0, first_row, decide).clamp(0, sums.size(2) - 1);
-      return sums.narrow(0, first_row, decide).gather(2, pos);
-    };
-    if (sums.defined() && sums.size(0) == rows && sums.size(1) == store.kv_heads()) {
-      score = lookup(0);
-      if (decide_on_both_ && decide != rows) score = score + lookup(decide);
-    }
+    at::Tensor score = accumulated_.slot_scores(layer, s.positions, rows, decide, decide_on_both_);
     at::Tensor evict = at::clamp_min(count - budget_, 0);
     apply_keep(store, layer, keep_all_but_lowest(score, candidates, evict), context_);
   }

@@ -6,8 +6,7 @@
 // accumulated over every step since they entered the cache. Evicts after every
 // token, so a segment holds at most B image entries after after_token.
 // Choices where the paper is silent: docs/policies.md#h2o
-#include <vector>
-
+#include "engine/cache/policies/attention_accumulator.h"
 #include "engine/cache/policies/policy_registry.h"
 
 namespace kvs {
@@ -28,7 +27,7 @@ class H2OPolicy : public CachePolicy {
   PolicyContext context_;
   int64_t budget_, recent_;
   bool decide_on_both_;
-  std::vector<at::Tensor> accumulated_;  // per layer, CPU double [rows, kv_heads, condition + image tokens]
+  AttentionAccumulator accumulated_;
 };
 
 PolicyInfo h2o_policy_info();
