@@ -80,6 +80,67 @@ TEST(LinearPolicy, EvictsTheLeastSalientMidTokensAtLineEnds) {
   EXPECT_EQ(std::vector<int64_t>(kept.end() - 4, kept.end()), (std::vector<int64_t>{13, 14, 15, 16}));
 }
 
+// guidance=attn_acc (LineAR Table 6's AttAcc): the same cache, queries and attention
+// as the default sees, but the mid tokens are ranked by the attention accumulated
+// over every step since they entered the cache, looked up by position (slots move).
+TEST(LinearPolicy, AttnAccGuidanceRanksMidTokensByAccumulatedAttention) {
+  // 4x4 grid (n = 4), B = 12, N_init = 1, r = 1, as above; keys as above, so the
+  // finished line's queries (inter-line guidance) favour tokens 1, 3 and 7.
+  const float strength[16] = {0.1f, 5.0f, -3.0f, 4.0f, -1.0f, 2.0f, -2.0f, 3.0f, 0, 0, 0, 0, 0, 0, 0, 0};
+  // The attention each position receives at every step it is cached (condition:
+  // position 0). Accumulated over the steps a token is present, tokens 2, 5 and 6
+  // (positions 3, 6, 7) lead among the mid tokens at the first line end: 0.5 x 10,
+  // 0.6 x 7, 0.9 x 6 steps against 0.01 x 11, 0.02 x 9, 0.03 x 8, 0.04 x 5.
+  const double mass[17] = {1.0, 0.05, 0.01, 0.5, 0.02, 0.03, 0.6,  0.9, 0.04,
+                           0.1, 0.3,  0.07, 0.2, 0.05, 0.05, 0.05, 0.05};
+  auto run = [&](const std::string& spec, int64_t tokens) {
+    PolicyContext c = test::small_policy_context(4);
+    auto policy = make_policy(spec, c);
+    KvStore store(1, 1, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
+    append_token(store, 0, 0.0f);
+    at::Tensor q = at::zeros({1, 1, 1, 4});
+    q.select(3, 0).fill_(1.0f);
+    for (int64_t i = 0; i < tokens; ++i) {
+      append_token(store, 1 + i, strength[i]);
+      // What the model hands a policy at this step, for what it asks.
+      if (policy->wants_queries()) policy->observe_queries(0, i, q);
+      if (policy->wants_key_mass()) {
+        const int64_t length = store.max_length(0);
+        const at::Tensor positions = store.positions_tensor(0).narrow(2, 0, length);
+        at::Tensor key_mass = at::zeros({1, 1, length});
+        for (int64_t slot = 0; slot < length; ++slot)
+          key_mass[0][0][slot] = mass[positions[0][0][slot].item<int64_t>()];
+        policy->observe_attention(0, i, key_mass, positions);
+      }
+      policy->after_token(store, i);
+    }
+    return store.positions(0, 0, 0);
+  };
+  const std::string base = "linear:budget=12,n_init=1,r=1";
+  {
+    auto inter_line = make_policy(base, test::small_policy_context(4));
+    auto attn_acc = make_policy(base + ",guidance=attn_acc", test::small_policy_context(4));
+    EXPECT_TRUE(inter_line->wants_queries());
+    EXPECT_FALSE(inter_line->wants_key_mass());
+    EXPECT_FALSE(attn_acc->wants_queries());
+    EXPECT_TRUE(attn_acc->wants_key_mass());
+  }
+  // First line end: the default keeps mid tokens 1, 3, 7 (positions 2, 4, 8); AttAcc
+  // keeps 2, 5, 6 (positions 3, 6, 7). Anchor (position 1) and the recent line
+  // (positions 9..12) are kept by both.
+  EXPECT_EQ(run(base, 12), (std::vector<int64_t>{0, 1, 2, 4, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(run(base + ",guidance=inter_line", 12), (std::vector<int64_t>{0, 1, 2, 4, 8, 9, 10, 11, 12}));
+  EXPECT_EQ(run(base + ",guidance=attn_acc", 12), (std::vector<int64_t>{0, 1, 3, 6, 7, 9, 10, 11, 12}));
+  // Next line end: the mid region is positions 3, 6, 7, 9..12 and four go. The sums
+  // kept growing by position across the first eviction: 0.5 x 14, 0.6 x 11, 0.9 x 10
+  // against 0.1 x 8, 0.3 x 7, 0.07 x 6, 0.2 x 5 for positions 9..12, which all go.
+  EXPECT_EQ(run(base + ",guidance=attn_acc", 16), (std::vector<int64_t>{0, 1, 3, 6, 7, 13, 14, 15, 16}));
+  // Unknown values name the parameter and its choices.
+  EXPECT_NE(test::policy_error(base + ",guidance=heavy", test::small_policy_context(4))
+                .find("policy linear: parameter guidance must be one of inter_line, attn_acc, got 'heavy'"),
+            std::string::npos);
+}
+
 TEST(LinearPolicy, CfgPairsKeepTheSamePositions) {
   PolicyContext c = test::small_policy_context(4, /*rows=*/2, /*cfg=*/true);
   auto policy = make_policy("linear:budget=12,n_init=1", c);
@@ -175,7 +236,7 @@ TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
   const PolicyContext context = llamagen::raster_policy_context(cfg, /*batch=*/2, /*cfg=*/true, /*seed=*/5);
   for (const std::string spec :
        {"full", "streaming:rho=1/4", "random:rho=1/4", "linear:rho=1/4", "linear:rho=1/2,cfg_decision=both",
-        "headkv:rho=1/4", "h2o:rho=1/4", "snapkv:rho=1/4", "rkv:rho=1/4"}) {
+        "linear:rho=1/4,guidance=attn_acc", "headkv:rho=1/4", "h2o:rho=1/4", "snapkv:rho=1/4", "rkv:rho=1/4"}) {
     auto policy = make_policy(spec, context);
     const int64_t budget = policy->budget_tokens();
     llamagen::RasterHooks hooks;

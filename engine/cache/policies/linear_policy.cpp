@@ -12,13 +12,17 @@
 namespace kvs {
 
 LinearPolicy::LinearPolicy(const PolicyContext& context, int64_t budget_tokens, int64_t n_init, int64_t recent_lines,
-                           bool decide_on_both)
+                           bool decide_on_both, LineGuidance guidance)
     : context_(context),
       budget_(budget_tokens / context.grid_width * context.grid_width),
       n_init_(n_init),
       recent_lines_(recent_lines),
       decide_on_both_(decide_on_both),
+      guidance_(guidance),
       line_queries_(context.n_layer) {
+  if (guidance_ == LineGuidance::AttnAcc)
+    accumulated_ = std::make_unique<AttentionAccumulator>(context.n_layer,
+                                                          context.condition_tokens + context.image_tokens());
   const int64_t n = context.grid_width;
   if (n_init_ < 0 || recent_lines_ < 0) throw InvalidArgumentError("policy linear: n_init and r must be >= 0");
   const int64_t minimum = n_init_ + (recent_lines_ + 1) * n;
@@ -39,35 +43,47 @@ void LinearPolicy::observe_queries(int64_t layer, int64_t token_index, const at:
   buffer.narrow(2, token_index % n, 1).copy_(queries);
 }
 
+void LinearPolicy::observe_attention(int64_t layer, int64_t, const at::Tensor& key_mass, const at::Tensor& positions) {
+  if (accumulated_) accumulated_->add(layer, key_mass, positions);
+}
+
 void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
   const int64_t n = context_.grid_width;
   if ((token_index + 1) % n != 0) return;
   const int64_t lines_done = (token_index + 1) / n;
   const int64_t target = budget_ - n;
   const int64_t recent_from = context_.condition_tokens + (lines_done - recent_lines_) * n;  // first recent position
-  const double scale = 1.0 / std::sqrt(static_cast<double>(store.head_dim()));
   for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
     ImageSlots s = image_slots(store, layer, context_.condition_tokens);
     if (s.count.max().item<int64_t>() < budget_) continue;
     // Regions by age: anchors = first n_init visual entries, recent = last r lines.
     at::Tensor mid = s.is_image & (s.rank >= n_init_) & (s.positions < recent_from);
-    // Inter-line saliency: the finished line's queries against every slot's key,
-    // softmax restricted to the mid region, mean over queries (and grouped heads).
-    const at::Tensor& q_line = line_queries_[layer];  // [rows, H, n, D]
-    const int64_t rows = store.rows(), kv = store.kv_heads(), group = context_.n_head / kv;
-    at::Tensor keys = store.keys(layer, s.length);  // [rows, kv, L, D]
-    at::Tensor q = q_line.narrow(0, 0, rows).reshape({rows, kv, group * n, store.head_dim()});
-    at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
-    at::Tensor mid_dev = mid.to(logits.device()).unsqueeze(2);
-    logits = logits.masked_fill(~mid_dev, -std::numeric_limits<float>::infinity());
-    at::Tensor saliency =
-        at::nan_to_num(at::softmax(logits, -1, at::kFloat), 0.0).mean(2).to(at::kCPU);  // [rows, kv, L]
-    const int64_t decide = decision_rows(store, context_);
-    at::Tensor score = saliency.narrow(0, 0, decide);
-    if (decide_on_both_ && decide != rows) score = score + saliency.narrow(0, decide, decide);
+    const int64_t rows = store.rows(), decide = decision_rows(store, context_);
+    at::Tensor score = guidance_ == LineGuidance::AttnAcc
+                           ? accumulated_->slot_scores(layer, s.positions, rows, decide, decide_on_both_)
+                           : inter_line_saliency(store, layer, s, mid, decide);
     at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
     apply_keep(store, layer, keep_all_but_lowest(score, mid.narrow(0, 0, decide), evict), context_);
   }
+}
+
+at::Tensor LinearPolicy::inter_line_saliency(const KvStore& store, int64_t layer, const ImageSlots& s,
+                                             const at::Tensor& mid, int64_t decide) const {
+  // The finished line's queries against every slot's key, softmax restricted to
+  // the mid region, mean over queries (and grouped heads).
+  const int64_t n = context_.grid_width;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(store.head_dim()));
+  const at::Tensor& q_line = line_queries_[layer];  // [rows, H, n, D]
+  const int64_t rows = store.rows(), kv = store.kv_heads(), group = context_.n_head / kv;
+  at::Tensor keys = store.keys(layer, s.length);  // [rows, kv, L, D]
+  at::Tensor q = q_line.narrow(0, 0, rows).reshape({rows, kv, group * n, store.head_dim()});
+  at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
+  at::Tensor mid_dev = mid.to(logits.device()).unsqueeze(2);
+  logits = logits.masked_fill(~mid_dev, -std::numeric_limits<float>::infinity());
+  at::Tensor saliency = at::nan_to_num(at::softmax(logits, -1, at::kFloat), 0.0).mean(2).to(at::kCPU);  // [rows, kv, L]
+  at::Tensor score = saliency.narrow(0, 0, decide);
+  if (decide_on_both_ && decide != rows) score = score + saliency.narrow(0, decide, decide);
+  return score;
 }
 
 std::vector<CacheRegion> LinearPolicy::regions(int64_t positions) const {
@@ -96,15 +112,21 @@ PolicyInfo linear_policy_info() {
   params.push_back(integer_param("r", "1", 0, 64, "recent lines P_rec always kept"));
   params.push_back(choice_param("cfg_decision", "cond", {"cond", "both"},
                                 "CFG pairs: score on the conditional row, or on both rows"));
+  params.push_back(
+      choice_param("guidance", "inter_line", {"inter_line", "attn_acc"},
+                   "how mid tokens are ranked: the finished line's queries (inter-line guidance, Eq. 8-9), "
+                   "or attention accumulated since each entered the cache (AttAcc ablation, Table 6)"));
   return {{"linear",
            "LineAR: anchors + recent lines + inter-line guided eviction of n tokens per line",
-           "Qin et al., LineAR §3.3",
+           "Qin et al., LineAR §3.3; guidance=attn_acc: §4.4, Table 6",
            params,
            // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
            {"raster"}},
           [](const PolicyParams& p, const PolicyContext& c) {
+            const LineGuidance guidance = p.text("guidance") == "attn_acc" ? LineGuidance::AttnAcc
+                                                                           : LineGuidance::InterLine;
             return std::make_unique<LinearPolicy>(c, resolve_budget_tokens(p, c, "linear"), p.integer("n_init"),
-                                                  p.integer("r"), p.text("cfg_decision") == "both");
+                                                  p.integer("r"), p.text("cfg_decision") == "both", guidance);
           }};
 }
 
