@@ -167,6 +167,64 @@ TEST(AmsKv, CfgPartnersMirrorTheConditionalRowAndErrorsAreClear) {
   EXPECT_NE(test::policy_error("amskv:c_min=50,c_max=40", c).find("c_min 50 exceeds c_max 40"), std::string::npos);
 }
 
+// allocation=uniform (AMS-KV Table 2's S1): a fixed number of layers, spread
+// evenly over the depth, holds C_max from the first scale; the others C_min, with
+// no similarity test. Same scales as above: C_cds = 5, C_min = 21, C_max = 46.
+TEST(AmsKv, UniformAllocationGivesCmaxToLayersSpreadOverTheDepth) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25}, /*layers=*/6);
+  // Every layer through every scale; returns what each layer keeps at the end (row 0, head 0).
+  auto run_all = [&](CachePolicy& policy) {
+    KvStore store = store_for(c);
+    for (int64_t u = 0; u < 5; ++u) {
+      const int64_t t = c.unit_tokens[static_cast<size_t>(u)];
+      for (int64_t l = 0; l < c.n_layer; ++l) {
+        const at::Tensor keys = random_keys(1, 2, t, 40 + 10 * u + l);
+        store.append(l, keys, keys, range(c.unit_begin(u), c.unit_begin(u) + t));
+        if (policy.wants_unit_keys()) policy.observe_unit_keys(l, u, keys);
+        policy.before_unit_attention(store, l, u);
+        policy.after_unit_layer(store, l, u);
+      }
+      policy.after_unit(store, u);
+    }
+    std::vector<std::vector<int64_t>> kept;
+    for (int64_t l = 0; l < c.n_layer; ++l) kept.push_back(store.positions(l, 0, 0));
+    return kept;
+  };
+  const std::vector<int64_t> demanding = concat(range(0, 5), range(14, 55));  // condensed + scales 3, 4
+  const std::vector<int64_t> efficient = concat(range(0, 5), range(14, 30));  // condensed + scale 3
+  // theta = 1 promotes a layer at its first overflow whatever its keys: under the
+  // default (S2) every layer ends cache-demanding.
+  auto s2 = make_policy("amskv:theta=1", c);
+  EXPECT_TRUE(s2->wants_unit_keys());
+  for (const auto& kept : run_all(*s2)) EXPECT_EQ(kept, demanding);
+  // S1 with 2 of 6 layers: the centres of two bands of 3 layers, 1 and 4,
+  // hold C_max from the start; theta no longer matters.
+  auto s1 = make_policy("amskv:theta=1,allocation=uniform,demanding_layers=2", c);
+  auto* ams = dynamic_cast<AmsKvPolicy*>(s1.get());
+  ASSERT_NE(ams, nullptr);
+  EXPECT_FALSE(s1->wants_unit_keys());
+  EXPECT_EQ(ams->uniform_demanding_layers(), (std::vector<int64_t>{1, 4}));
+  for (int64_t l = 0; l < 6; ++l) EXPECT_EQ(ams->cache_demanding(l, 0), l == 1 || l == 4) << l;
+  const auto kept = run_all(*s1);
+  for (int64_t l = 0; l < 6; ++l) EXPECT_EQ(kept[l], (l == 1 || l == 4) ? demanding : efficient) << l;
+  // The default is the paper's sixth of the layers: one layer of 6 (the middle of the depth),
+  // and on VAR-d30's 30 layers layers 3, 9, 15, 21, 27.
+  auto one = make_policy("amskv:allocation=uniform", c);
+  EXPECT_EQ(dynamic_cast<AmsKvPolicy&>(*one).uniform_demanding_layers(), (std::vector<int64_t>{3}));
+  auto d30 = make_policy("amskv:allocation=uniform", scale_context({1, 4, 9, 16, 25}, /*layers=*/30));
+  EXPECT_EQ(dynamic_cast<AmsKvPolicy&>(*d30).uniform_demanding_layers(), (std::vector<int64_t>{3, 9, 15, 21, 27}));
+  // Every layer: C_max throughout.
+  auto all = make_policy("amskv:allocation=uniform,demanding_layers=6", c);
+  EXPECT_EQ(dynamic_cast<AmsKvPolicy&>(*all).uniform_demanding_layers(), (std::vector<int64_t>{0, 1, 2, 3, 4, 5}));
+  for (const auto& k : run_all(*all)) EXPECT_EQ(k, demanding);
+  EXPECT_NE(test::policy_error("amskv:allocation=depth", c)
+                .find("policy amskv: parameter allocation must be one of similarity, uniform, got 'depth'"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("amskv:allocation=uniform,demanding_layers=7", c)
+                .find("policy amskv: demanding_layers 7 is impossible (0..6 for 6 layers; 0 = a sixth of them)"),
+            std::string::npos);
+}
+
 TEST(StreamingScales, SinkScalesAndTheNewestTokensWithinTheBudget) {
   const PolicyContext c = scale_context({1, 4, 9, 16, 25});
   auto policy = make_policy("streaming:budget=20,sink_scales=2", c);
@@ -393,8 +451,9 @@ TEST(ScalePolicies, EveryScalePolicyKeepsItsBudgetAfterEveryLayerOfEveryScale) {
       calibrate_scale_attention(var.model, {0, 2}, params));
   const ScaleResult full = generate_scales(*var.model.transformer, *var.model.vqvae, labels, params);
 
-  for (const std::string spec : {"streaming:budget=30", "amskv", "amskv:theta=1", "heatkv:budget=0.3,sinks=2",
-                                 "heatkv:budget=0.2,sinks=2,variant=binary", "heatkv:budget=0.5,pruning=naive"}) {
+  for (const std::string spec :
+       {"streaming:budget=30", "amskv", "amskv:theta=1", "amskv:allocation=uniform,demanding_layers=1",
+        "heatkv:budget=0.3,sinks=2", "heatkv:budget=0.2,sinks=2,variant=binary", "heatkv:budget=0.5,pruning=naive"}) {
     auto policy = make_policy(spec, context);
     int64_t limit_total = -1, limit_segment = -1;
     if (auto* heat = dynamic_cast<HeatKvPolicy*>(policy.get())) limit_total = heat->total_budget_tokens();

@@ -51,9 +51,24 @@ AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& optio
     throw InvalidArgumentError("policy amskv: c_min " + std::to_string(c_min_) +
                                " tokens is impossible: it must exceed the " + std::to_string(cds_tokens_) +
                                " tokens of the condensed scales");
+  if (options.demanding_layers < 0 || options.demanding_layers > context.n_layer)
+    throw InvalidArgumentError("policy amskv: demanding_layers " + std::to_string(options.demanding_layers) +
+                               " is impossible (0.." + std::to_string(context.n_layer) + " for " +
+                               std::to_string(context.n_layer) + " layers; 0 = a sixth of them)");
   images_ = context.batch;
   const auto n = static_cast<size_t>(context.n_layer * images_);
   budget_.assign(n, c_min_);
+  if (options.allocation == AmsKvAllocation::Uniform) {
+    // S1: the centres of `count` equal bands of depth hold C_max from the start.
+    const int64_t layers = context.n_layer;
+    const int64_t count = options.demanding_layers > 0 ? options.demanding_layers
+                                                       : std::llround(static_cast<double>(layers) / 6.0);
+    for (int64_t k = 0; k < count; ++k) {
+      const auto layer = static_cast<int64_t>(std::floor((static_cast<double>(k) + 0.5) * layers / count));
+      uniform_layers_.push_back(layer);
+      for (int64_t image = 0; image < images_; ++image) budget_[at(layer, image)] = c_max_;
+    }
+  }
   similarity_.assign(n, std::numeric_limits<double>::quiet_NaN());
   drop_pending_.assign(n, 0);
   prev_keys_.resize(static_cast<size_t>(context.n_layer));
@@ -108,7 +123,9 @@ void AmsKvPolicy::before_unit_attention(KvStore& store, int64_t layer, int64_t u
     const int64_t cached = store.max_length(layer) > 0 ? store.length(layer, r, 0) : 0;  // |C_i| (heads are equal)
     if (cached <= budget_[i]) continue;
     const double s = similarity_[i];
-    if (budget_[i] == c_min_ && !std::isnan(s) && s < options_.theta) budget_[i] = c_max_;  // line 10-11
+    // Lines 10-11 (S2 only: S1's budgets are fixed from the start).
+    const bool by_similarity = options_.allocation == AmsKvAllocation::Similarity;
+    if (by_similarity && budget_[i] == c_min_ && !std::isnan(s) && s < options_.theta) budget_[i] = c_max_;
     if (t_i > budget_[i]) {
       drop_pending_[i] = 1;  // line 13-14: C_i = C_{i-1}
       continue;
@@ -144,10 +161,16 @@ PolicyInfo amskv_policy_info() {
       // A similarity: negative thresholds (the default among them) must fit the range.
       real_param("theta", "-0.008", -1, 1,
                  "a layer becomes cache-demanding when its inter-scale key similarity falls below this"),
+      choice_param("allocation", "similarity", {"similarity", "uniform"},
+                   "which layers get c_max: those whose key similarity falls below theta (S2, Algorithm 1), or a "
+                   "fixed number spread uniformly over the depth (S1, Table 2)"),
+      integer_param("demanding_layers", "0", 0, 1024,
+                    "allocation=uniform: layers given c_max, spread evenly over the depth (0 = a sixth of the "
+                    "layers, as in Table 2)"),
   };
   return {{"amskv",
            "AMS-KV: condensed scales + rolling local scales; low key-similarity layers get a larger budget",
-           "Xu et al. 2026 (AMS-KV, AAAI-26), Algorithms 1-2",
+           "Xu et al. 2026 (AMS-KV, AAAI-26), Algorithms 1-2; allocation=uniform: Table 2 (S1)",
            params,
            {"scale"}},
           [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
@@ -156,6 +179,8 @@ PolicyInfo amskv_policy_info() {
             o.c_max = p.integer("c_max");
             o.c_min = p.integer("c_min");
             o.theta = p.real("theta");
+            o.allocation = p.text("allocation") == "uniform" ? AmsKvAllocation::Uniform : AmsKvAllocation::Similarity;
+            o.demanding_layers = p.integer("demanding_layers");
             return std::make_unique<AmsKvPolicy>(c, o);
           }};
 }
