@@ -1,8 +1,10 @@
 // HeadKV (`headkv`): on hand-built caches where one KV head clearly attends
 // locally and the other globally, exactly which positions survive at grouping and
 // at later line ends (local sliding window; global recent lines + Stratified Token
-// Eviction); budgets never exceeded over whole sequences; CFG pairs mirrored and
-// CFG dropped mid-run; grouped-query heads; a longer cache adopted at once; errors.
+// Eviction); the paper's memory model by default (global heads keep B) and
+// match_total's shared budget; budgets never exceeded over whole sequences; CFG
+// pairs mirrored and CFG dropped mid-run; grouped-query heads; a longer cache
+// adopted at once; errors.
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 #include <gtest/gtest.h>
@@ -119,8 +121,32 @@ TEST(HeadKvPolicy, GroupsHeadsAndKeepsExactlyTheExpectedPositions) {
   EXPECT_EQ(store.capacity(0), capacity);
 }
 
-TEST(HeadKvPolicy, MatchTotalGivesGlobalHeadsWhatLocalHeadsLeave) {
+TEST(HeadKvPolicy, DefaultMemoryIsThePapersGlobalHeadsKeepBLocalHeadsTheirWindow) {
+  // No match_total given: the paper's memory model (§5.1, Table 4), the exact
+  // test's positions, and a mean per-head peak below B (LineAR keeps B in every head).
   auto policy = make_policy("headkv:budget=12,threshold=14,local_window=4,recent_lines=1", small_context(2));
+  auto& headkv = as_headkv(policy);
+  EXPECT_EQ(policy->max_entries(), 13);  // the pre-grouping cache, not a global head above B
+  KvStore store(1, 1, 2, kDim, 1 + policy->max_entries() + 1, at::TensorOptions().dtype(at::kFloat));
+  append(store, 0, 12);
+  feed(*policy, store, 0, 12, {true, false}, 12);
+  EXPECT_EQ(headkv.global_budget(0, 0), 12);
+  EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 9, 10, 11, 12, 13}));
+  EXPECT_EQ(store.positions(0, 0, 1), (Positions{0, 1, 2, 6, 8, 9, 10, 11, 12, 13}));
+  feed(*policy, store, 13, 15, {true, false}, 12);
+  EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 13, 14, 15, 16}));
+  EXPECT_EQ(store.positions(0, 0, 1), (Positions{0, 1, 2, 11, 12, 13, 14, 15, 16}));
+  // Per-head peaks: local W + n = 8, global B = 12; mean 10 < B.
+  EXPECT_EQ((4 + 4 + headkv.global_budget(0, 0)) / 2, 10);
+  // The registry states the default the window and the CLI show.
+  const PolicyParamSpec* param = find_policy("headkv").find_param("match_total");
+  ASSERT_NE(param, nullptr);
+  EXPECT_EQ(param->default_value, "false");
+}
+
+TEST(HeadKvPolicy, MatchTotalGivesGlobalHeadsWhatLocalHeadsLeave) {
+  auto policy = make_policy("headkv:budget=12,threshold=14,local_window=4,recent_lines=1,match_total=true",
+                            small_context(2));
   auto& headkv = as_headkv(policy);
   // Worst case: one global head next to a local one: 2 x 12 - (4 + 4) = 16 = N.
   EXPECT_EQ(policy->max_entries(), 16);
@@ -241,7 +267,8 @@ TEST(HeadKvPolicy, BudgetNeverExceededOverWholeSequences) {
   c.cfg = true;
   int64_t locals = 0, globals = 0;
   for (const std::string spec :
-       {"headkv:rho=1/2,threshold=20", "headkv:rho=1/2,threshold=30,match_total=false",
+       {"headkv:rho=1/2,threshold=20", "headkv:rho=1/2,threshold=20,match_total=true",
+        "headkv:rho=1/2,threshold=30,match_total=false",
         "headkv:rho=3/4,local_window=4,cfg_decision=both,alpha=1,threshold=40",
         "headkv:rho=1/2,alpha=0,cond_mass=include,threshold=1", "headkv:rho=1/2,threshold=64"}) {
     auto policy = make_policy(spec, c);

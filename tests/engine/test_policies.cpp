@@ -236,7 +236,8 @@ TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
   const PolicyContext context = llamagen::raster_policy_context(cfg, /*batch=*/2, /*cfg=*/true, /*seed=*/5);
   for (const std::string spec :
        {"full", "streaming:rho=1/4", "random:rho=1/4", "linear:rho=1/4", "linear:rho=1/2,cfg_decision=both",
-        "linear:rho=1/4,guidance=attn_acc", "headkv:rho=1/4", "h2o:rho=1/4", "snapkv:rho=1/4", "rkv:rho=1/4"}) {
+        "linear:rho=1/4,guidance=attn_acc", "headkv:rho=1/4", "headkv:rho=1/4,match_total=true", "h2o:rho=1/4",
+        "snapkv:rho=1/4", "rkv:rho=1/4"}) {
     auto policy = make_policy(spec, context);
     const int64_t budget = policy->budget_tokens();
     llamagen::RasterHooks hooks;

@@ -288,9 +288,9 @@ PolicyInfo headkv_policy_info() {
   params.push_back(fraction_param("alpha", "0.5", 0, 1,
                                   "long-range share of the history in Stratified Token Eviction (reconstruction: the "
                                   "paper's default was lost)"));
-  params.push_back(choice_param("match_total", "true", {"true", "false"},
-                                "global heads get the budget local heads leave, so the mean per head is B (false: "
-                                "global heads get B)"));
+  params.push_back(choice_param("match_total", "false", {"true", "false"},
+                                "false: global heads keep B and local heads only their window, as the paper (Table 4); "
+                                "true: global heads also get what local heads leave, so the mean per head is B"));
   params.push_back(
       choice_param("cond_mass", "exclude", {"exclude", "free", "include"},
                    "condition token's attention in grouping: left out, counted as covered, or reached last"));
@@ -298,7 +298,7 @@ PolicyInfo headkv_policy_info() {
                                 "CFG pairs: decide on the conditional row, or on both rows"));
   return {{"headkv",
            "HeadKV: local heads keep a sliding window, global heads recent lines + stratified eviction",
-           "Liang et al., HeadKV §4",
+           "Liang et al., HeadKV §4; memory: §5.1, Table 4",
            params,
            // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
            {"raster"}},

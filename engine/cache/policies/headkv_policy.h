@@ -4,8 +4,16 @@
 // per (row, KV head): no compression until the cache reaches the threshold T;
 // then every head is grouped once by accumulating its attention backwards to tau:
 // local heads keep a sliding window, global heads the recent lines plus a history
-// thinned by Stratified Token Eviction; updates at line ends. With match_total
-// (default) global heads get what local heads leave, so the mean per head is B.
+// thinned by Stratified Token Eviction; updates at line ends.
+//
+// Memory, as the paper gives it (§5.1 "Implementation Details", Table 4): rho sets
+// what a global head keeps, B = rho x N, and a local head keeps only its window
+// (W recent tokens plus the one-line buffer), "always smaller than that of global
+// heads"; so after grouping a layer holds at most B per head, less the more are local,
+// which is why Table 4 puts HeadKV's memory below LineAR's at equal rho. That is
+// the default. match_total=true is not the paper's: global heads then share what
+// the local heads leave, G = floor((kv x B - n_local x (W + n)) / n_global) capped
+// at N, so the mean per head equals B (a comparison at equal total memory).
 // Choices where the paper is silent or unreadable: docs/policies.md#headkv
 #include <vector>
 
@@ -22,7 +30,7 @@ struct HeadKvOptions {
   int64_t local_window = 0;   // W in tokens; 0 = two lines
   int64_t recent_lines = 2;   // R in lines (global heads)
   double alpha = 0.5;         // long-range share of the history
-  bool match_total = true;
+  bool match_total = false;   // the paper: global heads keep B
   CondMass cond_mass = CondMass::Exclude;
   bool decide_on_both = false;
 };
