@@ -307,7 +307,7 @@ TEST(LazyMar, BadParametersGiveClearErrors) {
   const auto* entry = find_policy_entry("lazymar");
   ASSERT_NE(entry, nullptr);
   EXPECT_EQ(entry->families, std::vector<std::string>{"masked"});
-  EXPECT_EQ(entry->params.size(), 10u);
+  EXPECT_EQ(entry->params.size(), 11u);
   EXPECT_NE(cache_error("lazymar:head_threshold=0").find("head_threshold 0 is impossible"), std::string::npos);
   EXPECT_NE(cache_error("lazymar:head_cache=maybe").find("must be one of on, off"), std::string::npos);
   for (const auto& p : entry->params) EXPECT_FALSE(p.help.empty()) << p.name;

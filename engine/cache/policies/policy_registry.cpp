@@ -47,6 +47,11 @@ PolicyInfo lazymar_policy_info() {
       integer_param("layer", "3", 0, 64,
                     "0-based decoder block whose value similarity selects the tokens (the last block on shallower "
                     "decoders)"),
+      choice_param("selection", "max_similarity",
+                   {"max_similarity", "min_similarity", "random", "predicted", "unpredicted"},
+                   "tokens that reuse their features at lazy steps (Table 3): the most similar (LazyMAR), the least "
+                   "similar, random ones (Figure 6's random cache), the predicted or the unpredicted ones; the tokens "
+                   "predicted now and at the previous step are always recomputed"),
       choice_param("token_cache", "on", {"on", "off"},
                    "reuse the features of tokens whose values barely changed (off: every token is recomputed)"),
       choice_param("condition_cache", "on", {"on", "off"},
@@ -62,8 +67,8 @@ PolicyInfo lazymar_policy_info() {
   return {{"lazymar",
            "LazyMAR (masked models): token cache by layer-3 value similarity + CFG condition cache, periodic refresh; "
            "optional diffusion-head cache",
-           "Yan et al. 2025 (LazyMAR) §3.2.1 token cache, §3.2.2 condition cache, §4.1 settings; head cache: official "
-           "models/diffloss_cached.py",
+           "Yan et al. 2025 (LazyMAR) §3.2.1 token cache, §3.2.2 condition cache, §4.1 settings, §4.4 selection "
+           "ablation (Table 3, Figure 6); head cache: official models/diffloss_cached.py",
            params,
            {"masked"}},
           [](const PolicyParams&, const PolicyContext&) -> std::unique_ptr<CachePolicy> {

@@ -1,5 +1,6 @@
 #include "engine/models/mar/lazymar_policy.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
@@ -82,6 +83,7 @@ LazyMarParams LazyMarParams::from(const PolicyParams& p) {
   out.ratio = p.real("ratio");
   out.extra = p.integer("extra");
   out.layer = p.integer("layer");
+  out.selection = lazymar_selection_named(p.text("selection"));
   out.token_cache = p.text("token_cache") == "on";
   out.condition_cache = p.text("condition_cache") == "on";
   out.head_cache = p.text("head_cache") == "on";
@@ -106,7 +108,7 @@ bool serves_masked_family(const std::string& name) {
 }
 
 std::unique_ptr<LazyMarCache> make_masked_feature_cache(const std::string& spec, const mar::MarConfig& config,
-                                                        mar::MarFlopCounter* flops) {
+                                                        mar::MarFlopCounter* flops, uint64_t seed) {
   const PolicySpec parsed = parse_policy_spec(spec);
   const PolicyInfo& info = find_policy(parsed.name);
   if (!serves_masked_family(info.name)) {
@@ -119,11 +121,15 @@ std::unique_ptr<LazyMarCache> make_masked_feature_cache(const std::string& spec,
   }
   const PolicyParams params(parsed.params, info.params, info.name);
   if (info.name == "full") return nullptr;
-  return std::make_unique<LazyMarCache>(LazyMarParams::from(params), config, flops);
+  return std::make_unique<LazyMarCache>(LazyMarParams::from(params), config, flops, seed);
 }
 
-LazyMarCache::LazyMarCache(LazyMarParams params, const mar::MarConfig& config, mar::MarFlopCounter* flops)
-    : params_(std::move(params)), config_(config), flops_(flops) {
+LazyMarCache::LazyMarCache(LazyMarParams params, const mar::MarConfig& config, mar::MarFlopCounter* flops,
+                           uint64_t seed)
+    : params_(std::move(params)),
+      config_(config),
+      flops_(flops),
+      generator_(at::detail::createCPUGenerator(seed ^ 0x5eed)) {
   params_.validate();
   sim_layer_ = std::min(params_.layer, config_.decoder_depth - 1);
 }
@@ -255,21 +261,15 @@ at::Tensor LazyMarCache::lazy(const mar::MarTransformer& t, const mar::MarStepIn
       with_buffer(at::logical_or(in.to_predict.narrow(0, 0, R), in.predicted_before.narrow(0, 0, R)), buffer, false)
           .to(device);
   const int64_t forced_count = forced[0].sum().item<int64_t>();
-  int64_t selected_count = positions;
+  at::Tensor selected = at::ones({R, positions}, forced.options());
   if (params_.token_cache) {
     const double ratio = params_.retention_ratio(in.step, in.num_iter);
     const int64_t by_ratio = static_cast<int64_t>(std::floor(static_cast<double>(positions) * ratio + 1e-9));
-    selected_count = std::min(positions, std::max(forced_count + params_.extra, by_ratio));
+    const int64_t ratio_count = std::min(positions, std::max(forced_count + params_.extra, by_ratio));
+    const at::Tensor unknown = with_buffer(mask > 0.5, buffer, false).to(device);
+    selected = select_recomputed_tokens(params_.selection, {buffer, score, forced, unknown}, ratio_count, generator_);
   }
-  at::Tensor selected;
-  if (selected_count >= positions) {
-    selected = at::ones({R, positions}, forced.options());
-  } else {
-    const at::Tensor ranked = score.masked_fill(forced, -std::numeric_limits<float>::infinity());
-    const at::Tensor order = std::get<1>(ranked.sort(/*stable=*/true, /*dim=*/1, /*descending=*/false));
-    selected = at::zeros({R, positions}, forced.options());
-    selected.scatter_(1, order.narrow(1, 0, selected_count), true);
-  }
+  const int64_t selected_count = selected[0].sum().item<int64_t>();
   report_.similarity = score.to(at::kCPU);
   report_.selected = selected.to(at::kCPU);
   report_.forced_tokens = forced_count;

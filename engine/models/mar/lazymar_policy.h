@@ -11,7 +11,9 @@
 // Token cache (§3.2.1, Eq. 8-9): at lazy steps only the buffer, the tokens
 // predicted at the previous step and, from the similarity block on, the N tokens
 // least similar to the previous step (cosine of the values, averaged over heads)
-// are computed; the others reuse their cached K/V and outputs. Condition cache
+// are computed; the others reuse their cached K/V and outputs. `selection` swaps
+// that choice for the other strategies of the ablation (§4.4, Table 3 and
+// Figure 6's random cache): lazymar_selection.h. Condition cache
 // (§3.2.2, Eq. 10): at lazy steps the unconditional branch is the conditional one
 // plus the difference stored at the last refresh step. The diffusion-head cache
 // (official models/diffloss_cached.py, not in the paper's text) is an option,
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/models/mar/lazymar_selection.h"
 #include "engine/models/mar/masked_generation.h"
 
 namespace kvs {
@@ -36,6 +39,7 @@ struct LazyMarParams {
   double ratio = 0.25;                 // recomputed fraction at lazy steps with retention=constant
   int64_t extra = 15;                  // tokens recomputed on top of the forced ones
   int64_t layer = 3;                   // similarity block (0-based)
+  LazyMarSelection selection = LazyMarSelection::MaxSimilarity;  // which tokens reuse their features (Table 3)
   bool token_cache = true;
   bool condition_cache = true;
   bool head_cache = false;     // the official diffusion-head cache (lazymar_head_cache.h)
@@ -53,8 +57,10 @@ const std::vector<double>& lazymar_official_retention();
 
 class LazyMarCache : public mar::MarFeatureCache {
  public:
-  // `flops` (may be null) receives the FLOPs this cache executes.
-  LazyMarCache(LazyMarParams params, const mar::MarConfig& config, mar::MarFlopCounter* flops = nullptr);
+  // `flops` (may be null) receives the FLOPs this cache executes; `seed` seeds
+  // selection=random.
+  LazyMarCache(LazyMarParams params, const mar::MarConfig& config, mar::MarFlopCounter* flops = nullptr,
+               uint64_t seed = 0);
 
   at::Tensor condition(const mar::MarTransformer& transformer, const mar::MarStepInput& input) override;
   // With head_cache=on: LazyMarHeadCache over this step's reverse diffusion; else empty (the exact head).
@@ -103,6 +109,7 @@ class LazyMarCache : public mar::MarFeatureCache {
   mar::MarConfig config_;
   mar::MarFlopCounter* flops_ = nullptr;
   const mar::MarBlockObserver* observer_ = nullptr;
+  at::Generator generator_;  // selection=random
   int64_t sim_layer_ = 0;
   int64_t cached_rows_ = 0;  // rows held by the caches (conditional rows, or every row)
   // Per encoder / decoder block: K and V of every sequence position (buffer +
@@ -117,9 +124,9 @@ class LazyMarCache : public mar::MarFeatureCache {
 
 // The feature cache a masked-model spec asks for: nullptr for "full", a
 // LazyMarCache for "lazymar:..."; any other policy throws InvalidArgumentError
-// naming the policies masked models take.
+// naming the policies masked models take. `seed`: the request's (selection=random).
 std::unique_ptr<LazyMarCache> make_masked_feature_cache(const std::string& spec, const mar::MarConfig& config,
-                                                        mar::MarFlopCounter* flops = nullptr);
+                                                        mar::MarFlopCounter* flops = nullptr, uint64_t seed = 0);
 // True when the registry lists `name` for the masked family.
 bool serves_masked_family(const std::string& name);
 

@@ -95,7 +95,8 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
     throw InvalidArgumentError("cfg interval applies to raster models only (MAR ramps its guidance over the steps)");
   MarFlopCounter flops;
   // "full": the exact recomputation; "lazymar:...": LazyMAR's feature caches. Others are refused with the list.
-  const std::unique_ptr<LazyMarCache> feature_cache = make_masked_feature_cache(request.policy, config, &flops);
+  const std::unique_ptr<LazyMarCache> feature_cache = make_masked_feature_cache(request.policy, config, &flops,
+                                                                                request.seed);
   if (request.attention_layer < -1 || request.attention_layer >= config.decoder_depth)
     throw InvalidArgumentError("attention layer " + std::to_string(request.attention_layer) +
                                " does not exist (MAR's decoder has " + std::to_string(config.decoder_depth) +
