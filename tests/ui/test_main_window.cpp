@@ -125,6 +125,16 @@ class TestMainWindow : public QObject {
     QVERIFY(slider != nullptr);
     slider->setValue(50);
     QCOMPARE(panel->policySpec(), QStringLiteral("linear:n_init=8,rho=0.5"));
+    // A choice parameter is a combo box of the registry's choices (LineAR's ablation).
+    auto* guidance = panel->findChild<QComboBox*>(QStringLiteral("param_guidance"));
+    QVERIFY(guidance != nullptr);
+    QCOMPARE(guidance->count(), 2);
+    QCOMPARE(guidance->currentText(), QStringLiteral("inter_line"));
+    guidance->setCurrentText(QStringLiteral("attn_acc"));
+    QCOMPARE(panel->policySpec(), QStringLiteral("linear:guidance=attn_acc,n_init=8,rho=0.5"));
+    // Defaults stay out of the spec (HeadKV's match_total=false is the default).
+    panel->setPolicySpec(QStringLiteral("headkv:rho=0.25"));
+    QCOMPARE(panel->policySpec(), QStringLiteral("headkv:rho=0.25"));
     // A spec in tokens switches the slider to tokens; the spec round-trips.
     panel->setPolicySpec(QStringLiteral("streaming:budget=32,sink=2"));
     QCOMPARE(panel->policySpec(), QStringLiteral("streaming:budget=32,sink=2"));

@@ -7,6 +7,7 @@
 // Janus-Pro run streams from a prompt with its words under the canvas, and the
 // model manager imports a folder laid out like the official download.
 #include <QCheckBox>
+#include <QComboBox>
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QProgressBar>
@@ -50,6 +51,14 @@ class TestWindowFamilies : public QObject {
     // HeatKV's budget is a share of the whole cache: the slider writes it.
     QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("heatkv:budget=0.1"));
+    // AMS-KV's allocation ablation is a choice of the form; untouched defaults stay out of the spec.
+    QVERIFY(w.setPolicySpec(QStringLiteral("amskv")));
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("amskv"));
+    auto* allocation = w.parameters()->findChild<QComboBox*>(QStringLiteral("param_allocation"));
+    QVERIFY(allocation != nullptr);
+    allocation->setCurrentText(QStringLiteral("uniform"));
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("amskv:allocation=uniform"));
+    QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
     QVERIFY(!w.parameters()->findChild<QSpinBox*>(QStringLiteral("stepsSpin"))->isVisibleTo(w.parameters()));
     QCOMPARE(&w.compareView()->family(), &w.family());
     for (const QString& spec : w.compareView()->configs())
@@ -72,6 +81,13 @@ class TestWindowFamilies : public QObject {
     QVERIFY(w.setPolicySpec(QStringLiteral("lazymar:interval=4,head_cache=on,head_threshold=5")));
     // (the panel writes parameters in name order)
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("lazymar:head_cache=on,head_threshold=5,interval=4"));
+    // So are the token-selection strategies of the ablation (Table 3).
+    auto* selection = w.parameters()->findChild<QComboBox*>(QStringLiteral("param_selection"));
+    QVERIFY(selection != nullptr);
+    QCOMPARE(selection->count(), 5);
+    QCOMPARE(selection->currentText(), QStringLiteral("max_similarity"));
+    QVERIFY(w.setPolicySpec(QStringLiteral("lazymar:interval=4,selection=random")));
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("lazymar:interval=4,selection=random"));
     QVERIFY(w.setPolicySpec(QStringLiteral("lazymar:interval=4")));
     const GenerationSettings s = w.parameters()->settings();
     QCOMPARE(s.topK, int64_t{0});  // MAR refuses top-k/top-p: the panel never sends them
