@@ -181,7 +181,7 @@ TEST(ModelFamilies, RandomArchitecturesAndPolicyChecksComeFromTheFamily) {
 }
 
 TEST(ModelFamilies, TrainableFamiliesAreModelFamiliesWithTheirOwnSamplingDefaults) {
-  ASSERT_EQ(training::trainable_families().size(), 3u);
+  ASSERT_EQ(training::trainable_families().size(), 4u);
   for (const training::TrainableFamily& t : training::trainable_families()) {
     SCOPED_TRACE(t.name);
     const ModelFamily* family = lookup_model_family(t.name);
@@ -196,7 +196,7 @@ TEST(ModelFamilies, TrainableFamiliesAreModelFamiliesWithTheirOwnSamplingDefault
     training::find_trainable_family("infinity");
     FAIL() << "no error";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_STREQ(e.what(), "model family 'infinity' has no demo-model training (trainable: llamagen, var, mar)");
+    EXPECT_STREQ(e.what(), "model family 'infinity' has no demo-model training (trainable: llamagen, var, mar, janus-pro)");
   }
 }
 
