@@ -196,7 +196,8 @@ TEST(ModelFamilies, TrainableFamiliesAreModelFamiliesWithTheirOwnSamplingDefault
     training::find_trainable_family("infinity");
     FAIL() << "no error";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_STREQ(e.what(), "model family 'infinity' has no demo-model training (trainable: llamagen, var, mar, janus-pro)");
+    EXPECT_STREQ(e.what(),
+                 "model family 'infinity' has no demo-model training (trainable: llamagen, var, mar, janus-pro)");
   }
 }
 
