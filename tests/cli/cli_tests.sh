@@ -16,7 +16,8 @@ expect_error missing-class "missing required option --class" -- generate
 
 # Prompts: a class model refuses one with the session's message; options of the
 # other conditioning and empty or missing prompts are refused by name.
-expect_error prompt-on-class-model "model llamagen-demo is class-conditional: give class ids \(--class N\), not a prompt" -- generate --prompt "a fox" --out "$work/x.png"
+demos="$(dirname "${BASH_SOURCE[0]}")/../../resources/models"
+expect_error prompt-on-class-model "model llamagen-demo is class-conditional: give class ids \(--class N\), not a prompt" -- generate --model "$demos/llamagen-demo" --prompt "a fox" --out "$work/x.png"
 expect_error prompt-and-file "give --prompt or --prompt-file, not both" -- generate --prompt "a" --prompt-file "$work/p.txt"
 expect_error empty-prompt "option --prompt needs text" -- generate --prompt ""
 expect_error missing-prompt-file "prompt file $work/none.txt cannot be read" -- generate --prompt-file "$work/none.txt"
@@ -60,6 +61,14 @@ expect_error convert-missing "does not exist" -- convert --family llamagen --che
 expect_error convert-family "unknown --family 'infinity'" -- convert --family infinity --checkpoint a --tokenizer b --out c
 expect_error verify-missing "does not exist" -- verify "$work/none.json"
 expect_error inspect-foreign "not a PNG image" -- inspect "$work/fake.pt"
+
+# A prompt without --model draws with the bundled text-to-image demo.
+if out=$("$cli" generate --prompt "a lake at night with a full moon" --seed 3 --out "$work/lake.png" --quiet 2>&1) &&
+   "$cli" inspect "$work/lake.png" | grep -q "a lake at night with a full moon"; then
+  pass prompt-uses-the-text-demo
+else
+  fail "prompt-uses-the-text-demo: $out"
+fi
 
 # generate: PNG with metadata, same seed -> same tokens, different seed -> different.
 if "$cli" generate --class 3 --seed 11 --out "$work/a.png" --quiet >/dev/null &&
