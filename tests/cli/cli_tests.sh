@@ -356,7 +356,10 @@ if "$cli" bench --random janus-pro-tiny --policies full --prompts "$work/prompts
 import json, sys
 r = json.load(open(sys.argv[1]))[0]
 assert r["class_judged"] == 0 and r["class_accuracy"] is None, r  # random weights: no classifier
-assert r["time_judged"] == 4 and r["colour_judged"] >= 4 and r["light_side_judged"] >= 2, r
+# Classes are named (forest, desert): the sun's side is judged on both, its height
+# on the forest only (not the desert sun), colours on neither (tilings only).
+assert r["time_judged"] == 4 and r["light_side_judged"] == 4 and r["light_height_judged"] == 2, r
+assert r["colour_judged"] == 0 and r["colour_accuracy"] is None, r
 assert r["attribute_judged"] == r["time_judged"] + r["light_side_judged"] + r["light_height_judged"] + r["colour_judged"], r
 assert 0 <= r["attribute_accuracy"] <= 1, r
 PY
