@@ -51,6 +51,17 @@ void attach_evaluation_classifier(const BundleExportOptions& options, at::Scalar
   manifest["files"]["evaluation_classifier"] = kEvaluationClassifierFile;
 }
 
+void require_trained_on_tokenizer(const std::string& trained_on, const nlohmann::json& tokenizer_manifest,
+                                  const std::string& model_dir, const std::string& tokenizer_dir,
+                                  const std::string& model, const std::string& checkpoint_kind,
+                                  const std::string& restore_kind) {
+  const std::string holds = tokenizer_manifest.value("weights", std::string());
+  if (trained_on != holds)
+    throw InvalidArgumentError("folder " + model_dir + ": " + model + " was trained on " + checkpoint_kind +
+                               " checkpoint '" + trained_on + "', but " + tokenizer_dir + " now holds '" + holds +
+                               "'; retrain " + model + " (or restore that " + restore_kind + ")");
+}
+
 std::vector<std::string> checked_world_class_names(int64_t model_classes, const std::string& model_kind) {
   std::vector<std::string> class_names = world_class_names();
   if (static_cast<int64_t>(class_names.size()) != model_classes)

@@ -39,6 +39,17 @@ using io::parse_weights_dtype;
 // Steps, seed, batch, lr, time, config and commands of a training checkpoint manifest.
 nlohmann::json run_summary(const nlohmann::json& checkpoint_manifest);
 
+// A model run records the tokenizer checkpoint it was trained on (`trained_on`,
+// the tokenizer run's "weights" file name); its tokens mean nothing with another.
+// Throws InvalidArgumentError when `tokenizer_manifest` (the tokenizer run's
+// checkpoint manifest) now names another checkpoint: "folder MODEL_DIR: <model>
+// was trained on <checkpoint_kind> checkpoint 'X', but TOKENIZER_DIR now holds
+// 'Y'; retrain <model> (or restore that <restore_kind>)".
+void require_trained_on_tokenizer(const std::string& trained_on, const nlohmann::json& tokenizer_manifest,
+                                  const std::string& model_dir, const std::string& tokenizer_dir,
+                                  const std::string& model, const std::string& checkpoint_kind,
+                                  const std::string& restore_kind);
+
 // The world provenance block (image size, training and held-out seed ranges).
 nlohmann::json world_provenance(int image_size);
 

@@ -24,8 +24,6 @@ at::Tensor take(const TensorMap& tensors, const std::string& name, at::Device de
   return it->second.to(device, dtype).contiguous();
 }
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
 }  // namespace
 
 JanusModel JanusModel::from_weights(const JanusConfig& config, const io::SafetensorsReader& weights, at::Device device,
@@ -34,8 +32,7 @@ JanusModel JanusModel::from_weights(const JanusConfig& config, const io::Safeten
   io::check_tensor_set(io::shapes_of(weights), janus_expected_tensors(config), "file " + weights.path());
   io::require_floating_tensors(weights);
   TensorMap generation;
-  for (const auto& e : janus_expected_tensors(config))
-    if (!starts_with(e.name, "gen_vision_model.")) generation.emplace(e.name, weights.tensor(e.name));
+  for (const auto& e : janus_generation_tensors(config)) generation.emplace(e.name, weights.tensor(e.name));
   JanusModel model = from_tensors(config, generation, device, dtype);
   // The decoder runs once per image (and per preview): float32 keeps the
   // images what the official float32 decode gives at no memory cost that matters.
@@ -51,7 +48,7 @@ JanusModel JanusModel::from_tensors(const JanusConfig& config, const TensorMap& 
   model.config = config;
   TensorMap language;
   for (const auto& [name, tensor] : tensors)
-    if (starts_with(name, kLanguagePrefix)) language.emplace(name.substr(std::string(kLanguagePrefix).size()), tensor);
+    if (name.starts_with(kLanguagePrefix)) language.emplace(name.substr(std::string(kLanguagePrefix).size()), tensor);
   model.language = std::make_unique<JanusLanguageModel>(config.language, language, device, dtype);
   model.gen_embed_ = take(tensors, "gen_embed.weight", device, dtype);
   for (int64_t i = 0; i < config.aligner_depth; ++i) {

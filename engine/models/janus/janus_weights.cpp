@@ -4,7 +4,7 @@
 
 namespace kvs::janus {
 
-std::vector<io::ExpectedTensor> janus_expected_tensors(const JanusConfig& c) {
+std::vector<io::ExpectedTensor> janus_generation_tensors(const JanusConfig& c) {
   const LanguageConfig& l = c.language;
   const int64_t d = l.hidden_size, kv = l.num_key_value_heads * l.head_dim(), ffn = l.intermediate_size;
   std::vector<io::ExpectedTensor> out = {{"language_model.model.embed_tokens.weight", {l.vocab_size, d}}};
@@ -35,6 +35,11 @@ std::vector<io::ExpectedTensor> janus_expected_tensors(const JanusConfig& c) {
   out.push_back({"gen_head.output_mlp_projector.bias", {c.head_embed}});
   out.push_back({"gen_head.vision_head.weight", {c.image_token_size, c.head_embed}});
   out.push_back({"gen_head.vision_head.bias", {c.image_token_size}});
+  return out;
+}
+
+std::vector<io::ExpectedTensor> janus_expected_tensors(const JanusConfig& c) {
+  std::vector<io::ExpectedTensor> out = janus_generation_tensors(c);
   for (auto e : llamagen::vq_decoder_expected_tensors(c.vq)) out.push_back({"gen_vision_model." + e.name, e.shape});
   return out;
 }

@@ -14,6 +14,10 @@ namespace kvs::janus {
 // and the decoding side of gen_vision_model.*.
 std::vector<io::ExpectedTensor> janus_expected_tensors(const JanusConfig& config);
 
+// The same without the decoder (gen_vision_model.*): what JanusModel::from_tensors
+// takes and what the text-to-image trainer trains.
+std::vector<io::ExpectedTensor> janus_generation_tensors(const JanusConfig& config);
+
 // Official keys that image generation never uses: the understanding path
 // (vision_model.*, aligner.*), the text head (language_model.lm_head.*), the VQ
 // encoder side. The converter accepts and drops them.

@@ -28,18 +28,11 @@ nlohmann::json export_janus_bundle(const BundleExportOptions& options) {
   const auto janus_weights = load_checkpoint_weights(janus_dir, &janus_manifest_json);
   const VqModelConfig vq_cfg = vq_model_config_from_json(vq_manifest.at("config").at("model"));
   const janus::JanusConfig cfg = janus::janus_config_from_json(janus_manifest_json.at("config").at("model"));
-  const std::string trained_on = janus_manifest_json.at("config").value("tokenizer", std::string());
-  if (trained_on != vq_manifest.value("weights", std::string()))
-    throw InvalidArgumentError("folder " + janus_dir + ": the model was trained on tokenizer checkpoint '" +
-                               trained_on + "', but " + vq_dir + " now holds '" +
-                               vq_manifest.value("weights", std::string()) +
-                               "'; retrain the model (or restore that tokenizer)");
+  require_trained_on_tokenizer(janus_manifest_json.at("config").value("tokenizer", std::string()), vq_manifest,
+                               janus_dir, vq_dir, "the model", "tokenizer", "tokenizer");
 
   io::NamedTensors tensors;
-  std::vector<io::ExpectedTensor> generation;
-  for (const auto& e : janus::janus_expected_tensors(cfg))
-    if (e.name.rfind("gen_vision_model.", 0) != 0) generation.push_back(e);
-  add_prefixed(tensors, janus_weights, generation, "", dtype, janus_dir);
+  add_prefixed(tensors, janus_weights, janus::janus_generation_tensors(cfg), "", dtype, janus_dir);
   add_prefixed(tensors, vq_weights, llamagen::vq_decoder_expected_tensors(vq_cfg.arch), "gen_vision_model.", dtype,
                vq_dir);
 

@@ -26,8 +26,6 @@
 namespace kvs::training {
 namespace {
 
-bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
-
 // The tokenizer's identity for the checkpoint config: its tokenizer.json content.
 std::string file_fingerprint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -89,15 +87,12 @@ void fit_janus_to_tokenizers(JanusTrainSetup& setup) {
 
 ParameterSet init_janus_parameters(const janus::JanusConfig& config, uint64_t seed, at::Device device) {
   config.validate();
-  std::vector<io::ExpectedTensor> trainable;
-  for (const auto& e : janus::janus_expected_tensors(config))
-    if (!starts_with(e.name, "gen_vision_model.")) trainable.push_back(e);
-  return init_parameters(trainable, seed, device,
+  return init_parameters(janus::janus_generation_tensors(config), seed, device,
                          [](const std::string& name, const std::vector<int64_t>& shape, at::Generator& gen) {
                            if (name.find("norm") != std::string::npos) return at::Tensor();
                            if (name == "gen_head.vision_head.weight") return at::zeros(shape);
                            if (name == "gen_embed.weight") return at::normal(0.0, 1.0, shape, gen);
-                           if (starts_with(name, "language_model.")) return at::normal(0.0, 0.02, shape, gen);
+                           if (name.starts_with("language_model.")) return at::normal(0.0, 0.02, shape, gen);
                            return at::Tensor();
                          });
 }

@@ -25,11 +25,8 @@ nlohmann::json export_llamagen_bundle(const BundleExportOptions& options) {
   const auto gpt_weights = load_checkpoint_weights(gpt_dir, &gpt_manifest);
   const VqModelConfig vq_cfg = vq_model_config_from_json(vq_manifest.at("config").at("model"));
   const llamagen::GptConfig gpt_cfg = llamagen::gpt_config_from_json(gpt_manifest.at("config").at("model"));
-  const std::string gpt_tokenizer = gpt_manifest.at("config").value("tokenizer", std::string());
-  if (gpt_tokenizer != vq_manifest.value("weights", std::string()))
-    throw InvalidArgumentError("folder " + gpt_dir + ": the GPT was trained on tokenizer checkpoint '" + gpt_tokenizer +
-                               "', but " + vq_dir + " now holds '" + vq_manifest.value("weights", std::string()) +
-                               "'; retrain the GPT (or restore that tokenizer)");
+  require_trained_on_tokenizer(gpt_manifest.at("config").value("tokenizer", std::string()), vq_manifest, gpt_dir,
+                               vq_dir, "the GPT", "tokenizer", "tokenizer");
 
   io::NamedTensors tensors;
   add_prefixed(tensors, gpt_weights, llamagen::gpt_expected_tensors(gpt_cfg), "gpt.", dtype, gpt_dir);

@@ -31,11 +31,8 @@ nlohmann::json export_mar_bundle(const BundleExportOptions& options) {
   KlVaeModelConfig vae_cfg = kl_vae_model_config_from_json(vae_manifest.at("config").at("model"));
   mar::MarConfig mar_cfg = mar::mar_config_from_json(mar_run.at("model"));
   mar::check_compatible(mar_cfg, vae_cfg.arch);
-  const std::string mar_vae = mar_run.value("vae", std::string());
-  if (mar_vae != vae_manifest.value("weights", std::string()))
-    throw InvalidArgumentError("folder " + mar_dir + ": MAR was trained on KL VAE checkpoint '" + mar_vae + "', but " +
-                               vae_dir + " now holds '" + vae_manifest.value("weights", std::string()) +
-                               "'; retrain MAR (or restore that VAE)");
+  require_trained_on_tokenizer(mar_run.value("vae", std::string()), vae_manifest, mar_dir, vae_dir, "MAR", "KL VAE",
+                               "VAE");
   vae_cfg.arch.latent_scale = mar_run.at("latent_scale").get<double>();
   if (!options.diffusion_steps.empty()) {
     mar::GaussianDiffusion check(options.diffusion_steps);  // rejects a respacing that does not fit

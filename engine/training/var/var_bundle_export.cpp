@@ -26,12 +26,8 @@ nlohmann::json export_var_bundle(const BundleExportOptions& options) {
   const VarVaeModelConfig vae_cfg = var_vae_model_config_from_json(vae_manifest.at("config").at("model"));
   const var::VarConfig var_cfg = var::var_config_from_json(var_manifest_json.at("config").at("model"));
   var::check_compatible(var_cfg, vae_cfg.arch);
-  const std::string var_tokenizer = var_manifest_json.at("config").value("tokenizer", std::string());
-  if (var_tokenizer != vae_manifest.value("weights", std::string()))
-    throw InvalidArgumentError("folder " + var_dir + ": the transformer was trained on VQVAE checkpoint '" +
-                               var_tokenizer + "', but " + vae_dir + " now holds '" +
-                               vae_manifest.value("weights", std::string()) +
-                               "'; retrain the transformer (or restore that VQVAE)");
+  require_trained_on_tokenizer(var_manifest_json.at("config").value("tokenizer", std::string()), vae_manifest, var_dir,
+                               vae_dir, "the transformer", "VQVAE", "VQVAE");
 
   io::NamedTensors tensors;
   add_prefixed(tensors, var_weights, var::var_expected_tensors(var_cfg), "var.", dtype, var_dir);
