@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "app/cli/default_paths.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
+#include "engine/core/number_parsing.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/family_registry.h"
 
@@ -91,12 +93,16 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   request.out = p.get("--out", "");
   if (p.has("--demanding-fraction")) {
     if (policy != "amskv") throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
-    const double fraction = p.get_double("--demanding-fraction", 0);
-    if (!(fraction > 0 && fraction < 1))
+    // A share: "1/6" as well as "0.1667", as policy parameters take it.
+    const std::string text = p.get("--demanding-fraction", "");
+    const std::optional<double> fraction = parse_number_text(text);
+    if (!fraction) throw InvalidArgumentError("option --demanding-fraction expects a number, got '" + text + "'");
+    request.demanding_fraction = *fraction;
+    if (!(request.demanding_fraction > 0 && request.demanding_fraction < 1))
       throw InvalidArgumentError("option --demanding-fraction must be in (0, 1), e.g. 1/6");
-    // The calibration's parameters travel after the policy's name, as in a spec.
-    request.policy += ":demanding_fraction=" + p.get("--demanding-fraction", "");
   }
+  request.command = "kvstudio-cli calibrate";
+  for (const std::string& a : args) request.command += " " + a;
   const DeviceChoice device = choose_device(parse_device_kind(p.get("--device", "auto")),
                                             static_cast<int>(p.get_int("--threads", 0)), dtype);
   const std::string report = calibrating->calibrate(bundle, device, request);

@@ -200,11 +200,11 @@ expect_error calibrate-not-calibrated "policy 'streaming' needs no calibration \
 if out=$("$cli" calibrate --policy amskv --model "$work/var" --images 3 --threads 1 2>&1) &&
    grep -q "wrote $work/var/amskv_calibration.json" <<<"$out" &&
    grep -q ": 1 of 6 layers cache-demanding (target 1 = 0.1667 of them)" <<<"$out" &&
-   python3 - "$work/var/amskv_calibration.json" <<'PY'
+   python3 - "$work/var/amskv_calibration.json" <<'PY' &&
 import json, sys
 c = json.load(open(sys.argv[1]))
 assert c["format"] == "kvstudio-amskv-calibration", c["format"]
-assert c["layers"] == 6 and c["classes"] == [0, 4, 8] and c["decision_scales"] == [7, 8, 9], c
+assert c["layers"] == 6 and c["classes"] == [0, 3, 6] and c["decision_scales"] == [7, 8, 9], c
 assert sum(s < c["theta"] for s in c["layer_statistic"]) == 1
 assert len(c["similarity"]) == 3 and all(len(image) == 6 for image in c["similarity"])
 assert c["command"].startswith("kvstudio-cli calibrate --policy amskv") and c["created"].endswith("Z")

@@ -258,29 +258,25 @@ TEST(AmsKvCalibration, PolicyTakesTheCalibratedThetaUnlessThetaIsGiven) {
   SixLayerVar var;
   ScaleParams params;
   AmsKvCalibration c = calibrate_key_similarity(var.model, {1, 3}, params);
-  const PolicyContext context = scale_policy_context(var.model.transformer->config(), 1, true, 0);
-  std::shared_ptr<const AmsKvCalibration> calibration;
+  PolicyContext context = scale_policy_context(var.model.transformer->config(), 1, true, 0);
   auto theta_of = [&](const std::string& spec) {
-    auto policy = make_amskv_policy(spec, context, calibration);
+    auto policy = make_policy(spec, context);
     const auto& ams = dynamic_cast<const AmsKvPolicy&>(*policy);
     return std::make_pair(ams.theta(), ams.theta_source());
   };
   EXPECT_EQ(theta_of("amskv"), std::make_pair(kAmsKvPaperTheta, std::string("paper default")));
-  calibration = std::make_shared<const AmsKvCalibration>(c);
+  context.amskv_calibration = std::make_shared<const AmsKvCalibration>(c);
   EXPECT_EQ(theta_of("amskv"), std::make_pair(c.theta.theta, std::string("calibration")));
   EXPECT_EQ(theta_of("amskv:theta=-0.008"), std::make_pair(-0.008, std::string("theta=")));
   EXPECT_EQ(theta_of("amskv:theta=-0.5"), std::make_pair(-0.5, std::string("theta=")));
-  // The registry's factory knows no calibration.
-  EXPECT_EQ(dynamic_cast<const AmsKvPolicy&>(*make_policy("amskv", context)).theta(), kAmsKvPaperTheta);
   // A calibration of another model is refused, unless theta is given.
   AmsKvCalibration other = c;  // a consistent file of a 4-layer model
   other.layers = 4;
   other.layer_statistic.resize(4);
   for (auto& image : other.similarity) image.resize(4);
-  calibration = std::make_shared<const AmsKvCalibration>(other);
-  EXPECT_THROW(theta_of("amskv"), InvalidArgumentError);
+  context.amskv_calibration = std::make_shared<const AmsKvCalibration>(other);
+  EXPECT_NE(test::policy_error("amskv", context).find("was made for another model"), std::string::npos);
   EXPECT_EQ(theta_of("amskv:theta=-0.008").second, "theta=");
-  EXPECT_THROW(make_amskv_policy("streaming", context, calibration), InvalidArgumentError);
 
   // Through the session: the bundle's file is read. theta = 1 promotes every layer
   // (S <= 0), theta = -1 none (S > -1 for L2-normalised keys): the calibrated

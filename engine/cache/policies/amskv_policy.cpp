@@ -24,10 +24,10 @@ AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& optio
     if (!std::isfinite(*options.theta)) throw InvalidArgumentError("policy amskv: theta must be a finite number");
     theta_ = *options.theta;
     theta_source_ = "theta=";
-  } else if (options.calibration && options.allocation == AmsKvAllocation::Similarity) {
+  } else if (context.amskv_calibration && options.allocation == AmsKvAllocation::Similarity) {
     // A calibration made for another geometry would put theta anywhere: refuse it.
-    options.calibration->check_matches(context);
-    theta_ = options.calibration->theta.theta;
+    context.amskv_calibration->check_matches(context);
+    theta_ = context.amskv_calibration->theta.theta;
     theta_source_ = "calibration";
   } else {
     theta_source_ = "paper default";
@@ -198,16 +198,6 @@ PolicyInfo amskv_policy_info() {
           [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
             return std::make_unique<AmsKvPolicy>(c, amskv_options(p));
           }};
-}
-
-std::unique_ptr<CachePolicy> make_amskv_policy(const std::string& spec, const PolicyContext& context,
-                                               std::shared_ptr<const AmsKvCalibration> calibration) {
-  const PolicySpec parsed = parse_policy_spec(spec);
-  if (parsed.name != "amskv") throw InvalidArgumentError("make_amskv_policy: '" + spec + "' is not an amskv spec");
-  const PolicyInfo& info = find_policy("amskv");
-  AmsKvOptions o = amskv_options(PolicyParams(parsed.params, info.params, info.name));
-  o.calibration = std::move(calibration);
-  return std::make_unique<AmsKvPolicy>(context, o);
 }
 
 }  // namespace kvs

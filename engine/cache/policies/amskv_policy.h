@@ -11,9 +11,9 @@
 // so that the paper's theta range applies (scale_key_similarity.h).
 //
 // theta: an explicit theta= wins; else the model's calibrated theta
-// (AmsKvOptions::calibration, the bundle's amskv_calibration.json made by
-// `kvstudio-cli calibrate --policy amskv`, amskv_calibration.h; the VAR session
-// reads it and builds the policy with make_amskv_policy); else the paper's
+// (PolicyContext::amskv_calibration, the bundle's amskv_calibration.json made by
+// `kvstudio-cli calibrate --policy amskv`, amskv_calibration.h, which the VAR
+// session reads); else the paper's
 // -0.008, VAR-d30's value, which on other models may promote every layer.
 //
 // allocation=uniform is the paper's S1 ("Not All Layers are Cache-Demanding",
@@ -26,7 +26,6 @@
 // scale larger than the budget is not cached, CLRU) is unchanged.
 // allocation=similarity (S2, Algorithm 1) is the default.
 // Choices where the paper is silent: docs/policies.md#amskv
-#include <memory>
 #include <optional>
 #include <vector>
 
@@ -34,8 +33,6 @@
 #include "engine/cache/policies/scale_key_similarity.h"
 
 namespace kvs {
-
-struct AmsKvCalibration;  // amskv_calibration.h
 
 // Which layers get C_max: promoted by inter-scale similarity (S2, Algorithm 1), or
 // a fixed number of layers spread uniformly over the depth (S1, Table 2).
@@ -50,9 +47,6 @@ struct AmsKvOptions {
   std::optional<double> theta;   // unset: the calibration's theta when there is one, else kAmsKvPaperTheta
   AmsKvAllocation allocation = AmsKvAllocation::Similarity;
   int64_t demanding_layers = 0;  // Uniform: layers given C_max; 0 = round(layers / 6), Table 2's share
-  // The model's threshold profiling: its theta when theta is unset (checked
-  // against the model's geometry); null: none known.
-  std::shared_ptr<const AmsKvCalibration> calibration;
 };
 
 class AmsKvPolicy : public CachePolicy {
@@ -107,10 +101,5 @@ class AmsKvPolicy : public CachePolicy {
 std::vector<int64_t> amskv_decision_scales(const PolicyContext& context, const AmsKvOptions& options);
 
 PolicyInfo amskv_policy_info();
-
-// The policy of an "amskv:..." spec, as the registry builds it, with the model's
-// calibration (null: none); the registry's own factory has no calibration.
-std::unique_ptr<CachePolicy> make_amskv_policy(const std::string& spec, const PolicyContext& context,
-                                               std::shared_ptr<const AmsKvCalibration> calibration);
 
 }  // namespace kvs

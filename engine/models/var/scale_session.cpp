@@ -9,7 +9,6 @@
 #include <memory>
 
 #include "engine/cache/policies/amskv_calibration.h"
-#include "engine/cache/policies/amskv_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
@@ -93,13 +92,11 @@ std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::stri
   return calibration;
 }
 
-std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context,
-                                               const std::shared_ptr<const AmsKvCalibration>& amskv) {
+std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context) {
   const std::string note = "works on raster (next-token) models only; this VAR model takes 'full' or a scale policy";
   std::unique_ptr<CachePolicy> policy;
   try {
-    policy = amskv && parse_policy_spec(spec).name == "amskv" ? make_amskv_policy(spec, context, amskv)
-                                                              : make_policy(spec, context);
+    policy = make_policy(spec, context);
   } catch (const InvalidArgumentError& e) {
     const std::string name = parse_policy_spec(spec).name;
     // A scale policy's own message is the whole story (a bad budget, a
@@ -145,13 +142,10 @@ GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& ca
     if (needs_scale_profile(spec) && !context.scale_profile)
       context.scale_profile = scale_profile_for(model, calibrations.attention, request, ctx);
     if (!calibrations.similarity) calibrations.similarity = bundle_amskv_calibration(spec, ctx.bundle_dir);
+    context.amskv_calibration = calibrations.similarity;
     return context;
   };
-  auto policy_for = [&](const std::string& spec) {
-    const PolicyContext for_spec = context_for(spec);  // reads the calibrations first
-    return make_scale_policy(spec, for_spec, calibrations.similarity);
-  };
-  std::unique_ptr<CachePolicy> policy = policy_for(request.policy);
+  std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context_for(request.policy));
   // A calibration made on the way (HeatKV, first use) is not counted in the run's time.
   RunClock clock;
   std::string policy_spec = request.policy;
@@ -181,7 +175,8 @@ GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& ca
     clock.preview_if_due(unit, request, [&] { return decode_fhat(model, *step.f_hat); });
     ctx.emit(unit);
     // A change requested so far takes effect for the next scale.
-    apply_policy_change(ctx, step.scale, policy_spec, [&](const std::string& spec) { policy = policy_for(spec); });
+    apply_policy_change(ctx, step.scale, policy_spec,
+                        [&](const std::string& spec) { policy = make_scale_policy(spec, context_for(spec)); });
   };
   const ScaleResult generated = generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params,
                                                 hooks);

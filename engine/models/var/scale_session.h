@@ -25,10 +25,8 @@ struct VarModel;
 
 // VAR runs with `full` or a policy written for scale units (cache_policy.h).
 // A raster policy may already refuse the scale context while it is built (its
-// budget rules count token lines); the message says why either way. AMS-KV
-// gets the model's calibration, when there is one (make_amskv_policy).
-std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context,
-                                               const std::shared_ptr<const AmsKvCalibration>& amskv = nullptr);
+// budget rules count token lines); the message says why either way.
+std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context);
 
 // The loaded model's calibrations, kept for later runs.
 struct VarCalibrations {

@@ -7,11 +7,9 @@
 
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
-#include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
-#include "engine/core/number_parsing.h"
 #include "engine/core/torch_device.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/var/scale_generation.h"
@@ -226,7 +224,8 @@ class VarFamily : public ModelFamily {
     PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
     context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
     // AMS-KV's calibration is the bundle's own: a corrupt or mismatched one is refused now.
-    make_scale_policy(spec, context, bundle_amskv_calibration(spec, bundle.dir));
+    context.amskv_calibration = bundle_amskv_calibration(spec, bundle.dir);
+    make_scale_policy(spec, context);
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,
@@ -258,20 +257,13 @@ class VarFamily : public ModelFamily {
 
   std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
                         const CalibrationRequest& request) const override {
-    // request.policy names the policy, with the calibration's own parameters
-    // after it ("amskv:demanding_fraction=1/6", as the CLI writes --demanding-fraction).
-    const PolicySpec spec = parse_policy_spec(request.policy);
-    const bool heatkv = spec.name == "heatkv", amskv = spec.name == "amskv";
+    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv";
     if (!heatkv && !amskv) return ModelFamily::calibrate(bundle, device, request);
-    double fraction = 1.0 / 6.0;
-    for (const auto& [key, value] : spec.params) {
-      if (!amskv || key != "demanding_fraction")
-        throw InvalidArgumentError("calibrate --policy " + spec.name + " takes no parameter '" + key + "'");
-      const std::optional<double> number = parse_number_text(value);
-      if (!number || !(*number > 0 && *number < 1))
-        throw InvalidArgumentError("option --demanding-fraction must be in (0, 1), e.g. 1/6; got '" + value + "'");
-      fraction = *number;
-    }
+    if (heatkv && request.demanding_fraction != 0)
+      throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
+    const double fraction = request.demanding_fraction != 0 ? request.demanding_fraction : 1.0 / 6.0;
+    if (!(fraction > 0 && fraction < 1))
+      throw InvalidArgumentError("option --demanding-fraction must be in (0, 1), e.g. 1/6");
     const VarModel model = VarModel::load(bundle, torch_device(device), torch_dtype(device));
     const int64_t num_classes = model.transformer->config().num_classes;
     if (request.images < 1) throw InvalidArgumentError("option --images must be >= 1");
@@ -296,12 +288,15 @@ class VarFamily : public ModelFamily {
     } else {
       AmsKvCalibration calibration = calibrate_key_similarity(model, classes, params, fraction);
       calibration.created = utc_now();
-      // The command that repeats it (the classes and CFG as used).
-      calibration.command = format_text(
-          "kvstudio-cli calibrate --policy amskv --model %s --classes %s --seed %llu "
-          "--cfg %g --demanding-fraction %.6g --device %s --dtype %s",
-          bundle.dir.c_str(), join_ints(classes).c_str(), static_cast<unsigned long long>(request.seed), request.cfg,
-          fraction, device.kind == DeviceKind::Cuda ? "cuda" : "cpu", run_dtype_name(device.dtype).c_str());
+      // The command as given, or one that repeats it (the classes and CFG as used).
+      calibration.command =
+          !request.command.empty()
+              ? request.command
+              : format_text(
+                    "kvstudio-cli calibrate --policy amskv --model %s --classes %s --seed %llu --cfg %g "
+                    "--demanding-fraction %.6g",
+                    bundle.dir.c_str(), join_ints(classes).c_str(), static_cast<unsigned long long>(request.seed),
+                    request.cfg, fraction);
       calibration.save(out);
       table = similarity_table(calibration);
     }
