@@ -14,6 +14,7 @@
 
 namespace kvs {
 struct ScaleAttentionProfile;
+struct AmsKvCalibration;
 struct PolicyContext;
 class CachePolicy;
 }  // namespace kvs
@@ -27,10 +28,25 @@ struct VarModel;
 // budget rules count token lines); the message says why either way.
 std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context);
 
-// `profile_slot` is the loaded model's scale-attention calibration (HeatKV):
-// filled from the bundle's file when a policy first needs it, else calibrated
-// once on a few classes, and kept for later runs.
-GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<const ScaleAttentionProfile>& profile_slot,
+// The loaded model's calibrations, kept for later runs.
+struct VarCalibrations {
+  // HeatKV's scale-attention calibration: the bundle's file when a policy first
+  // needs it, else calibrated once on a few classes.
+  std::shared_ptr<const ScaleAttentionProfile> attention;
+  // AMS-KV's threshold profiling: the bundle's file, when it has one, once an
+  // amskv run without theta= needs it (none is made on the way: without it the
+  // paper's theta stays).
+  std::shared_ptr<const AmsKvCalibration> similarity;
+};
+
+// The bundle's AMS-KV calibration when `spec` is amskv without an explicit
+// theta and the bundle has the file (FormatError for a corrupt one); null
+// otherwise. check_policy and the session share it (a mismatched one is refused
+// when the policy is made).
+std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
+                                                                 const std::string& bundle_dir);
+
+GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& calibrations,
                                       const GenerationRequest& request, const RunContext& context);
 
 }  // namespace kvs::var
