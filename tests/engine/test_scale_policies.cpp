@@ -515,7 +515,7 @@ TEST(ScalePolicies, EveryScalePolicyKeepsItsBudgetAfterEveryLayerOfEveryScale) {
        {"streaming:budget=30", "streaming:budget=30,sink_scales=0", "amskv", "amskv:theta=1",
         "amskv:allocation=uniform,demanding_layers=1", "heatkv:budget=0.3,sinks=2",
         "heatkv:budget=0.2,sinks=2,variant=binary", "heatkv:budget=0.5,pruning=naive", "h2o:budget=30",
-        "snapkv:budget=30", "snapkv:budget=30,cfg_decision=both"}) {
+        "snapkv:budget=30", "snapkv:budget=30,cfg_decision=both", "scalekv:budget=30"}) {
     auto policy = make_policy(spec, context);
     int64_t limit_total = -1, limit_segment = -1;
     if (auto* heat = dynamic_cast<HeatKvPolicy*>(policy.get())) limit_total = heat->total_budget_tokens();

@@ -7,11 +7,14 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/cache/policies/scalekv_policy.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/models/var/scale_generation.h"
+#include "engine/models/var/scalekv_calibration.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/event_snapshots.h"
@@ -60,6 +63,26 @@ std::shared_ptr<const ScaleAttentionProfile> scale_profile_for(const VarModel& m
   return slot;
 }
 
+// ScaleKV's calibration for K' = top_k: the one kept with the loaded model, else a
+// fresh one (the paper's 10 calibration prompts: 10 classes spread over the
+// model's, or all of them), kept for later runs.
+std::shared_ptr<const LayerSelectivityProfile> selectivity_for(const VarModel& model,
+                                                               std::shared_ptr<const LayerSelectivityProfile>& slot,
+                                                               int64_t top_k, const GenerationRequest& request,
+                                                               const RunContext& ctx) {
+  if (slot && slot->top_k == top_k) return slot;
+  const std::vector<int64_t> classes = spread_classes(model.transformer->config().num_classes, 10);
+  module_logger("session").info("measuring the attention selectivity of " + model.name + " on " +
+                                std::to_string(classes.size()) + " classes (ScaleKV's calibration, first use)");
+  ScaleParams params;
+  params.cfg = request.cfg_scale;
+  params.sampling = request.sampling;
+  params.seed = 0;
+  slot = std::make_shared<const LayerSelectivityProfile>(
+      calibrate_attention_selectivity(model, classes, params, top_k, ctx.cancelled));
+  return slot;
+}
+
 }  // namespace
 
 std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context) {
@@ -88,7 +111,7 @@ std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const Po
   return policy;
 }
 
-GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<const ScaleAttentionProfile>& profile_slot,
+GenerationResult run_scale_generation(const VarModel& model, ScaleCalibrations& calibrations,
                                       const GenerationRequest& request, const RunContext& ctx) {
   const VarConfig& config = model.transformer->config();
   check_class_ids(request, config.num_classes, model.name);
@@ -108,11 +131,18 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
   PolicyContext context = scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
   auto context_for = [&](const std::string& spec) {
     if (needs_scale_profile(spec) && !context.scale_profile)
-      context.scale_profile = scale_profile_for(model, profile_slot, request, ctx);
+      context.scale_profile = scale_profile_for(model, calibrations.attention, request, ctx);
     return context;
   };
-  std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context_for(request.policy));
-  // A calibration made on the way (HeatKV, first use) is not counted in the run's time.
+  // ScaleKV takes its calibration once built (the registry builds it with a stand-in).
+  auto make = [&](const std::string& spec) {
+    std::unique_ptr<CachePolicy> made = make_scale_policy(spec, context_for(spec));
+    if (auto* scalekv = dynamic_cast<ScaleKvPolicy*>(made.get()))
+      scalekv->set_selectivity(*selectivity_for(model, calibrations.selectivity, scalekv->top_k(), request, ctx));
+    return made;
+  };
+  std::unique_ptr<CachePolicy> policy = make(request.policy);
+  // A calibration made on the way (HeatKV, ScaleKV, first use) is not counted in the run's time.
   RunClock clock;
   std::string policy_spec = request.policy;
   ScaleHooks hooks;
@@ -141,8 +171,7 @@ GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<con
     clock.preview_if_due(unit, request, [&] { return decode_fhat(model, *step.f_hat); });
     ctx.emit(unit);
     // A change requested so far takes effect for the next scale.
-    apply_policy_change(ctx, step.scale, policy_spec,
-                        [&](const std::string& spec) { policy = make_scale_policy(spec, context_for(spec)); });
+    apply_policy_change(ctx, step.scale, policy_spec, [&](const std::string& spec) { policy = make(spec); });
   };
   const ScaleResult generated = generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params,
                                                 hooks);

@@ -14,6 +14,7 @@
 
 namespace kvs {
 struct ScaleAttentionProfile;
+struct LayerSelectivityProfile;
 struct PolicyContext;
 class CachePolicy;
 }  // namespace kvs
@@ -27,10 +28,18 @@ struct VarModel;
 // budget rules count token lines); the message says why either way.
 std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context);
 
-// `profile_slot` is the loaded model's scale-attention calibration (HeatKV):
-// filled from the bundle's file when a policy first needs it, else calibrated
-// once on a few classes, and kept for later runs.
-GenerationResult run_scale_generation(const VarModel& model, std::shared_ptr<const ScaleAttentionProfile>& profile_slot,
+// The loaded model's calibrations, each made (or read) when a policy first needs
+// it and kept for later runs.
+struct ScaleCalibrations {
+  // HeatKV's scale-attention calibration: the bundle's file, else measured once on
+  // a few classes.
+  std::shared_ptr<const ScaleAttentionProfile> attention;
+  // ScaleKV's attention selectivity (K' = its top_k): measured once on the paper's
+  // 10 calibration prompts (10 classes spread over the model's, or all of them).
+  std::shared_ptr<const LayerSelectivityProfile> selectivity;
+};
+
+GenerationResult run_scale_generation(const VarModel& model, ScaleCalibrations& calibrations,
                                       const GenerationRequest& request, const RunContext& context);
 
 }  // namespace kvs::var

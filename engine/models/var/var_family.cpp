@@ -54,9 +54,9 @@ class VarFamily : public ModelFamily {
   const FamilyDescription& description() const override { return var_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    // HeatKV's calibration stays with the loaded model: read or measured when a
-    // policy first needs it.
-    auto profile = std::make_shared<std::shared_ptr<const ScaleAttentionProfile>>();
+    // HeatKV's and ScaleKV's calibrations stay with the loaded model: read or
+    // measured when a policy first needs them.
+    auto profile = std::make_shared<ScaleCalibrations>();
     return std::make_unique<LoadedModelOf<VarModel>>(VarModel::load(bundle, torch_device(device), torch_dtype(device)),
                                                      [profile](const VarModel& model, const GenerationRequest& request,
                                                                const RunContext& context) {
