@@ -1,7 +1,9 @@
-// kvstudio-cli calibrate: a policy's offline calibration of a bundle (HeatKV on VAR).
+// kvstudio-cli calibrate: a policy's offline calibration of a bundle (HeatKV's
+// head ranking and AMS-KV's similarity threshold, on VAR).
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -10,24 +12,35 @@
 #include "app/cli/default_paths.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
+#include "engine/core/number_parsing.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/family_registry.h"
 
 namespace kvs::cli {
 namespace {
 
-const char* kHelp = R"(usage: kvstudio-cli calibrate --policy heatkv [--model DIR] [--classes 1,2,...] [--images 4]
+const char* kHelp =
+    R"(usage: kvstudio-cli calibrate --policy heatkv|amskv [--model DIR] [--classes 1,2,...] [--images 4]
                             [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda] [--threads N]
-                            [--dtype auto|f32|bf16|f16]
+                            [--dtype auto|f32|bf16|f16] [--demanding-fraction 1/6 (amskv)]
 
-  HeatKV's offline calibration (heatkv §3.1): generates one image per calibration class with
-  the full cache and measures every layer's and head's scale-to-scale attention mass (Eq. 2),
-  from which the policy ranks heads per source scale (S-CAS, Eq. 4). Writes
-  DIR/heatkv_calibration.json (or --out), which generate, bench and the window then use.
-  Without it they calibrate on 2 classes at first use. --classes picks the classes, else
-  --images classes spread over the model's classes (the paper finds 1 to 10 prompts equivalent).
-  --dtype sets the run-time dtype of the model it generates with (default auto: bf16 on CUDA,
-  f32 on the CPU), as generate's does.
+  Generates one image per calibration class with the full cache and measures what the policy
+  needs; writes it into the bundle (or --out), where generate, bench and the window find it.
+  --classes picks the classes, else --images classes spread over the model's classes. --dtype
+  sets the run-time dtype of the model it generates with (default auto: bf16 on CUDA, f32 on
+  the CPU), as generate's does.
+
+  heatkv: HeatKV's calibration (heatkv §3.1): every layer's and head's scale-to-scale attention
+  mass (Eq. 2), from which the policy ranks heads per source scale (S-CAS, Eq. 4). Writes
+  DIR/heatkv_calibration.json. Without it HeatKV calibrates on 2 classes at first use (the
+  paper finds 1 to 10 prompts equivalent).
+
+  amskv: AMS-KV's threshold profiling (Appendix E): every layer's inter-scale key similarity S
+  at the scales where a layer at C_min decides, and theta placed so that --demanding-fraction
+  of the layers (default 1/6, Table 2's share; at least one layer, fewer than all) fall below
+  it: per layer the lowest S over those scales, averaged over the images, and theta between
+  the k-th and (k+1)-th lowest. Writes DIR/amskv_calibration.json; amskv then uses its theta
+  unless theta= is given. Without it amskv keeps the paper's -0.008 (VAR-d30's value).
 )";
 
 std::vector<int64_t> parse_classes(const std::string& text) {
@@ -44,7 +57,7 @@ std::vector<int64_t> parse_classes(const std::string& text) {
 int cmd_calibrate(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--policy", "--model", "--classes", "--images", "--seed", "--cfg", "--out", "--device", "--threads",
-               "--dtype"},
+               "--dtype", "--demanding-fraction"},
               {"--help", "--quiet"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -78,6 +91,18 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   if (!(request.cfg >= 0)) throw InvalidArgumentError("option --cfg must be >= 0");
   request.seed = p.get_u64("--seed", 0);
   request.out = p.get("--out", "");
+  if (p.has("--demanding-fraction")) {
+    if (policy != "amskv") throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
+    // A share: "1/6" as well as "0.1667", as policy parameters take it.
+    const std::string text = p.get("--demanding-fraction", "");
+    const std::optional<double> fraction = parse_number_text(text);
+    if (!fraction) throw InvalidArgumentError("option --demanding-fraction expects a number, got '" + text + "'");
+    request.demanding_fraction = *fraction;
+    if (!(request.demanding_fraction > 0 && request.demanding_fraction < 1))
+      throw InvalidArgumentError("option --demanding-fraction must be in (0, 1), e.g. 1/6");
+  }
+  request.command = "kvstudio-cli calibrate";
+  for (const std::string& a : args) request.command += " " + a;
   const DeviceChoice device = choose_device(parse_device_kind(p.get("--device", "auto")),
                                             static_cast<int>(p.get_int("--threads", 0)), dtype);
   const std::string report = calibrating->calibrate(bundle, device, request);

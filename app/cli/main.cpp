@@ -23,7 +23,7 @@ commands:
   create-random   write a randomly initialised bundle (demo or any official size)
   inspect <png>   print the generation parameters stored in a PNG made by KV Studio
   policies        list the KV-cache policies and their parameters
-  calibrate       HeatKV's offline calibration of a VAR model (scale-to-scale attention)
+  calibrate       offline calibration of a VAR model: HeatKV's scale-to-scale attention, AMS-KV's theta
   bench           compare KV-cache policies with the full cache (memory, speed, PSNR, SSIM)
   world           the procedural image world of the demo models: list classes, render a grid
 

@@ -28,4 +28,9 @@ echo "== $(date -u +%FT%TZ) evaluate"
 # first-use calibration (10 calibration classes: the paper's N = 10 prompts).
 echo "== $(date -u +%FT%TZ) calibrate heatkv"
 "$CLI" calibrate --policy heatkv --model "$OUT" --images 10 --threads "$THREADS" || exit $?
+# AMS-KV's threshold: VAR-d30's -0.008 promotes every layer of this model; one
+# image per class at the bundle's CFG places theta so a sixth of the layers are
+# cache-demanding.
+echo "== $(date -u +%FT%TZ) calibrate amskv"
+"$CLI" calibrate --policy amskv --model "$OUT" --images 12 --cfg 4 --threads "$THREADS" || exit $?
 echo "== $(date -u +%FT%TZ) done"

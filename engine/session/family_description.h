@@ -64,6 +64,9 @@ struct FamilyDescription {
   std::string conformance_constructor;
   // The calibrations `kvstudio-cli calibrate --policy` can store in a bundle.
   std::vector<std::string> calibrated_policies;
+  // Those of them a run makes on the way when the bundle has none (HeatKV); the
+  // others fall back to defaults (AMS-KV keeps the paper's theta).
+  std::vector<std::string> calibrated_on_first_use;
 
   std::string unit_name() const { return unit_noun(unit); }
   bool has_request_option(const std::string& option) const;

@@ -97,6 +97,9 @@ struct CalibrationRequest {
   double cfg = 1.5;
   uint64_t seed = 0;
   std::string out;  // empty: the bundle's own calibration file
+  // AMS-KV: the share of layers theta makes cache-demanding (0: the default, 1/6).
+  double demanding_fraction = 0;
+  std::string command;  // the command line, recorded in the calibration when known
 };
 
 // `bench --random ARCH`: a randomly initialised model of a named architecture.

@@ -25,14 +25,20 @@ struct Entry {
 // The grammar (placeholders: see caption_templates() in the header).
 // The last template of every group is held out (one per group keeps held-out
 // captions as varied as the facts while most wordings stay for training), and
-// two of the five word orders are.
+// two of the five word orders are. A held-out subject or time of day is a new
+// arrangement of words that training captions use ("a field of flowers" beside
+// "fields of flowers" and "a flower field"), not a synonym training never shows
+// ("a meadow", "at nightfall"): a model that learns its English only from these
+// captions cannot know what a word it never read means, so such a phrasing
+// would measure the vocabulary of the grammar and not whether the model
+// generalises to new wordings.
 const std::vector<Entry>& grammar() {
   static const std::vector<Entry> kGrammar = {
       // Subjects, one group per class (tiling: per pattern).
       {"subject.sunset_sea", "a seascape", T},
       {"subject.sunset_sea", "the open sea", T},
       {"subject.sunset_sea", "a view over the sea", T},
-      {"subject.sunset_sea", "the ocean", H},
+      {"subject.sunset_sea", "a wide view of the open sea", H},
       {"subject.mountains", "snowy mountains", T},
       {"subject.mountains", "a mountain range", T},
       {"subject.mountains", "alpine peaks", T},
@@ -44,11 +50,11 @@ const std::vector<Entry>& grammar() {
       {"subject.night_sky", "a starry sky", T},
       {"subject.night_sky", "the night sky", T},
       {"subject.night_sky", "a sky full of stars", T},
-      {"subject.night_sky", "stars above dark hills", H},
+      {"subject.night_sky", "a dark sky of stars", H},
       {"subject.forest", "a pine forest", T},
       {"subject.forest", "a conifer forest", T},
       {"subject.forest", "a forest of firs", T},
-      {"subject.forest", "a woodland of pines", H},
+      {"subject.forest", "a dense forest of pines", H},
       {"subject.desert", "a desert", T},
       {"subject.desert", "sand dunes", T},
       {"subject.desert", "a dune field", T},
@@ -56,11 +62,11 @@ const std::vector<Entry>& grammar() {
       {"subject.city_dusk", "a city skyline", T},
       {"subject.city_dusk", "a city", T},
       {"subject.city_dusk", "tall buildings", T},
-      {"subject.city_dusk", "a downtown skyline", H},
+      {"subject.city_dusk", "the skyline of a city", H},
       {"subject.still_life", "a still life", T},
       {"subject.still_life", "objects on a table", T},
       {"subject.still_life", "a tabletop still life", T},
-      {"subject.still_life", "a still-life painting", H},
+      {"subject.still_life", "a still life of objects", H},
       {"subject.hills", "rolling hills", T},
       {"subject.hills", "grassy hills", T},
       {"subject.hills", "a hilly landscape", T},
@@ -68,19 +74,19 @@ const std::vector<Entry>& grammar() {
       {"subject.underwater", "an underwater scene", T},
       {"subject.underwater", "the sea floor", T},
       {"subject.underwater", "a view under the sea", T},
-      {"subject.underwater", "the world beneath the waves", H},
+      {"subject.underwater", "a scene on the sea floor", H},
       {"subject.flower_fields", "a flower field", T},
       {"subject.flower_fields", "fields of flowers", T},
       {"subject.flower_fields", "rows of flowers", T},
-      {"subject.flower_fields", "a meadow of flower beds", H},
+      {"subject.flower_fields", "a field of flowers", H},
       {"pattern.checkerboard", "a checkerboard", T},
       {"pattern.checkerboard", "a checked pattern", T},
       {"pattern.checkerboard", "a pattern of checks", T},
-      {"pattern.checkerboard", "a chessboard grid", H},
+      {"pattern.checkerboard", "a grid of checks", H},
       {"pattern.diamonds", "a diamond pattern", T},
       {"pattern.diamonds", "diamond tiles", T},
       {"pattern.diamonds", "a harlequin pattern of diamonds", T},
-      {"pattern.diamonds", "a lattice of diamonds", H},
+      {"pattern.diamonds", "a tiling of diamonds", H},
       {"pattern.stripes", "a striped pattern", T},
       {"pattern.stripes", "bold stripes", T},
       {"pattern.stripes", "a pattern of stripes", T},
@@ -117,15 +123,15 @@ const std::vector<Entry>& grammar() {
       {"time.sunset", "at sunset", T},
       {"time.sunset", "as the sun sets", T},
       {"time.sunset", "in the setting sun", T},
-      {"time.sunset", "at sundown", H},
+      {"time.sunset", "at the hour of sunset", H},
       {"time.dusk", "at dusk", T},
       {"time.dusk", "in the twilight", T},
       {"time.dusk", "at dusk, after sunset", T},
-      {"time.dusk", "at nightfall", H},
+      {"time.dusk", "in the twilight of dusk", H},
       {"time.night", "at night", T},
       {"time.night", "by night", T},
       {"time.night", "in the dark of night", T},
-      {"time.night", "at midnight", H},
+      {"time.night", "late at night", H},
       // The sun or moon.
       {"light.sun", "the sun {h} {w}", T},
       {"light.sun", "a {h} sun {w}", T},

@@ -3,7 +3,8 @@
 // (scene_facts.h) by a small grammar: every fact has several phrasings, and the
 // phrases are put together in several word orders, e.g.
 //   "a seascape at sunset, the sun low on the left, a clear sky and orange tones"
-//   "the ocean showing colours of orange and the sun sitting low at the left, at sundown"
+//   "a wide view of the open sea showing colours of orange and the sun sitting low
+//    at the left, at the hour of sunset"
 //
 // Held-out split. Each group of phrasings (one per fact value) and the word orders
 // keep some templates out of training: a train caption uses only train templates,

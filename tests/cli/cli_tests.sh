@@ -198,7 +198,35 @@ else
   fail var-bench-scale-policies
 fi
 expect_error var-amskv-on-raster "policy amskv works on next-scale \(VAR\) models only" -- generate --class 1 --policy amskv --out "$work/x.png" --quiet
-expect_error calibrate-not-heatkv "policy 'amskv' needs no calibration" -- calibrate --policy amskv --model "$work/var"
+expect_error calibrate-not-calibrated "policy 'streaming' needs no calibration \(calibrated offline: heatkv, amskv\)" -- calibrate --policy streaming --model "$work/var"
+# AMS-KV's threshold profiling: the file lands in the bundle with a theta that makes one
+# of the six layers cache-demanding, and amskv runs with it.
+if out=$("$cli" calibrate --policy amskv --model "$work/var" --images 3 --threads 1 2>&1) &&
+   grep -q "wrote $work/var/amskv_calibration.json" <<<"$out" &&
+   grep -q ": 1 of 6 layers cache-demanding (target 1 = 0.1667 of them)" <<<"$out" &&
+   python3 - "$work/var/amskv_calibration.json" <<'PY' &&
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["format"] == "kvstudio-amskv-calibration", c["format"]
+assert c["layers"] == 6 and c["classes"] == [0, 3, 6] and c["decision_scales"] == [7, 8, 9], c
+assert sum(s < c["theta"] for s in c["layer_statistic"]) == 1
+assert len(c["similarity"]) == 3 and all(len(image) == 6 for image in c["similarity"])
+assert c["command"].startswith("kvstudio-cli calibrate --policy amskv") and c["created"].endswith("Z")
+PY
+   "$cli" generate --model "$work/var" --class 2 --policy amskv --threads 1 --out "$work/vams.png" --quiet; then
+  pass var-calibrate-amskv
+else
+  fail var-calibrate-amskv
+fi
+if "$cli" calibrate --policy amskv --model "$work/var" --images 2 --threads 1 --demanding-fraction 1/2 \
+     --out "$work/ams-half.json" | grep -q ": 3 of 6 layers cache-demanding (target 3 = 0.5 of them)"; then
+  pass var-calibrate-amskv-fraction
+else
+  fail var-calibrate-amskv-fraction
+fi
+expect_error calibrate-fraction-not-amskv "option --demanding-fraction applies to --policy amskv" -- calibrate --policy heatkv --model "$work/var" --demanding-fraction 0.2
+expect_error calibrate-fraction-range "option --demanding-fraction must be in \(0, 1\)" -- calibrate --policy amskv --model "$work/var" --demanding-fraction 1
+if "$cli" policies | grep -q "amskv_calibration.json"; then pass policies-amskv-theta-source; else fail policies-amskv-theta-source; fi
 expect_error calibrate-not-var "needs a next-scale \(VAR\) model; .* is a 'llamagen' model" -- calibrate --policy heatkv
 expect_error var-heatkv-budget "the 3 sink scales alone hold 14 of 424 cached tokens" -- generate --model "$work/var" --class 1 --policy heatkv:budget=0.01 --out "$work/x.png" --quiet
 

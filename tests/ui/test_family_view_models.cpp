@@ -213,7 +213,7 @@ class TestFamilyViewModels : public QObject {
     QVERIFY(policyFamilyProblem(QStringLiteral("heatkv:budget=0.1"), var).isEmpty());
     QVERIFY(policyFamilyProblem(QStringLiteral("full"), mar).isEmpty());
     QVERIFY(calibratedPolicy(QStringLiteral("heatkv:budget=0.1"), var));
-    QVERIFY(!calibratedPolicy(QStringLiteral("streaming"), var) &&
+    QVERIFY(!calibratedPolicy(QStringLiteral("streaming"), var) && !calibratedPolicy(QStringLiteral("amskv"), var) &&
             !calibratedPolicy(QStringLiteral("heatkv"), llamagen));
     // An unknown family offers no policies (and says so instead of guessing one).
     QVERIFY(!knownFamily("no-such-family") && policiesForFamily(familyDescription("no-such-family")).isEmpty());

@@ -76,8 +76,8 @@ bool calibratedPolicy(const QString& spec, const kvs::FamilyDescription& family)
   } catch (const std::exception&) {
     return false;
   }
-  return std::find(family.calibrated_policies.begin(), family.calibrated_policies.end(), name) !=
-         family.calibrated_policies.end();
+  return std::find(family.calibrated_on_first_use.begin(), family.calibrated_on_first_use.end(), name) !=
+         family.calibrated_on_first_use.end();
 }
 
 bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return !family.discrete_tokens; }

@@ -6,30 +6,13 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/cache/policies/amskv_calibration.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
-namespace {
-
-int64_t side_of(int64_t tokens) {
-  const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(tokens))));
-  if (side * side != tokens)
-    throw InvalidArgumentError("policy amskv: scale of " + std::to_string(tokens) + " tokens is not a square map");
-  return side;
-}
-
-// keys [R, H, side*side, hd] -> the same map bilinearly resized to `to` x `to`.
-at::Tensor resize_key_map(const at::Tensor& keys, int64_t to) {
-  const int64_t r = keys.size(0), h = keys.size(1), hd = keys.size(3), side = side_of(keys.size(2));
-  at::Tensor map = keys.reshape({r, h, side, side, hd}).permute({0, 1, 4, 2, 3}).reshape({r, h * hd, side, side});
-  at::Tensor up = at::upsample_bilinear2d(map, {to, to}, /*align_corners=*/false);
-  return up.reshape({r, h, hd, to, to}).permute({0, 1, 3, 4, 2}).reshape({r, h, to * to, hd});
-}
-
-}  // namespace
 
 AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& options)
-    : context_(context), options_(options) {
+    : context_(context), options_(options), keys_(context.n_layer) {
   const auto& t = context.unit_tokens;
   const auto scales = static_cast<int64_t>(t.size());
   if (scales < 2) throw InvalidArgumentError("policy amskv works on next-scale (VAR) models only");
@@ -37,7 +20,18 @@ AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& optio
     throw InvalidArgumentError("policy amskv: cds " + std::to_string(options.condensed_scales) +
                                " condensed scales is impossible (0.." + std::to_string(scales - 2) + " for " +
                                std::to_string(scales) + " scales)");
-  if (!std::isfinite(options.theta)) throw InvalidArgumentError("policy amskv: theta must be a finite number");
+  if (options.theta) {
+    if (!std::isfinite(*options.theta)) throw InvalidArgumentError("policy amskv: theta must be a finite number");
+    theta_ = *options.theta;
+    theta_source_ = "theta=";
+  } else if (context.amskv_calibration && options.allocation == AmsKvAllocation::Similarity) {
+    // A calibration made for another geometry would put theta anywhere: refuse it.
+    context.amskv_calibration->check_matches(context);
+    theta_ = context.amskv_calibration->theta.theta;
+    theta_source_ = "calibration";
+  } else {
+    theta_source_ = "paper default";
+  }
   for (int64_t s = 0; s < options.condensed_scales; ++s) cds_tokens_ += t[static_cast<size_t>(s)];
   const int64_t last = t.back(), penultimate = t[t.size() - 2];
   c_max_ = options.c_max > 0 ? options.c_max : last + penultimate + cds_tokens_;
@@ -71,7 +65,6 @@ AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& optio
   }
   similarity_.assign(n, std::numeric_limits<double>::quiet_NaN());
   drop_pending_.assign(n, 0);
-  prev_keys_.resize(static_cast<size_t>(context.n_layer));
 }
 
 int64_t AmsKvPolicy::max_entries() const {
@@ -91,18 +84,8 @@ int64_t AmsKvPolicy::layer_budget(int64_t layer, int64_t image) const { return b
 double AmsKvPolicy::last_similarity(int64_t layer, int64_t image) const { return similarity_.at(at(layer, image)); }
 
 void AmsKvPolicy::observe_unit_keys(int64_t layer, int64_t unit, const at::Tensor& keys) {
-  const int64_t rows = std::min(keys.size(0), images_);
-  at::Tensor current = keys.narrow(0, 0, rows).to(at::kFloat);
-  at::Tensor& prev = prev_keys_[static_cast<size_t>(layer)];
-  if (unit > 0 && prev.defined() && prev.size(0) == rows) {
-    const at::Tensor resized = resize_key_map(prev, side_of(current.size(2)));
-    // S = -mean((k_i - resize(k_{i-1}))^2) per image.
-    const at::Tensor s = -(current - resized).pow(2).reshape({rows, -1}).mean(1).to(at::kCPU, at::kDouble).contiguous();
-    for (int64_t r = 0; r < rows; ++r) similarity_[at(layer, r)] = s.data_ptr<double>()[r];
-  } else {
-    for (int64_t r = 0; r < rows; ++r) similarity_[at(layer, r)] = std::numeric_limits<double>::quiet_NaN();
-  }
-  prev = current;
+  const std::vector<double> s = keys_.observe(layer, unit, keys, images_);
+  for (size_t r = 0; r < s.size(); ++r) similarity_[at(layer, static_cast<int64_t>(r))] = s[r];
 }
 
 void AmsKvPolicy::before_unit_attention(KvStore& store, int64_t layer, int64_t unit) {
@@ -125,7 +108,7 @@ void AmsKvPolicy::before_unit_attention(KvStore& store, int64_t layer, int64_t u
     const double s = similarity_[i];
     // Lines 10-11 (S2 only: S1's budgets are fixed from the start).
     const bool by_similarity = options_.allocation == AmsKvAllocation::Similarity;
-    if (by_similarity && budget_[i] == c_min_ && !std::isnan(s) && s < options_.theta) budget_[i] = c_max_;
+    if (by_similarity && budget_[i] == c_min_ && !std::isnan(s) && s < theta_) budget_[i] = c_max_;
     if (t_i > budget_[i]) {
       drop_pending_[i] = 1;  // line 13-14: C_i = C_{i-1}
       continue;
@@ -151,6 +134,43 @@ void AmsKvPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t unit) 
   for (int64_t r = 0; r < rows; ++r) drop_pending_[at(layer, r)] = 0;
 }
 
+std::vector<int64_t> amskv_decision_scales(const PolicyContext& context, const AmsKvOptions& options) {
+  AmsKvOptions budgets = options;
+  budgets.allocation = AmsKvAllocation::Similarity;
+  const AmsKvPolicy policy(context, budgets);  // resolves and checks the budgets
+  std::vector<int64_t> scales;
+  int64_t cached = 0;  // a layer at C_min that is never promoted
+  for (size_t i = 0; i < context.unit_tokens.size(); ++i) {
+    const int64_t t = context.unit_tokens[i];
+    if (t > policy.c_max()) continue;  // lines 5-6: never cached, no test
+    if (cached + t <= policy.c_min()) {
+      cached += t;
+      continue;
+    }
+    if (i > 0) scales.push_back(static_cast<int64_t>(i));
+    // Not promoted: a scale larger than C_min is dropped (lines 13-14), else CLRU
+    // rolls the cache back to C_min.
+    if (t <= policy.c_min()) cached = policy.c_min();
+  }
+  return scales;
+}
+
+namespace {
+
+AmsKvOptions amskv_options(const PolicyParams& p) {
+  AmsKvOptions o;
+  o.condensed_scales = p.integer("cds");
+  o.c_max = p.integer("c_max");
+  o.c_min = p.integer("c_min");
+  // Only a theta the user wrote overrides the model's calibrated one.
+  if (p.explicitly_set("theta")) o.theta = p.real("theta");
+  o.allocation = p.text("allocation") == "uniform" ? AmsKvAllocation::Uniform : AmsKvAllocation::Similarity;
+  o.demanding_layers = p.integer("demanding_layers");
+  return o;
+}
+
+}  // namespace
+
 PolicyInfo amskv_policy_info() {
   std::vector<PolicyParamSpec> params = {
       integer_param("cds", "2", 0, 1e6, "condensed scales: the first scales every layer always keeps"),
@@ -160,7 +180,9 @@ PolicyInfo amskv_policy_info() {
                     "budget every layer starts with in tokens (0 = penultimate scale + condensed)"),
       // A similarity: negative thresholds (the default among them) must fit the range.
       real_param("theta", "-0.008", -1, 1,
-                 "a layer becomes cache-demanding when its inter-scale key similarity falls below this"),
+                 "a layer becomes cache-demanding when its inter-scale key similarity falls below this (unset: the "
+                 "model's calibrated theta, amskv_calibration.json from 'kvstudio-cli calibrate --policy amskv', "
+                 "else -0.008, VAR-d30's)"),
       choice_param("allocation", "similarity", {"similarity", "uniform"},
                    "which layers get c_max: those whose key similarity falls below theta (S2, Algorithm 1), or a "
                    "fixed number spread uniformly over the depth (S1, Table 2)"),
@@ -174,14 +196,7 @@ PolicyInfo amskv_policy_info() {
            params,
            {"scale"}},
           [](const PolicyParams& p, const PolicyContext& c) -> std::unique_ptr<CachePolicy> {
-            AmsKvOptions o;
-            o.condensed_scales = p.integer("cds");
-            o.c_max = p.integer("c_max");
-            o.c_min = p.integer("c_min");
-            o.theta = p.real("theta");
-            o.allocation = p.text("allocation") == "uniform" ? AmsKvAllocation::Uniform : AmsKvAllocation::Similarity;
-            o.demanding_layers = p.integer("demanding_layers");
-            return std::make_unique<AmsKvPolicy>(c, o);
+            return std::make_unique<AmsKvPolicy>(c, amskv_options(p));
           }};
 }
 

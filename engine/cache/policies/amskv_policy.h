@@ -8,7 +8,13 @@
 // theta. The similarity is S = -mean((k_i - resize(k_{i-1}))^2) over all heads,
 // tokens and dimensions of the image's conditional row (keys as cached, bilinear
 // resize): the negated mean squared difference, not the paper's -||.||_2 (Eq. 3),
-// so that the paper's theta range applies.
+// so that the paper's theta range applies (scale_key_similarity.h).
+//
+// theta: an explicit theta= wins; else the model's calibrated theta
+// (PolicyContext::amskv_calibration, the bundle's amskv_calibration.json made by
+// `kvstudio-cli calibrate --policy amskv`, amskv_calibration.h, which the VAR
+// session reads); else the paper's
+// -0.008, VAR-d30's value, which on other models may promote every layer.
 //
 // allocation=uniform is the paper's S1 ("Not All Layers are Cache-Demanding",
 // Table 2): as many layers get C_max as in its S2, but spread uniformly over the
@@ -20,9 +26,11 @@
 // scale larger than the budget is not cached, CLRU) is unchanged.
 // allocation=similarity (S2, Algorithm 1) is the default.
 // Choices where the paper is silent: docs/policies.md#amskv
+#include <optional>
 #include <vector>
 
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/cache/policies/scale_key_similarity.h"
 
 namespace kvs {
 
@@ -30,10 +38,13 @@ namespace kvs {
 // a fixed number of layers spread uniformly over the depth (S1, Table 2).
 enum class AmsKvAllocation { Similarity, Uniform };
 
+// VAR-d30's threshold (Experimental Setup; Appendix E's best FID).
+inline constexpr double kAmsKvPaperTheta = -0.008;
+
 struct AmsKvOptions {
   int64_t condensed_scales = 2;  // C_cds in scales
   int64_t c_max = 0, c_min = 0;  // tokens; 0 = the paper's default from the scale schedule
-  double theta = -0.008;
+  std::optional<double> theta;   // unset: the calibration's theta when there is one, else kAmsKvPaperTheta
   AmsKvAllocation allocation = AmsKvAllocation::Similarity;
   int64_t demanding_layers = 0;  // Uniform: layers given C_max; 0 = round(layers / 6), Table 2's share
 };
@@ -56,6 +67,9 @@ class AmsKvPolicy : public CachePolicy {
   int64_t c_max() const { return c_max_; }
   int64_t c_min() const { return c_min_; }
   int64_t condensed_tokens() const { return cds_tokens_; }
+  double theta() const { return theta_; }
+  // Where theta came from: "theta=", "calibration" or "paper default".
+  const std::string& theta_source() const { return theta_source_; }
   // Per layer and image: the current budget C_bgt and the last similarity S
   // (NaN before the second scale).
   int64_t layer_budget(int64_t layer, int64_t image) const;
@@ -70,12 +84,21 @@ class AmsKvPolicy : public CachePolicy {
   PolicyContext context_;
   AmsKvOptions options_;
   int64_t c_max_ = 0, c_min_ = 0, cds_tokens_ = 0, images_ = 1;
+  double theta_ = kAmsKvPaperTheta;
+  std::string theta_source_;
   std::vector<int64_t> budget_;        // [layer x image]
   std::vector<double> similarity_;     // [layer x image]
   std::vector<uint8_t> drop_pending_;  // [layer x image]: the current scale is not cached
-  std::vector<at::Tensor> prev_keys_;  // per layer: the previous scale's keys of the decision rows
+  ScaleKeySimilarity keys_;
   std::vector<int64_t> uniform_layers_;
 };
+
+// The scales at which a layer still at C_min runs the promotion test (Algorithm
+// 1, line 10: the appended scale overflows the budget; scales larger than C_max
+// are never cached and never tested), following such a layer's cache length
+// through the schedule; scale 0 is left out (it has no predecessor, S is
+// undefined). What the offline profiling measures theta on.
+std::vector<int64_t> amskv_decision_scales(const PolicyContext& context, const AmsKvOptions& options);
 
 PolicyInfo amskv_policy_info();
 

@@ -23,6 +23,7 @@
 namespace kvs {
 
 struct ScaleAttentionProfile;  // scale_attention_profile.h
+struct AmsKvCalibration;       // amskv_calibration.h
 
 struct PolicyContext {
   int64_t n_layer = 0, n_head = 0, kv_heads = 0, head_dim = 0;
@@ -38,6 +39,9 @@ struct PolicyContext {
   // Next-scale family: the model's calibrated scale-to-scale attention, for the
   // policies that rank heads offline (HeatKV); null when none is known.
   std::shared_ptr<const ScaleAttentionProfile> scale_profile;
+  // Next-scale family: the model's AMS-KV threshold profiling (its theta is
+  // AMS-KV's default); null when the bundle has none.
+  std::shared_ptr<const AmsKvCalibration> amskv_calibration;
   int64_t image_tokens() const {
     if (unit_tokens.empty()) return grid_height * grid_width;
     int64_t total = 0;

@@ -3,11 +3,13 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <memory>
 
 #include "engine/cache/policies/layer_selectivity_profile.h"
+#include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/cache/policies/scalekv_policy.h"
@@ -33,6 +35,15 @@ bool needs_scale_profile(const std::string& spec) {
     return parse_policy_spec(spec).name == "heatkv";
   } catch (const InvalidArgumentError&) {
     return false;  // make_scale_policy reports the spec's problem
+  }
+}
+
+bool serves_scales(const std::string& name) {
+  try {
+    const auto& families = find_policy(name).families;
+    return std::find(families.begin(), families.end(), "scale") != families.end();
+  } catch (const InvalidArgumentError&) {
+    return false;  // an unknown name: make_policy's message lists the known ones
   }
 }
 
@@ -85,6 +96,25 @@ std::shared_ptr<const LayerSelectivityProfile> selectivity_for(const VarModel& m
 
 }  // namespace
 
+std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
+                                                                 const std::string& bundle_dir) {
+  PolicySpec parsed;
+  try {
+    parsed = parse_policy_spec(spec);
+  } catch (const InvalidArgumentError&) {
+    return nullptr;  // make_scale_policy reports the spec's problem
+  }
+  // An explicit theta does not read the file (so it also runs beside a broken one).
+  if (parsed.name != "amskv" || parsed.params.count("theta") > 0 || bundle_dir.empty()) return nullptr;
+  const std::string path = bundle_dir + "/" + kAmsKvCalibrationFile;
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return nullptr;
+  auto calibration = std::make_shared<const AmsKvCalibration>(AmsKvCalibration::load(path));
+  module_logger("session").info("loaded the AMS-KV calibration " + path + ": theta " +
+                                std::to_string(calibration->theta.theta));
+  return calibration;
+}
+
 std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context) {
   const std::string note = "works on raster (next-token) models only; this VAR model takes 'full' or a scale policy";
   std::unique_ptr<CachePolicy> policy;
@@ -92,7 +122,9 @@ std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const Po
     policy = make_policy(spec, context);
   } catch (const InvalidArgumentError& e) {
     const std::string name = parse_policy_spec(spec).name;
-    if (name == "full") throw;
+    // A scale policy's own message is the whole story (a bad budget, a
+    // calibration of another model); only a raster policy gets the note.
+    if (name == "full" || serves_scales(name)) throw;
     std::string message = e.what();
     message += " (if policy '";
     message += name;
@@ -111,7 +143,7 @@ std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const Po
   return policy;
 }
 
-GenerationResult run_scale_generation(const VarModel& model, ScaleCalibrations& calibrations,
+GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& calibrations,
                                       const GenerationRequest& request, const RunContext& ctx) {
   const VarConfig& config = model.transformer->config();
   check_class_ids(request, config.num_classes, model.name);
@@ -132,6 +164,8 @@ GenerationResult run_scale_generation(const VarModel& model, ScaleCalibrations& 
   auto context_for = [&](const std::string& spec) {
     if (needs_scale_profile(spec) && !context.scale_profile)
       context.scale_profile = scale_profile_for(model, calibrations.attention, request, ctx);
+    if (!calibrations.similarity) calibrations.similarity = bundle_amskv_calibration(spec, ctx.bundle_dir);
+    context.amskv_calibration = calibrations.similarity;
     return context;
   };
   // ScaleKV takes its calibration once built (the registry builds it with a stand-in).

@@ -15,6 +15,7 @@
 namespace kvs {
 struct ScaleAttentionProfile;
 struct LayerSelectivityProfile;
+struct AmsKvCalibration;
 struct PolicyContext;
 class CachePolicy;
 }  // namespace kvs
@@ -28,18 +29,28 @@ struct VarModel;
 // budget rules count token lines); the message says why either way.
 std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context);
 
-// The loaded model's calibrations, each made (or read) when a policy first needs
-// it and kept for later runs.
-struct ScaleCalibrations {
-  // HeatKV's scale-attention calibration: the bundle's file, else measured once on
-  // a few classes.
+// The loaded model's calibrations, kept for later runs.
+struct VarCalibrations {
+  // HeatKV's scale-attention calibration: the bundle's file when a policy first
+  // needs it, else calibrated once on a few classes.
   std::shared_ptr<const ScaleAttentionProfile> attention;
+  // AMS-KV's threshold profiling: the bundle's file, when it has one, once an
+  // amskv run without theta= needs it (none is made on the way: without it the
+  // paper's theta stays).
+  std::shared_ptr<const AmsKvCalibration> similarity;
   // ScaleKV's attention selectivity (K' = its top_k): measured once on the paper's
   // 10 calibration prompts (10 classes spread over the model's, or all of them).
   std::shared_ptr<const LayerSelectivityProfile> selectivity;
 };
 
-GenerationResult run_scale_generation(const VarModel& model, ScaleCalibrations& calibrations,
+// The bundle's AMS-KV calibration when `spec` is amskv without an explicit
+// theta and the bundle has the file (FormatError for a corrupt one); null
+// otherwise. check_policy and the session share it (a mismatched one is refused
+// when the policy is made).
+std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
+                                                                 const std::string& bundle_dir);
+
+GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& calibrations,
                                       const GenerationRequest& request, const RunContext& context);
 
 }  // namespace kvs::var

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <ctime>
 #include <sstream>
 
+#include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/device.h"
@@ -18,6 +20,7 @@
 #include "engine/models/var/var_converter.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
+#include "engine/models/var/var_similarity_calibration.h"
 #include "engine/session/bundle_info.h"
 #include "engine/session/loaded_model.h"
 #include "engine/session/model_summary.h"
@@ -49,19 +52,45 @@ std::string scas_table(const ScaleAttentionProfile& profile) {
   return out;
 }
 
+// AMS-KV's calibration as `calibrate` prints it: per layer the statistic theta
+// is chosen on, and which layers fall below theta.
+std::string similarity_table(const AmsKvCalibration& c) {
+  std::string out = format_text("theta %.6g: %lld of %lld layers cache-demanding (target %lld = %.4g of them)",
+                                c.theta.theta, static_cast<long long>(c.theta.demanding_layers),
+                                static_cast<long long>(c.layers), static_cast<long long>(c.theta.target_layers),
+                                c.demanding_fraction);
+  out += "\nS per layer: the lowest over scales " + join_ints(c.decision_scales) + ", mean over the images";
+  out += "\nlayer           S  cache-demanding";
+  for (int64_t l = 0; l < c.layers; ++l) {
+    const double s = c.layer_statistic[static_cast<size_t>(l)];
+    out += format_text("\n%5lld  %10.6f  %s", static_cast<long long>(l), s, s < c.theta.theta ? "yes" : "no");
+  }
+  return out;
+}
+
+// Now in UTC, ISO 8601 (what a calibration file records).
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
 class VarFamily : public ModelFamily {
  public:
   const FamilyDescription& description() const override { return var_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    // HeatKV's and ScaleKV's calibrations stay with the loaded model: read or
+    // The calibrations (HeatKV's, AMS-KV's, ScaleKV's) stay with the loaded model: read or
     // measured when a policy first needs them.
-    auto profile = std::make_shared<ScaleCalibrations>();
-    return std::make_unique<LoadedModelOf<VarModel>>(VarModel::load(bundle, torch_device(device), torch_dtype(device)),
-                                                     [profile](const VarModel& model, const GenerationRequest& request,
-                                                               const RunContext& context) {
-                                                       return run_scale_generation(model, *profile, request, context);
-                                                     });
+    auto calibrations = std::make_shared<VarCalibrations>();
+    return std::make_unique<LoadedModelOf<VarModel>>(
+        VarModel::load(bundle, torch_device(device), torch_dtype(device)),
+        [calibrations](const VarModel& model, const GenerationRequest& request, const RunContext& context) {
+          return run_scale_generation(model, *calibrations, request, context);
+        });
   }
 
   void summarize(const io::ModelBundle& bundle, ModelSummary& s) const override {
@@ -194,6 +223,8 @@ class VarFamily : public ModelFamily {
     // parameters now.
     PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
     context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
+    // AMS-KV's calibration is the bundle's own: a corrupt or mismatched one is refused now.
+    context.amskv_calibration = bundle_amskv_calibration(spec, bundle.dir);
     make_scale_policy(spec, context);
   }
 
@@ -226,7 +257,13 @@ class VarFamily : public ModelFamily {
 
   std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
                         const CalibrationRequest& request) const override {
-    if (request.policy != "heatkv") return ModelFamily::calibrate(bundle, device, request);
+    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv";
+    if (!heatkv && !amskv) return ModelFamily::calibrate(bundle, device, request);
+    if (heatkv && request.demanding_fraction != 0)
+      throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
+    const double fraction = request.demanding_fraction != 0 ? request.demanding_fraction : 1.0 / 6.0;
+    if (!(fraction > 0 && fraction < 1))
+      throw InvalidArgumentError("option --demanding-fraction must be in (0, 1), e.g. 1/6");
     const VarModel model = VarModel::load(bundle, torch_device(device), torch_dtype(device));
     const int64_t num_classes = model.transformer->config().num_classes;
     if (request.images < 1) throw InvalidArgumentError("option --images must be >= 1");
@@ -240,14 +277,33 @@ class VarFamily : public ModelFamily {
     ScaleParams params;
     params.cfg = request.cfg;
     params.seed = request.seed;
-    const std::string out = request.out.empty() ? bundle.dir + "/" + kScaleAttentionProfileFile : request.out;
+    const std::string file = heatkv ? kScaleAttentionProfileFile : kAmsKvCalibrationFile;
+    const std::string out = request.out.empty() ? bundle.dir + "/" + file : request.out;
     const auto start = std::chrono::steady_clock::now();
-    const ScaleAttentionProfile profile = calibrate_scale_attention(model, classes, params);
+    std::string table;
+    if (heatkv) {
+      const ScaleAttentionProfile profile = calibrate_scale_attention(model, classes, params);
+      profile.save(out);
+      table = scas_table(profile);
+    } else {
+      AmsKvCalibration calibration = calibrate_key_similarity(model, classes, params, fraction);
+      calibration.created = utc_now();
+      // The command as given, or one that repeats it (the classes and CFG as used).
+      calibration.command =
+          !request.command.empty()
+              ? request.command
+              : format_text(
+                    "kvstudio-cli calibrate --policy amskv --model %s --classes %s --seed %llu --cfg %g "
+                    "--demanding-fraction %.6g",
+                    bundle.dir.c_str(), join_ints(classes).c_str(), static_cast<unsigned long long>(request.seed),
+                    request.cfg, fraction);
+      calibration.save(out);
+      table = similarity_table(calibration);
+    }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    profile.save(out);
     return format_text("calibrated %s on %zu image(s) in %.1f s (%s): wrote %s\n", model.name.c_str(), classes.size(),
                        seconds, device.description.c_str(), out.c_str()) +
-           scas_table(profile);
+           table;
   }
 };
 
