@@ -136,7 +136,10 @@ expect_error create-random-foreign-option "option --diffusion-steps does not app
 expect_error create-random-unknown-preset "unknown preset 'nosuch' \(presets: demo, GPT-B" -- create-random --preset nosuch --out "$work/d"
 if policies=$("$cli" policies) && grep -A3 '^amskv' <<<"$policies" | grep -q 'models: next-scale (VAR)$' &&
    grep -A3 '^lazymar' <<<"$policies" | grep -q 'models: masked (MAR)$' &&
-   grep -A3 '^streaming' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro)$'; then
+   grep -A3 '^streaming' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro)$' &&
+   grep -A3 '^scalekv' <<<"$policies" | grep -q 'models: next-scale (VAR)$' &&
+   grep -A3 '^h2o' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro)$' &&
+   grep -A3 '^snapkv' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro)$'; then
   pass policies-name-their-models
 else
   fail policies-name-their-models
@@ -176,14 +179,15 @@ if out=$("$cli" calibrate --policy heatkv --model "$work/var" --images 2 --threa
 else
   fail var-calibrate-heatkv
 fi
-if "$cli" bench --model "$work/var" --policies full,streaming:rho=1/4,amskv,heatkv:budget=0.1 --threads 1 --no-warmup --quiet \
-     --json "$work/var-bench.json" >/dev/null &&
+if "$cli" bench --model "$work/var" \
+     --policies full,streaming:rho=1/4,amskv,heatkv:budget=0.1,scalekv:rho=1/4,h2o:rho=1/4,snapkv:rho=1/4 \
+     --threads 1 --no-warmup --quiet --json "$work/var-bench.json" >/dev/null &&
    python3 - "$work/var-bench.json" <<'PY'
 import json, sys
 records = {r["policy"]: r for r in json.load(open(sys.argv[1]))}
 full = records["full"]
 assert full["family"] == "var"
-for name in ("streaming:rho=1/4", "amskv", "heatkv:budget=0.1"):
+for name in ("streaming:rho=1/4", "amskv", "heatkv:budget=0.1", "scalekv:rho=1/4", "h2o:rho=1/4", "snapkv:rho=1/4"):
     r = records[name]
     assert r["kv_bytes_logical"] < full["kv_bytes_logical"], name
     assert 0 <= r["token_agreement"] <= 1 and r["psnr"] > 0, name

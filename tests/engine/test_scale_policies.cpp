@@ -1,5 +1,5 @@
-// The next-scale (VAR) policies: AMS-KV (Algorithms 1-2), streaming over scales and
-// HeatKV (Eq. 2-5, Algorithms 1-2 with its calibration), on hand-built scale caches
+// The next-scale (VAR) policies: AMS-KV (Algorithms 1-2), streaming, H2O and SnapKV
+// over scales and HeatKV (Eq. 2-5, Algorithms 1-2 with its calibration), on hand-built scale caches
 // and on tiny random VAR models; every scale policy keeps its budget after every
 // layer of every scale.
 #include <ATen/ATen.h>
@@ -241,6 +241,64 @@ TEST(StreamingScales, SinkScalesAndTheNewestTokensWithinTheBudget) {
   EXPECT_NE(test::policy_error("streaming:sink_scales=5", c).find("sink_scales 5 is impossible"), std::string::npos);
 }
 
+TEST(H2OScales, KeepsTheNewestTokensAndTheHeaviestHittersAfterEveryLayer) {
+  // B = 8: a recent window of 4, 4 heavy hitters by attention summed over every
+  // scale's queries (per position, as the key_mass hands it).
+  const PolicyContext c = scale_context({1, 4, 9});
+  auto policy = make_policy("h2o:budget=8", c);
+  EXPECT_TRUE(policy->supports_units());
+  EXPECT_TRUE(policy->wants_key_mass());
+  EXPECT_EQ(policy->max_entries(), 14);  // B + the last scale, capped at the 14 tokens
+  KvStore store = store_for(c);
+  auto mass_of = [](int64_t pos) { return pos == 1 || pos == 3 || pos == 6 ? 5.0f : 0.1f; };
+  std::vector<int64_t> after;
+  for (int64_t u = 0; u < 3; ++u) {
+    const int64_t t = c.unit_tokens[static_cast<size_t>(u)];
+    const at::Tensor keys = random_keys(1, 2, t, 50 + u);
+    store.append(0, keys, keys, range(c.unit_begin(u), c.unit_begin(u) + t));
+    const at::Tensor positions = store.positions_tensor(0).narrow(2, 0, store.max_length(0)).clone();
+    at::Tensor mass = at::zeros(positions.sizes(), at::kFloat);
+    for (int64_t j = 0; j < positions.size(2); ++j)
+      if (positions[0][0][j].item<int64_t>() >= 0) mass.select(2, j).fill_(mass_of(positions[0][0][j].item<int64_t>()));
+    policy->observe_unit_attention(0, u, mass, positions);
+    policy->after_unit_layer(store, 0, u);
+    after = store.positions(0, 0, 0);
+    EXPECT_LE(static_cast<int64_t>(after.size()), 8);
+  }
+  // After scale 2 (positions 5..13): the 4 newest (10..13) and the heaviest older ones:
+  // 1, 3 (5 per scale, twice), 6 (5, once), then position 0, which has collected 0.1
+  // at all three scales (H2O's bias to the old).
+  EXPECT_EQ(after, (std::vector<int64_t>{0, 1, 3, 6, 10, 11, 12, 13}));
+}
+
+TEST(SnapKvScales, TheCurrentScaleVotesAndStaysWhole) {
+  // B = 12: scale 2 (9 tokens) stays, the 3 older entries its queries attend to most
+  // survive. Every query of scale 2 looks for positions 0, 2 and 4 in head 0.
+  const PolicyContext c = scale_context({1, 4, 9});
+  auto policy = make_policy("snapkv:budget=12,kernel=1", c);
+  EXPECT_TRUE(policy->supports_units());
+  EXPECT_TRUE(policy->wants_queries());
+  KvStore store = store_for(c);
+  for (int64_t u = 0; u < 3; ++u) {
+    const int64_t t = c.unit_tokens[static_cast<size_t>(u)], begin = c.unit_begin(u);
+    at::Tensor keys = at::zeros({1, 2, t, 4});
+    for (int64_t i = 0; i < t; ++i)
+      if (begin + i == 0 || begin + i == 2 || begin + i == 4) keys[0][0][i][0] = 10.0f;
+    store.append(0, keys, keys, range(begin, begin + t));
+    at::Tensor q = at::zeros({1, 2, t, 4});
+    q.select(3, 0).fill_(1.0f);
+    policy->observe_queries(0, u, q);
+    policy->after_unit_layer(store, 0, u);
+    EXPECT_LE(static_cast<int64_t>(store.positions(0, 0, 0).size()), 12);
+  }
+  EXPECT_EQ(store.positions(0, 0, 0), concat({0, 2, 4}, range(5, 14)));
+  // Head 1 has no preference: the oldest go first.
+  EXPECT_EQ(store.positions(0, 0, 1), range(2, 14));
+  // The observation window is the current scale: a raster window is refused.
+  EXPECT_NE(test::policy_error("snapkv:window=4", c).find("window does not apply to next-scale models"),
+            std::string::npos);
+}
+
 namespace {
 
 // A profile where head h of layer l leans on source scale i with weight w(l, h, i).
@@ -420,6 +478,8 @@ class BudgetWatch : public CachePolicy {
   bool supports_units() const override { return true; }
   bool wants_unit_keys() const override { return inner_.wants_unit_keys(); }
   bool wants_key_mass() const override { return inner_.wants_key_mass(); }
+  bool wants_queries() const override { return inner_.wants_queries(); }
+  void observe_queries(int64_t l, int64_t u, const at::Tensor& q) override { inner_.observe_queries(l, u, q); }
   void observe_unit_keys(int64_t l, int64_t u, const at::Tensor& k) override { inner_.observe_unit_keys(l, u, k); }
   void observe_unit_attention(int64_t l, int64_t u, const at::Tensor& m, const at::Tensor& p) override {
     inner_.observe_unit_attention(l, u, m, p);
@@ -452,8 +512,10 @@ TEST(ScalePolicies, EveryScalePolicyKeepsItsBudgetAfterEveryLayerOfEveryScale) {
   const ScaleResult full = generate_scales(*var.model.transformer, *var.model.vqvae, labels, params);
 
   for (const std::string spec :
-       {"streaming:budget=30", "amskv", "amskv:theta=1", "amskv:allocation=uniform,demanding_layers=1",
-        "heatkv:budget=0.3,sinks=2", "heatkv:budget=0.2,sinks=2,variant=binary", "heatkv:budget=0.5,pruning=naive"}) {
+       {"streaming:budget=30", "streaming:budget=30,sink_scales=0", "amskv", "amskv:theta=1",
+        "amskv:allocation=uniform,demanding_layers=1", "heatkv:budget=0.3,sinks=2",
+        "heatkv:budget=0.2,sinks=2,variant=binary", "heatkv:budget=0.5,pruning=naive", "h2o:budget=30",
+        "snapkv:budget=30", "snapkv:budget=30,cfg_decision=both", "scalekv:budget=30"}) {
     auto policy = make_policy(spec, context);
     int64_t limit_total = -1, limit_segment = -1;
     if (auto* heat = dynamic_cast<HeatKvPolicy*>(policy.get())) limit_total = heat->total_budget_tokens();

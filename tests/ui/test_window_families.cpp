@@ -46,8 +46,10 @@ class TestWindowFamilies : public QObject {
     MainWindow w(options(KVSTUDIO_VAR_DEMO));
     QCOMPARE(QString::fromStdString(w.model().family), QStringLiteral("var"));
     QCOMPARE(w.family().name, std::string("var"));
-    QCOMPARE(w.parameters()->offeredPolicies(), (QStringList{QStringLiteral("full"), QStringLiteral("streaming"),
-                                                             QStringLiteral("amskv"), QStringLiteral("heatkv")}));
+    QCOMPARE(w.parameters()->offeredPolicies(),
+             (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"),
+                          QStringLiteral("heatkv"), QStringLiteral("scalekv"), QStringLiteral("h2o"),
+                          QStringLiteral("snapkv")}));
     // HeatKV's budget is a share of the whole cache: the slider writes it.
     QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("heatkv:budget=0.1"));

@@ -73,6 +73,9 @@ class CachePolicy {
   // Whether the model should pass this step's queries to observe_queries.
   virtual bool wants_queries() const { return false; }
   // queries: [rows, n_head, 1, head_dim], post-RoPE, of the step whose input is token i.
+  // Next-scale family: token_index is the unit and queries are all of its
+  // [rows, n_head, T, head_dim], scaled so that softmax(q k^T / sqrt(head_dim)) is
+  // the model's attention (right after the append, before before_unit_attention).
   virtual void observe_queries(int64_t /*layer*/, int64_t /*token_index*/, const at::Tensor& /*queries*/) {}
   // Whether the step's attention should also yield the per-key attention mass,
   // handed to observe_attention (costs a little: only asked for when needed).
@@ -97,6 +100,7 @@ class CachePolicy {
   // indices) and the unit's queries attend, without a causal mask, to every
   // retained entry (earlier scales and the unit itself). Per unit the calls are:
   //   for each layer l: append -> observe_unit_keys(l, u, keys) if wants_unit_keys()
+  //                     -> observe_queries(l, u, queries) if wants_queries()
   //                     -> before_unit_attention(store, l, u)
   //                     -> attend -> observe_unit_attention(l, u, ...) if wants_key_mass()
   //                     -> after_unit_layer(store, l, u)

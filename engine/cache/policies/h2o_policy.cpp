@@ -3,6 +3,7 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/errors.h"
@@ -30,18 +31,34 @@ void H2OPolicy::observe_attention(int64_t layer, int64_t, const at::Tensor& key_
   accumulated_.add(layer, key_mass, positions);
 }
 
+int64_t H2OPolicy::max_entries() const {
+  // Raster: the new token arrives before after_token evicts; VAR: a whole scale
+  // arrives before after_unit_layer cuts.
+  if (context_.unit_tokens.empty()) return budget_ + 1;
+  return std::min(context_.image_tokens(), budget_ + context_.unit_tokens.back());
+}
+
+void H2OPolicy::observe_unit_attention(int64_t layer, int64_t, const at::Tensor& key_mass,
+                                       const at::Tensor& positions) {
+  accumulated_.add(layer, key_mass, positions);
+}
+
 void H2OPolicy::after_token(KvStore& store, int64_t) {
-  for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
-    ImageSlots s = image_slots(store, layer, context_.condition_tokens);
-    if (s.count.max().item<int64_t>() <= budget_) continue;
-    const int64_t rows = store.rows(), decide = decision_rows(store, context_);
-    at::Tensor count = s.count.narrow(0, 0, decide);
-    at::Tensor candidates = s.is_image.narrow(0, 0, decide) &
-                            (s.rank.narrow(0, 0, decide) < (count - recent_).unsqueeze(-1));
-    at::Tensor score = accumulated_.slot_scores(layer, s.positions, rows, decide, decide_on_both_);
-    at::Tensor evict = at::clamp_min(count - budget_, 0);
-    apply_keep(store, layer, keep_all_but_lowest(score, candidates, evict), context_);
-  }
+  for (int64_t layer = 0; layer < store.n_layer(); ++layer) evict_layer(store, layer);
+}
+
+void H2OPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t) { evict_layer(store, layer); }
+
+void H2OPolicy::evict_layer(KvStore& store, int64_t layer) {
+  ImageSlots s = image_slots(store, layer, context_.condition_tokens);
+  if (s.count.max().item<int64_t>() <= budget_) return;
+  const int64_t rows = store.rows(), decide = decision_rows(store, context_);
+  at::Tensor count = s.count.narrow(0, 0, decide);
+  at::Tensor candidates = s.is_image.narrow(0, 0, decide) &
+                          (s.rank.narrow(0, 0, decide) < (count - recent_).unsqueeze(-1));
+  at::Tensor score = accumulated_.slot_scores(layer, s.positions, rows, decide, decide_on_both_);
+  at::Tensor evict = at::clamp_min(count - budget_, 0);
+  apply_keep(store, layer, keep_all_but_lowest(score, candidates, evict), context_);
 }
 
 PolicyInfo h2o_policy_info() {
@@ -51,11 +68,10 @@ PolicyInfo h2o_policy_info() {
   params.push_back(choice_param("cfg_decision", "cond", {"cond", "both"},
                                 "CFG pairs: score on the conditional row, or on both rows"));
   return {{"h2o",
-           "H2O: heavy hitters by accumulated attention + a recent window, evicting every token",
-           "Zhang et al. 2023 (H2O) §3-4, baseline in LineAR §4.2 / HeadKV §5.2",
-           params,
-           // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
-           {"raster"}},
+           "H2O: heavy hitters by accumulated attention + a recent window, evicting every token (every layer of "
+           "every scale on VAR models)",
+           "Zhang et al. 2023 (H2O) §3-4, baseline in LineAR §4.2 / HeadKV §5.2; over scales as in AMS-KV Table 5",
+           params},
           [](const PolicyParams& p, const PolicyContext& c) {
             return std::make_unique<H2OPolicy>(c, resolve_budget_tokens(p, c, "h2o"), p.real("recent"),
                                                p.text("cfg_decision") == "both");

@@ -3,6 +3,7 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -48,7 +49,7 @@ at::Tensor ObservationWindow::recent(int64_t layer, int64_t token_index, std::ve
 
 at::Tensor observation_importance(const KvStore& store, int64_t layer, const at::Tensor& queries,
                                   const std::vector<int64_t>& query_positions, const at::Tensor& candidates,
-                                  int64_t kernel) {
+                                  int64_t kernel, ObservationPooling pooling) {
   const int64_t rows = store.rows(), kv = store.kv_heads(), d = store.head_dim();
   const int64_t length = store.max_length(layer);
   const int64_t group = queries.size(1) / kv, w = queries.size(2);
@@ -63,11 +64,22 @@ at::Tensor observation_importance(const KvStore& store, int64_t layer, const at:
   visible = visible.unsqueeze(2).expand({rows, kv, group, w, length}).reshape({rows, kv, group * w, length});
   logits = logits.masked_fill(~visible.to(logits.device()), -std::numeric_limits<float>::infinity());
   at::Tensor votes = at::nan_to_num(at::softmax(logits, -1), 0.0).sum(2).to(at::kCPU, at::kFloat);  // [rows, kv, L]
-  // Max pooling over the candidates' slot order (others are -inf, so they never win).
   const float minus_inf = -std::numeric_limits<float>::infinity();
-  at::Tensor masked = at::where(candidates, votes, at::full_like(votes, minus_inf));
-  at::Tensor pooled =
-      at::max_pool1d(masked.reshape({rows * kv, 1, length}), {kernel}, {1}, {kernel / 2}).reshape({rows, kv, length});
+  at::Tensor pooled;
+  if (pooling == ObservationPooling::Max) {
+    // Max pooling over the candidates' slot order (others are -inf, so they never win).
+    at::Tensor masked = at::where(candidates, votes, at::full_like(votes, minus_inf));
+    pooled =
+        at::max_pool1d(masked.reshape({rows * kv, 1, length}), {kernel}, {1}, {kernel / 2}).reshape({rows, kv, length});
+  } else {
+    // Average over the candidates within the kernel: the pooled sum over the pooled count.
+    const at::Tensor flags = candidates.to(at::kFloat).reshape({rows * kv, 1, length});
+    const at::Tensor sums =
+        at::avg_pool1d(at::where(candidates, votes, at::zeros_like(votes)).reshape({rows * kv, 1, length}), {kernel},
+                       {1}, {kernel / 2});
+    const at::Tensor counts = at::avg_pool1d(flags, {kernel}, {1}, {kernel / 2});
+    pooled = (sums / counts.clamp_min(1e-12)).reshape({rows, kv, length});
+  }
   return at::where(candidates, pooled, at::full_like(pooled, minus_inf));
 }
 
@@ -96,12 +108,50 @@ SnapKvPolicy::SnapKvPolicy(const PolicyContext& context, int64_t budget_tokens, 
       budget_(budget_tokens),
       kernel_(kernel),
       decide_on_both_(decide_on_both),
-      window_(context.n_layer, window < 1 ? 1 : window) {
-  check_observation_budget("snapkv", context, budget_tokens, window, kernel);
+      window_(context.n_layer, window < 1 ? 1 : window),
+      unit_queries_(static_cast<size_t>(context.n_layer)) {
+  if (context.unit_tokens.empty()) {
+    check_observation_budget("snapkv", context, budget_tokens, window, kernel);
+  } else if (kernel < 1 || kernel % 2 == 0) {
+    // Next-scale models: the window is the current scale, any B >= 1 leaves room.
+    throw InvalidArgumentError(
+        "policy snapkv: kernel must be an odd number >= 1 (max pooling with same padding), got " +
+        std::to_string(kernel));
+  }
+}
+
+int64_t SnapKvPolicy::max_entries() const {
+  // VAR: a whole scale arrives before after_unit_layer cuts.
+  if (context_.unit_tokens.empty()) return budget_;
+  return std::min(context_.image_tokens(), budget_ + context_.unit_tokens.back());
 }
 
 void SnapKvPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) {
-  window_.observe(layer, token_index, queries);
+  if (!context_.unit_tokens.empty()) unit_queries_.at(static_cast<size_t>(layer)) = queries;
+  else window_.observe(layer, token_index, queries);
+}
+
+void SnapKvPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t unit) {
+  ImageSlots s = image_slots(store, layer, context_.condition_tokens);
+  if (s.count.max().item<int64_t>() <= budget_) return;
+  const int64_t t = context_.unit_tokens.at(static_cast<size_t>(unit));
+  const int64_t begin = context_.condition_tokens + context_.unit_begin(unit);
+  // The window (this scale) stays whole when it leaves room for older entries.
+  const at::Tensor candidates = t < budget_ ? (s.is_image & (s.positions < begin)) : s.is_image;
+  const at::Tensor& queries = unit_queries_.at(static_cast<size_t>(layer));
+  at::Tensor scores;
+  if (queries.defined() && queries.size(2) == t) {
+    // The scale attends bidirectionally: every query sees the whole cache.
+    const std::vector<int64_t> positions(static_cast<size_t>(t), begin + t - 1);
+    scores = observation_importance(store, layer, queries, positions, candidates, kernel_);
+  } else {
+    scores = at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);  // not observed: the oldest go
+  }
+  const int64_t decide = decision_rows(store, context_);
+  at::Tensor decision = scores.narrow(0, 0, decide);
+  if (decide_on_both_ && decide != store.rows()) decision = decision + scores.narrow(0, decide, decide);
+  const at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - budget_, 0);
+  apply_keep(store, layer, keep_all_but_lowest(decision, candidates.narrow(0, 0, decide), evict), context_);
 }
 
 void evict_at_line_end(KvStore& store, int64_t token_index, const PolicyContext& context, int64_t budget_tokens,
@@ -137,17 +187,21 @@ void SnapKvPolicy::after_token(KvStore& store, int64_t token_index) {
 
 PolicyInfo snapkv_policy_info() {
   auto params = budget_param_specs("1/4");
-  params.push_back(integer_param("window", "0", 0, 65536, "observation window in queries (0: one line), always kept"));
+  params.push_back(integer_param("window", "0", 0, 65536,
+                                 "observation window in queries (0: one line; VAR models: the current scale), always "
+                                 "kept"));
   params.push_back(integer_param("kernel", "7", 1, 63, "max-pooling kernel over slot order (odd)"));
   params.push_back(choice_param("cfg_decision", "cond", {"cond", "both"},
                                 "CFG pairs: score on the conditional row, or on both rows"));
   return {{"snapkv",
-           "SnapKV: observation-window attention votes, max-pooled; cut to B - n at each line end",
-           "Li et al. 2024 (SnapKV) §4",
-           params,
-           // Budgets and decisions count token lines: raster models only (VAR refuses them, supports_units()).
-           {"raster"}},
+           "SnapKV: observation-window attention votes, max-pooled; cut to B - n at each line end (VAR models: "
+           "the current scale votes, cut to B after every layer)",
+           "Li et al. 2024 (SnapKV) §4; over scales as the ScaleKV and HeatKV papers' baseline", params},
           [](const PolicyParams& p, const PolicyContext& c) {
+            if (!c.unit_tokens.empty() && p.integer("window") != 0)
+              throw InvalidArgumentError(
+                  "policy snapkv: window does not apply to next-scale models (the observation window is the current "
+                  "scale)");
             const int64_t window = p.integer("window") == 0 ? c.grid_width : p.integer("window");
             return std::make_unique<SnapKvPolicy>(c, resolve_budget_tokens(p, c, "snapkv"), window, p.integer("kernel"),
                                                   p.text("cfg_decision") == "both");

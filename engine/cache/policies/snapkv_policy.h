@@ -6,6 +6,11 @@
 // the votes are max-pooled over slot order, and the best stay, so each segment
 // drops to B - n image entries at every line end (a one-line buffer).
 // The observation window and the line-end cut here are shared with `rkv`.
+// Next-scale models: the observation window is the current scale's queries, the
+// votes are cast right after each layer attended (after_unit_layer) and the
+// layer is cut to B there: the current scale stays whole (SnapKV keeps its
+// window) with the best-voted older entries; a scale of B tokens or more competes
+// with itself for the B places. A layer holds B plus the new scale until its cut.
 // Choices where the paper is silent: docs/policies.md#snapkv
 #include <functional>
 #include <vector>
@@ -32,14 +37,21 @@ class ObservationWindow {
   std::vector<std::vector<int64_t>> tokens_;  // per layer, token index held by each buffer slot (-1: none)
 };
 
+// How the votes are smoothed over slot order: SnapKV's max pooling, or the
+// average pooling ScaleKV (§3.3) names.
+enum class ObservationPooling { Max, Average };
+
 // Observation-window importance of every slot of `layer`, [rows, kv_heads, L] CPU
 // float (L = the layer's max length): the window queries' attention (causal
-// softmax over all retained entries, summed over queries and grouped heads), max
-// pooled over the slot order of `candidates` (bool [rows, kv_heads, L], CPU).
-// Non-candidate slots hold -inf. queries: [>= rows, n_head, w, head_dim].
+// softmax over all retained entries, summed over queries and grouped heads),
+// pooled over the slot order of `candidates` (bool [rows, kv_heads, L], CPU;
+// average pooling averages the candidates within the kernel only).
+// Non-candidate slots hold -inf. queries: [>= rows, n_head, w, head_dim]. A
+// next-scale unit's queries see the whole unit: pass the unit's last position
+// as every query's position.
 at::Tensor observation_importance(const KvStore& store, int64_t layer, const at::Tensor& queries,
                                   const std::vector<int64_t>& query_positions, const at::Tensor& candidates,
-                                  int64_t kernel);
+                                  int64_t kernel, ObservationPooling pooling = ObservationPooling::Max);
 
 // Checks window >= 1, an odd kernel >= 1 and B >= window + n + 1 (the always-kept
 // window, the one-line buffer and one scored entry); errors name `policy`.
@@ -65,15 +77,20 @@ class SnapKvPolicy : public CachePolicy {
                bool decide_on_both);
   std::string name() const override { return "snapkv"; }
   int64_t budget_tokens() const override { return budget_; }
+  int64_t max_entries() const override;
   bool wants_queries() const override { return true; }
   void observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) override;
   void after_token(KvStore& store, int64_t token_index) override;
+
+  bool supports_units() const override { return !context_.unit_tokens.empty(); }
+  void after_unit_layer(KvStore& store, int64_t layer, int64_t unit) override;
 
  private:
   PolicyContext context_;
   int64_t budget_, kernel_;
   bool decide_on_both_;
   ObservationWindow window_;
+  std::vector<at::Tensor> unit_queries_;  // next-scale models: per layer, the current scale's queries
 };
 
 PolicyInfo snapkv_policy_info();

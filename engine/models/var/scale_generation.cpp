@@ -78,6 +78,10 @@ ScaleResult generate_scales(const VarTransformer& transformer, const MultiScaleV
       observer.on_keys = [policy, si](int64_t layer, const at::Tensor& keys) {
         policy->observe_unit_keys(layer, si, keys);
       };
+    if (policy != nullptr && policy->wants_queries())
+      observer.on_queries = [policy, si](int64_t layer, const at::Tensor& queries) {
+        policy->observe_queries(layer, si, queries);
+      };
     const bool policy_attention = policy != nullptr && policy->wants_key_mass();
     const bool probe_attention = hooks.wants_attention && hooks.on_attention && hooks.wants_attention(si);
     if (policy_attention || probe_attention) {

@@ -8,12 +8,15 @@
 #include <filesystem>
 #include <memory>
 
+#include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/cache/policies/scalekv_policy.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/models/var/scale_generation.h"
+#include "engine/models/var/scalekv_calibration.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/event_snapshots.h"
@@ -68,6 +71,26 @@ std::shared_ptr<const ScaleAttentionProfile> scale_profile_for(const VarModel& m
   params.seed = 0;
   slot = std::make_shared<const ScaleAttentionProfile>(
       calibrate_scale_attention(model, classes, params, ctx.cancelled));
+  return slot;
+}
+
+// ScaleKV's calibration for K' = top_k: the one kept with the loaded model, else a
+// fresh one (the paper's 10 calibration prompts: 10 classes spread over the
+// model's, or all of them), kept for later runs.
+std::shared_ptr<const LayerSelectivityProfile> selectivity_for(const VarModel& model,
+                                                               std::shared_ptr<const LayerSelectivityProfile>& slot,
+                                                               int64_t top_k, const GenerationRequest& request,
+                                                               const RunContext& ctx) {
+  if (slot && slot->top_k == top_k) return slot;
+  const std::vector<int64_t> classes = spread_classes(model.transformer->config().num_classes, 10);
+  module_logger("session").info("measuring the attention selectivity of " + model.name + " on " +
+                                std::to_string(classes.size()) + " classes (ScaleKV's calibration, first use)");
+  ScaleParams params;
+  params.cfg = request.cfg_scale;
+  params.sampling = request.sampling;
+  params.seed = 0;
+  slot = std::make_shared<const LayerSelectivityProfile>(
+      calibrate_attention_selectivity(model, classes, params, top_k, ctx.cancelled));
   return slot;
 }
 
@@ -145,8 +168,15 @@ GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& ca
     context.amskv_calibration = calibrations.similarity;
     return context;
   };
-  std::unique_ptr<CachePolicy> policy = make_scale_policy(request.policy, context_for(request.policy));
-  // A calibration made on the way (HeatKV, first use) is not counted in the run's time.
+  // ScaleKV takes its calibration once built (the registry builds it with a stand-in).
+  auto make = [&](const std::string& spec) {
+    std::unique_ptr<CachePolicy> made = make_scale_policy(spec, context_for(spec));
+    if (auto* scalekv = dynamic_cast<ScaleKvPolicy*>(made.get()))
+      scalekv->set_selectivity(*selectivity_for(model, calibrations.selectivity, scalekv->top_k(), request, ctx));
+    return made;
+  };
+  std::unique_ptr<CachePolicy> policy = make(request.policy);
+  // A calibration made on the way (HeatKV, ScaleKV, first use) is not counted in the run's time.
   RunClock clock;
   std::string policy_spec = request.policy;
   ScaleHooks hooks;
@@ -175,8 +205,7 @@ GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& ca
     clock.preview_if_due(unit, request, [&] { return decode_fhat(model, *step.f_hat); });
     ctx.emit(unit);
     // A change requested so far takes effect for the next scale.
-    apply_policy_change(ctx, step.scale, policy_spec,
-                        [&](const std::string& spec) { policy = make_scale_policy(spec, context_for(spec)); });
+    apply_policy_change(ctx, step.scale, policy_spec, [&](const std::string& spec) { policy = make(spec); });
   };
   const ScaleResult generated = generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params,
                                                 hooks);

@@ -14,6 +14,7 @@
 
 namespace kvs {
 struct ScaleAttentionProfile;
+struct LayerSelectivityProfile;
 struct AmsKvCalibration;
 struct PolicyContext;
 class CachePolicy;
@@ -37,6 +38,9 @@ struct VarCalibrations {
   // amskv run without theta= needs it (none is made on the way: without it the
   // paper's theta stays).
   std::shared_ptr<const AmsKvCalibration> similarity;
+  // ScaleKV's attention selectivity (K' = its top_k): measured once on the paper's
+  // 10 calibration prompts (10 classes spread over the model's, or all of them).
+  std::shared_ptr<const LayerSelectivityProfile> selectivity;
 };
 
 // The bundle's AMS-KV calibration when `spec` is amskv without an explicit

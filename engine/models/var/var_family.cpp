@@ -83,7 +83,7 @@ class VarFamily : public ModelFamily {
   const FamilyDescription& description() const override { return var_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    // The calibrations (HeatKV's, AMS-KV's) stay with the loaded model: read or
+    // The calibrations (HeatKV's, AMS-KV's, ScaleKV's) stay with the loaded model: read or
     // measured when a policy first needs them.
     auto calibrations = std::make_shared<VarCalibrations>();
     return std::make_unique<LoadedModelOf<VarModel>>(

@@ -210,9 +210,11 @@ at::Tensor VarTransformer::forward_scale(const at::Tensor& x_in, const VarCondit
     auto [q, k, v] = qkv(blk, xn);
     cache.append(index, k, v, positions);
     if (observer.on_keys) observer.on_keys(index, k);
+    const at::Tensor scaled_q = query_factor == 1.0 ? q : q * query_factor;
+    if (observer.on_queries) observer.on_queries(index, scaled_q);
     if (observer.before_attention) observer.before_attention(index, cache);
-    KvAttention a = cache.attend(index, query_factor == 1.0 ? q : q * query_factor, positions, /*causal=*/false,
-                                 observer.want_probs, observer.want_key_mass);
+    KvAttention a = cache.attend(index, scaled_q, positions, /*causal=*/false, observer.want_probs,
+                                 observer.want_key_mass);
     if (observer.on_attention) observer.on_attention(index, a, cache);
     return kernels::linear(a.out.transpose(1, 2).reshape({rows, t, config_.embed_dim}), blk.proj_weight, blk.proj_bias);
   };

@@ -34,6 +34,9 @@ struct ScaleObserver {
   std::function<void(int64_t layer)> before_layer;  // e.g. cancellation checks
   // The scale's keys as cached [rows, num_heads, T, head_dim], right after the append.
   std::function<void(int64_t layer, const at::Tensor& keys)> on_keys;
+  // The scale's queries [rows, num_heads, T, head_dim] as the store attends with
+  // them (the model's attention scale folded in), right after the append.
+  std::function<void(int64_t layer, const at::Tensor& queries)> on_queries;
   // After the append, before the scale's queries attend (a policy's rolling).
   std::function<void(int64_t layer, KvStore& cache)> before_attention;
   bool want_key_mass = false;  // KvAttention::key_mass for on_attention
