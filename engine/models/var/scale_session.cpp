@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/amskv_calibration.h"
+#include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/cache/policies/scalekv_policy.h"
