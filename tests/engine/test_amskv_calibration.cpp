@@ -20,9 +20,11 @@
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/var_similarity_calibration.h"
 #include "test_helpers.h"
+#include "tests/engine/scale_context.h"
 #include "tests/engine/tiny_var.h"
 
 using namespace kvs;
+using kvs::test::scale_context;
 
 namespace {
 
@@ -30,18 +32,6 @@ int64_t below(const std::vector<double>& values, double theta) {
   int64_t n = 0;
   for (double v : values) n += v < theta ? 1 : 0;
   return n;
-}
-
-PolicyContext scale_context(std::vector<int64_t> unit_tokens, int64_t layers) {
-  PolicyContext c;
-  c.n_layer = layers;
-  c.n_head = c.kv_heads = 2;
-  c.head_dim = 4;
-  c.condition_tokens = 0;
-  c.unit_tokens = std::move(unit_tokens);
-  const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(c.unit_tokens.back()))));
-  c.grid_height = c.grid_width = side;
-  return c;
 }
 
 // Two layers, scales 1, 4, 9, 16; two images; the decision scales 2 and 3.

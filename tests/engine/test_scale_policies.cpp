@@ -24,27 +24,13 @@
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
 #include "test_helpers.h"
+#include "tests/engine/scale_context.h"
 #include "tests/engine/tiny_var.h"
 
 using namespace kvs;
+using kvs::test::scale_context;
 
 namespace {
-
-PolicyContext scale_context(std::vector<int64_t> unit_tokens, int64_t layers = 1, int64_t heads = 2, int64_t batch = 1,
-                            bool cfg = false) {
-  PolicyContext c;
-  c.n_layer = layers;
-  c.n_head = heads;
-  c.kv_heads = heads;
-  c.head_dim = 4;
-  c.condition_tokens = 0;
-  c.batch = batch;
-  c.cfg = cfg;
-  c.unit_tokens = std::move(unit_tokens);
-  const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(c.unit_tokens.back()))));
-  c.grid_height = c.grid_width = side;
-  return c;
-}
 
 KvStore store_for(const PolicyContext& c) {
   const int64_t rows = c.cfg ? 2 * c.batch : c.batch;

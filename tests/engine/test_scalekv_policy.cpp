@@ -21,25 +21,14 @@
 #include "engine/models/generation_session.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scalekv_calibration.h"
+#include "tests/engine/scale_context.h"
 #include "tests/engine/test_helpers.h"
 #include "tests/engine/tiny_var.h"
 
 using namespace kvs;
+using kvs::test::scale_context;
 
 namespace {
-
-PolicyContext scales_context(std::vector<int64_t> unit_tokens, int64_t layers, int64_t heads = 2) {
-  PolicyContext c;
-  c.n_layer = layers;
-  c.n_head = heads;
-  c.kv_heads = heads;
-  c.head_dim = 4;
-  c.condition_tokens = 0;
-  c.unit_tokens = std::move(unit_tokens);
-  const auto side = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(c.unit_tokens.back()))));
-  c.grid_height = c.grid_width = side;
-  return c;
-}
 
 std::vector<int64_t> range(int64_t begin, int64_t end) {
   std::vector<int64_t> v;
@@ -77,7 +66,7 @@ TEST(ScaleKv, ObservationWindowIsThePatchCentroids) {
 }
 
 TEST(ScaleKv, SelectivityIndexIsTheProductAndDraftersHaveTheLowestZ) {
-  const PolicyContext c = scales_context({1, 4, 9, 16}, 3);
+  const PolicyContext c = scale_context({1, 4, 9, 16}, 3);
   LayerSelectivityProfile p = LayerSelectivityProfile::uniform(c, 16);
   // Scale 2: ASI 0.2 x 0.5 = 0.1 (layer 0), 0.25 (layer 1), 0.4 (layer 2).
   p.current_ratio[0 * 4 + 2] = 0.2;
@@ -100,13 +89,13 @@ TEST(ScaleKv, SelectivityIndexIsTheProductAndDraftersHaveTheLowestZ) {
   const std::vector<uint8_t> tie = LayerSelectivityProfile::uniform(c, 16).drafters({1, 2}, 2);
   EXPECT_TRUE(tie[0 * 4 + 1] && tie[1 * 4 + 1] && !tie[0 * 4 + 2]);
   // Another model's profile is refused.
-  EXPECT_THROW(p.check_matches(scales_context({1, 4, 9}, 3)), InvalidArgumentError);
+  EXPECT_THROW(p.check_matches(scale_context({1, 4, 9}, 3)), InvalidArgumentError);
 }
 
 TEST(ScaleKv, BudgetsFollowEq4AtEveryCompressedScale) {
   // 4 layers, c_k = 1, 5, 14, 30, 55, 91; B_u = 20 compresses scales 3, 4, 5 (12 pairs,
   // 3 drafters: layer 2 at each). Refiners: B_r(k) = 10 - 2 k' (k' from scale 3).
-  const PolicyContext c = scales_context({1, 4, 9, 16, 25, 36}, 4);
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, 4);
   auto made = make_policy("scalekv:budget=20,drafters=1/4,refiner_start=1/2,decay=1/10,window=4", c);
   auto& policy = dynamic_cast<ScaleKvPolicy&>(*made);
   EXPECT_FALSE(policy.calibrated());
@@ -152,7 +141,7 @@ TEST(ScaleKv, KeepsTheWindowAndTheEntriesItsQueriesAttendTo) {
   // One layer, scales 1, 4, 9 (c = 1, 5, 14), B = 10, a 2x2 window: scale 2's window
   // is its tokens 0, 1, 3, 4 (positions 5, 6, 8, 9). Head 0's window queries look
   // for positions 2 and 12, head 1's for position 1.
-  const PolicyContext c = scales_context({1, 4, 9}, 1);
+  const PolicyContext c = scale_context({1, 4, 9}, 1);
   auto made = make_policy("scalekv:budget=10,drafters=0,window=4,kernel=1", c);
   auto& policy = dynamic_cast<ScaleKvPolicy&>(*made);
   KvStore store(1, 1, 2, 4, c.image_tokens(), at::TensorOptions().dtype(at::kFloat));
