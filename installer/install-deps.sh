@@ -9,14 +9,16 @@
 # The PyPI wheel is CUDA-enabled: the same build uses an NVIDIA GPU when present.
 # Environment:
 #   KVSTUDIO_VENV      where the virtual environment lives (default: <repo>/.venv)
-#   KVSTUDIO_TORCH     pip requirement for torch (default: torch>=2.1,<3)
+#   KVSTUDIO_TORCH     pip requirement for torch (default: torch>=2.11,<3; 2.11 is the
+#                      oldest release the GPU attention path was measured with)
 #   KVSTUDIO_TOKENIZERS  pip requirement for tokenizers (default: tokenizers>=0.19,<1)
 #   KVSTUDIO_NO_GUI=1  skip the Qt / ImGui / xvfb packages (engine + CLI only)
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${KVSTUDIO_VENV:-$repo/.venv}"
-torch_req="${KVSTUDIO_TORCH:-torch>=2.1,<3}"
+torch_min="2.11"
+torch_req="${KVSTUDIO_TORCH:-torch>=${torch_min},<3}"
 
 log() { printf '[install] %s\n' "$*" >&2; }
 
@@ -66,7 +68,12 @@ torch_probe() {
   "$venv/bin/python" -W ignore -c 'import torch; print(torch.__version__, int(torch._C._GLIBCXX_USE_CXX11_ABI))' 2>/dev/null
 }
 probe="$(torch_probe || true)"
-if [[ "$probe" =~ ^2\. ]]; then
+# At least torch_min (the packed GPU attention uses private ATen entry points
+# whose signatures were checked on that release): an older torch is upgraded.
+recent_enough() {
+  [[ "$1" =~ ^2\. ]] && [[ "$(printf '%s\n%s\n' "$torch_min" "${1%%[+ ]*}" | sort -V | head -1)" == "$torch_min" ]]
+}
+if recent_enough "$probe"; then
   log "LibTorch: ${probe%% *} present"
 else
   log "installing $torch_req into $venv (first time: about 5 GB, a few minutes)"

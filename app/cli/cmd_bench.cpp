@@ -59,6 +59,8 @@ world, and on class where a prompt line names one.
                       demo model); `kvstudio-cli world --prompt-file FILE` writes such files
   --cfg F             classifier-free guidance scale (default: the model's, else 4.0)
   --temperature F, --top-k N, --top-p F   sampling (default: the model's)
+  --sampler-rng R     auto (default: draw on the compute device) | cpu (draw on the CPU on
+                      every device: a GPU run then gives the CPU run's tokens)
   --no-warmup         skip the untimed full-cache run made before measuring
   --rounds R          timing rounds: each round runs every policy once, in turn; speed is each
                       policy's fastest round (default 1; use 3+ on a busy machine)
@@ -189,13 +191,18 @@ void print_table(const std::vector<BenchRecord>& records) {
                 static_cast<long long>(r.light_height_judged), static_cast<long long>(r.colour_judged));
 }
 
+std::string format_mib(double bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", bytes / (1024.0 * 1024.0));
+  return text;
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
-  ArgParser p(args,
-              {"--model", "--random", "--policies", "--batch", "--images", "--seed", "--classes", "--prompts", "--cfg",
-               "--temperature", "--top-k", "--top-p", "--device", "--threads", "--json", "--chart", "--rounds",
-               "--steps", "--dtype"},
+  ArgParser p(args, {"--model",   "--random", "--policies",    "--batch", "--images", "--seed",       "--classes",
+                     "--prompts", "--cfg",    "--temperature", "--top-k", "--top-p",  "--device",     "--threads",
+                     "--json",    "--chart",  "--rounds",      "--steps", "--dtype",  "--sampler-rng"},
               {"--quiet", "--no-warmup", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -208,7 +215,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   else options.model_path = p.get("--model", p.has("--prompts") ? default_text_model_path() : default_model_path());
   options.policies = split_policy_list(p.require("--policies"));
   options.batch = p.get_int("--batch", 1);
-  if (options.batch < 1 || options.batch > 64) throw InvalidArgumentError("option --batch must be between 1 and 64");
+  if (options.batch < 1 || options.batch > 4096)
+    throw InvalidArgumentError("option --batch must be between 1 and 4096");
   options.images = p.get_int("--images", options.batch);
   if (options.images < 1 || options.images > 100000)
     throw InvalidArgumentError("option --images must be between 1 and 100000");
@@ -219,6 +227,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (p.has("--temperature")) options.temperature = p.get_double("--temperature", 0);
   if (p.has("--top-k")) options.top_k = p.get_int("--top-k", 0);
   if (p.has("--top-p")) options.top_p = p.get_double("--top-p", 0);
+  options.sampler_rng = parse_sampler_rng(p.get("--sampler-rng", "auto"));
   if (p.has("--steps")) {
     options.steps = p.get_int("--steps", 0);
     if (options.steps < 1 || options.steps > 4096)
@@ -245,10 +254,17 @@ int cmd_bench(const std::vector<std::string>& args) {
       const std::string round = b.rounds > 1
                                     ? " (round " + std::to_string(b.round + 1) + "/" + std::to_string(b.rounds) + ")"
                                     : std::string();
-      std::fprintf(stderr, "%s[%lld/%lld] %-28s run %lld/%lld%s done in %.2f s\n", tty ? "\r\033[K" : "",
-                   static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
-                   static_cast<long long>(b.run_index + 1), static_cast<long long>(b.run_count), round.c_str(),
-                   b.run_elapsed_ms / 1000.0);
+      // Each run's own speed and memory, so that a long bench says what it
+      // measured as it goes (and a run that is stopped still reported its runs).
+      const std::string device_peak = b.run_device_peak_bytes >= 0
+                                          ? ", device peak " +
+                                                format_mib(static_cast<double>(b.run_device_peak_bytes)) + " MiB"
+                                          : std::string();
+      std::fprintf(stderr, "%s[%lld/%lld] %-28s run %lld/%lld%s done in %.2f s (%.1f tok/s, KV %s MiB%s)\n",
+                   tty ? "\r\033[K" : "", static_cast<long long>(b.policy_index + 1),
+                   static_cast<long long>(b.policy_count), b.policy.c_str(), static_cast<long long>(b.run_index + 1),
+                   static_cast<long long>(b.run_count), round.c_str(), b.run_elapsed_ms / 1000.0, b.run_tokens_per_s,
+                   format_mib(static_cast<double>(b.run_kv_bytes_allocated)).c_str(), device_peak.c_str());
     } else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total)) {
       std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s run %lld/%lld  token %lld/%lld",
                    static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),

@@ -47,6 +47,8 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
   --top-k N           default 0 (off)
   --top-p F           default 1.0 (off); VAR models filter as upstream VAR does
   --greedy            arg-max instead of sampling
+  --sampler-rng R     auto (default: draw on the compute device) | cpu (draw on the CPU on
+                      every device: a GPU run then gives the CPU run's tokens)
   --out PATH          output PNG (default kvstudio_c<class>_s<seed>.png, kvstudio_prompt_s<seed>.png
                       for a prompt); with several
                       images an index is appended: NAME_<i>.png
@@ -123,6 +125,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--class", "--batch", "--seed", "--cfg", "--cfg-interval", "--temperature", "--top-k",
                "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule", "--dtype",
+               "--sampler-rng",
                // Text models' conditioning.
                "--prompt", "--prompt-file", "--negative-prompt", "--images"},
               {"--quiet", "--greedy", "--help"}, 0);
@@ -159,6 +162,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.sampling.top_k = p.get_int("--top-k", defaults.top_k.value_or(0));
   request.sampling.top_p = p.get_double("--top-p", defaults.top_p.value_or(1.0));
   request.sampling.sample = !p.flag("--greedy");
+  request.sampling.rng = parse_sampler_rng(p.get("--sampler-rng", "auto"));
   request.device = p.get("--device", "auto");
   request.threads = static_cast<int>(p.get_int("--threads", 0));
   request.dtype = p.get("--dtype", "auto");  // checked by request.validate()

@@ -241,7 +241,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
                                           const std::function<bool()>& cancelled) {
   if (options.model_path.empty() == options.random_arch.empty())
     throw InvalidArgumentError("bench needs exactly one of a model folder or a random architecture");
-  if (options.batch < 1 || options.batch > 64) throw InvalidArgumentError("bench: batch must be between 1 and 64");
+  if (options.batch < 1 || options.batch > 4096) throw InvalidArgumentError("bench: batch must be between 1 and 4096");
   if (options.images < 1) throw InvalidArgumentError("bench: images must be at least 1");
   if (options.rounds < 1 || options.rounds > 100) throw InvalidArgumentError("bench: rounds must be between 1 and 100");
 
@@ -289,6 +289,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   base.sampling.temperature = options.temperature.value_or(defaults.temperature.value_or(1.0));
   base.sampling.top_k = options.top_k.value_or(defaults.top_k.value_or(0));
   base.sampling.top_p = options.top_p.value_or(defaults.top_p.value_or(1.0));
+  base.sampling.rng = options.sampler_rng;
   base.device = options.device;
   base.threads = options.threads;
   base.dtype = options.dtype;
@@ -431,6 +432,10 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
           p.run_finished = true;
           p.tokens_done = p.tokens_total = result.grid_height * result.grid_width;
           p.run_elapsed_ms = sink.generation_ms;
+          const double run_tokens = static_cast<double>(result.images.size() * p.tokens_total);
+          p.run_tokens_per_s = sink.generation_ms > 0 ? run_tokens * 1000.0 / sink.generation_ms : 0;
+          p.run_kv_bytes_allocated = sink.allocated_peak;
+          p.run_device_peak_bytes = sink.device_peak;
           progress(p);
         }
       }

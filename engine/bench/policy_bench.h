@@ -66,6 +66,8 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "engine/sampling/sampling_params.h"
+
 namespace kvs {
 
 // A prompt of a text-family bench, with the procedural-world class
@@ -92,9 +94,10 @@ struct BenchOptions {
   // Unset: the model's sampling_defaults, else CFG 4, temperature 1, no top-k/top-p.
   std::optional<double> cfg, temperature, top_p;
   std::optional<int64_t> top_k;
-  bool warmup = true;  // one untimed full-cache run first (thread pools,
-                       // allocator and caches warm up; else the first policy
-                       // measured, full, would pay for them)
+  SamplerRng sampler_rng = SamplerRng::Auto;  // where sampling draws (see sampling_params.h)
+  bool warmup = true;                         // one untimed full-cache run first (thread pools,
+                                              // allocator and caches warm up; else the first policy
+                                              // measured, full, would pay for them)
   // Timing rounds: every round runs each policy once, in turn, and a policy's
   // speed is its fastest round. Interleaving spreads a busy machine's noise
   // evenly over the policies instead of charging it to whichever ran then;
@@ -157,6 +160,11 @@ struct BenchProgress {
   int64_t tokens_done = 0, tokens_total = 0;  // within the current run (per image)
   bool run_finished = false;
   double run_elapsed_ms = 0;
+  // With run_finished: the run's image tokens per second (generation only),
+  // its KV bytes allocated at the peak, and its device peak (-1 on the CPU).
+  double run_tokens_per_s = 0;
+  int64_t run_kv_bytes_allocated = 0;
+  int64_t run_device_peak_bytes = -1;
 };
 using BenchProgressFn = std::function<void(const BenchProgress&)>;
 

@@ -5,10 +5,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "engine/core/errors.h"
 #include "kernels/cpu/ragged_attention_torch.h"
+#include "kernels/cuda/packed_attention.h"
 
 namespace kvs {
 namespace {
@@ -22,6 +25,21 @@ at::Tensor offsets_of(const at::Tensor& capacities) {
 }
 
 bool all_equal(const at::Tensor& t) { return t.numel() == 0 || t.min().item<int64_t>() == t.max().item<int64_t>(); }
+
+// KVSTUDIO_CUDA_ATTENTION=dense keeps GPU runs on the dense path (to compare
+// the two paths in one build); anything else lets the packed kernels run.
+bool packed_kernels_allowed() {
+  static const bool allowed = [] {
+    const char* v = std::getenv("KVSTUDIO_CUDA_ATTENTION");
+    return v == nullptr || std::strcmp(v, "dense") != 0;
+  }();
+  return allowed;
+}
+
+void drop_device_segments(at::Tensor& starts, at::Tensor& lengths) {
+  starts = at::Tensor();
+  lengths = at::Tensor();
+}
 
 }  // namespace
 
@@ -117,6 +135,7 @@ void KvStore::repack(Layer& layer, const at::Tensor& new_capacities, const std::
   layer.positions = positions;
   layer.lengths = lengths;
   layer.regular = all_equal(layer.capacities);
+  drop_device_segments(layer.device_starts, layer.device_lengths);
 }
 
 void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor& v,
@@ -150,8 +169,17 @@ void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor&
         at::tensor(positions, kCpuLong).view({1, 1, t}).expand({rows_, kv_heads_, t}));
   } else {
     // Ragged: every segment continues at its own length; one scatter per buffer.
-    at::Tensor slot = (layer.offsets + layer.lengths).unsqueeze(-1) + at::arange(t, kCpuLong).view({1, 1, t});
-    at::Tensor flat_dev = slot.reshape({-1}).to(layer.k.device());
+    // On a GPU the slots come from the device copy of the segments, so that a
+    // decode step uploads no index.
+    at::Tensor flat_dev;
+    if (layer.k.is_cuda()) {
+      with_device_segments(layer);
+      at::Tensor next = (layer.device_starts.narrow(0, 0, segments) + layer.device_lengths).to(at::kLong);
+      flat_dev = (next.view({segments, 1}) + at::arange(t, next.options()).view({1, t})).reshape({-1});
+    } else {
+      at::Tensor slot = (layer.offsets + layer.lengths).unsqueeze(-1) + at::arange(t, kCpuLong).view({1, 1, t});
+      flat_dev = slot.reshape({-1}).to(layer.k.device());
+    }
     layer.k.index_copy_(0, flat_dev, k.reshape({-1, head_dim_}).to(layer.k.dtype()));
     layer.v.index_copy_(0, flat_dev, v.reshape({-1, head_dim_}).to(layer.v.dtype()));
     int64_t* pos = layer.positions.data_ptr<int64_t>();
@@ -161,6 +189,10 @@ void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor&
   }
   layer.lengths += t;
   layer.appended += t;
+  if (layer.device_lengths.defined()) layer.device_lengths.add_(t);
+  layer.max_position_before_tail = layer.max_position;
+  layer.tail_positions = positions;
+  for (int64_t p : positions) layer.max_position = std::max(layer.max_position, p);
   update_peak();
 }
 
@@ -181,6 +213,8 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
       if (flags[s * keep_stride + i]) kept[static_cast<size_t>(s)].push_back(i);
   for (int64_t s = 0; s < kv_heads_; ++s)  // row 0's segments come first
     layer.evicted_first_row += lengths[s] - static_cast<int64_t>(kept[static_cast<size_t>(s)].size());
+  layer.tail_positions.clear();
+  drop_device_segments(layer.device_starts, layer.device_lengths);
 
   if (fitted_) {
     // Shrink segments that now hold far less than their room (HeadKV's local heads,
@@ -278,6 +312,42 @@ at::Tensor KvStore::values(int64_t layer, int64_t length) const {
   return padded(l, l.v, length);
 }
 
+const KvStore::Layer& KvStore::with_device_segments(const Layer& layer) const {
+  if (layer.device_starts.defined()) return layer;
+  const int64_t total = layer.k.size(0);
+  at::Tensor starts = at::cat({layer.offsets.reshape({-1}), at::full({1}, total, kCpuLong)}).to(at::kInt);
+  layer.device_starts = starts.to(layer.k.device());
+  layer.device_lengths = layer.lengths.reshape({-1}).to(at::kInt).to(layer.k.device());
+  return layer;
+}
+
+bool KvStore::packed_path(const Layer& layer, int64_t t, const std::vector<int64_t>& query_positions, bool causal,
+                          bool* needs_mask) const {
+  *needs_mask = false;
+  if (!layer.k.is_cuda() || !packed_kernels_allowed() || t == 0) return false;
+  const int64_t min_query = *std::min_element(query_positions.begin(), query_positions.end());
+  if (causal && layer.max_position > min_query) {
+    // Later entries than some query: only the block just appended, attended by
+    // itself in order, is a mask the kernels apply (bottom-right aligned).
+    const bool tail_block = t > 1 && layer.tail_positions == query_positions &&
+                            layer.max_position_before_tail < min_query &&
+                            std::is_sorted(query_positions.begin(), query_positions.end());
+    if (!tail_block) return false;
+    *needs_mask = true;
+  }
+  return kernels::packed_attention_kernel(layer.k, head_dim_, *needs_mask) != kernels::PackedAttentionKernel::None;
+}
+
+std::string KvStore::attention_path(int64_t layer_index) const {
+  const Layer& layer = layers_.at(layer_index);
+  if (layer.k.device().is_cpu())
+    return layer.k.scalar_type() == at::kFloat || layer.k.scalar_type() == at::kBFloat16 ? "cpu-ragged" : "dense";
+  bool mask = false;
+  const int64_t next = layer.max_position + 1;
+  if (!packed_path(layer, 1, {next}, true, &mask)) return "dense";
+  return kernels::to_string(kernels::packed_attention_kernel(layer.k, head_dim_, mask));
+}
+
 KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, const std::vector<int64_t>& query_positions,
                             bool causal, bool want_probs, bool want_key_mass) const {
   const Layer& layer = layers_.at(layer_index);
@@ -308,14 +378,33 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
     if (want_key_mass) result.key_mass = r.key_mass.narrow(-1, 0, hi);
     return result;
   }
-  // Dense path (CUDA, and f16 caches on the CPU: no ragged kernel for them yet):
+  bool mask = false;
+  if (!want_probs && !want_key_mass && packed_path(layer, t, query_positions, causal, &mask)) {
+    const Layer& l = with_device_segments(layer);
+    kernels::PackedSegments segments{l.device_starts, l.device_lengths, hi};
+    try {
+      result.out = kernels::packed_attention(queries.to(layer.k.scalar_type()).contiguous(), layer.k, layer.v, segments,
+                                             kv_heads_, mask, scale)
+                       .to(queries.scalar_type());
+      return result;
+    } catch (const kernels::KernelArgumentError& e) {
+      throw InvalidArgumentError(e.what());
+    } catch (const c10::Error& e) {
+      // The kernel exists in this LibTorch but not for this GPU (e.g. flash on
+      // a pre-Ampere card): fall back to the dense path from now on.
+      kernels::disable_packed_attention_kernel(kernels::packed_attention_kernel(layer.k, head_dim_, mask),
+                                               e.what_without_backtrace());
+    }
+  }
+  // Dense path (probs or key mass asked for, CUDA without a packed kernel, and
+  // f16 caches on the CPU: no ragged kernel for them yet):
   // BLAS over [0, hi), masking slots past a segment's length and, if causal,
   // entries later than the query.
   at::Tensor keys = padded(layer, layer.k, hi), values = padded(layer, layer.v, hi);
   at::Tensor q = queries.reshape({rows_, kv_heads_, group * t, head_dim_});
   at::Tensor scores = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*t, hi]
   const int64_t min_query = *std::min_element(query_positions.begin(), query_positions.end());
-  const bool need_causal = causal && hi > 0 && layer.positions.narrow(2, 0, hi).max().item<int64_t>() > min_query;
+  const bool need_causal = causal && hi > 0 && layer.max_position > min_query;
   if (lo != hi || need_causal) {
     at::Tensor slots = at::arange(hi, kCpuLong).view({1, 1, 1, hi});
     at::Tensor blocked = slots >= layer.lengths.view({rows_, kv_heads_, 1, 1});  // [rows, kv, 1, hi]
@@ -358,6 +447,7 @@ void KvStore::keep_rows(int64_t first_row, int64_t row_count) {
     layer.offsets = offsets_of(capacities);
     layer.lengths = layer.lengths.narrow(0, first_row, row_count).clone();
     layer.positions = layer.positions.narrow(0, first_row, row_count).clone();
+    drop_device_segments(layer.device_starts, layer.device_lengths);
   }
   rows_ = row_count;
 }

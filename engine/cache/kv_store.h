@@ -43,6 +43,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kvs {
@@ -79,13 +80,18 @@ class KvStore {
 
   // Attention of queries [rows, n_head, T, head_dim] at `query_positions` (T) over
   // the retained entries; `causal` hides entries whose position is later than the
-  // query's. With float32 buffers on the CPU it always runs the ragged kernel
-  // (kernels/cpu), which reads only each segment's valid entries, also when all
-  // segments have equal length (decode attention is memory-bound, so it beats a
-  // dense matmul there). Elsewhere (CUDA, or buffers not in float32) it runs a
-  // dense matmul over [0, longest segment), masking slots past a segment's
-  // length and, if causal, later positions; its softmax runs in float32 for
-  // bf16/f16 buffers. probs / key_mass (float32) on request.
+  // query's. With float32 or bf16 buffers on the CPU it always runs the ragged
+  // kernel (kernels/cpu), which reads only each segment's valid entries, also
+  // when all segments have equal length (decode attention is memory-bound, so it
+  // beats a dense matmul there). On a GPU, when neither probs nor key mass is
+  // asked for, LibTorch's variable-length attention kernels read the packed
+  // segments in place (kernels/cuda/packed_attention.h; segment starts and
+  // lengths are kept on the device, so a decode step uploads nothing). Elsewhere
+  // (probs or key mass wanted, f16 on the CPU, a mask only the dense path
+  // applies, or KVSTUDIO_CUDA_ATTENTION=dense) it runs a dense matmul over
+  // [0, longest segment), masking slots past a segment's length and, if causal,
+  // later positions; its softmax runs in float32 for bf16/f16 buffers. probs /
+  // key_mass (float32) on request.
   KvAttention attend(int64_t layer, const at::Tensor& queries, const std::vector<int64_t>& query_positions, bool causal,
                      bool want_probs = false, bool want_key_mass = false) const;
 
@@ -143,6 +149,9 @@ class KvStore {
   int64_t bytes_per_entry() const;  // head_dim x 2 x dtype size
   // The buffers' scalar type (the run-time dtype the model chose: f32, bf16, f16).
   at::ScalarType dtype() const { return c10::typeMetaToScalarType(options_.dtype()); }
+  // The path attend() takes for a layer: "cpu-ragged", "flash", "memory-efficient"
+  // or "dense" (for a decode step: one query, no probs, no key mass).
+  std::string attention_path(int64_t layer) const;
 
  private:
   struct Layer {
@@ -154,7 +163,22 @@ class KvStore {
     int64_t appended = 0;
     int64_t evicted_first_row = 0;  // retain() drops from row 0's segments, summed over KV heads
     bool regular = true;            // all capacities equal (buffers viewable as 4-D)
+    // Highest position ever appended: no retained entry is later (retain only drops).
+    int64_t max_position = -1;
+    // The positions of the last append, and the highest position before it, while
+    // every segment still ends with that append (no retain since): a causal block
+    // of queries at those positions then needs only a bottom-right aligned mask.
+    std::vector<int64_t> tail_positions;
+    int64_t max_position_before_tail = -1;
+    // Device copies of the segment starts and lengths (int32) for the GPU kernels;
+    // append() advances the lengths on the device, retain/repack drop the copies.
+    mutable at::Tensor device_starts, device_lengths;
   };
+  // The layer's segments on the buffers' device (uploaded once after a change).
+  const Layer& with_device_segments(const Layer& layer) const;
+  // The packed kernels apply to this call (see attend()).
+  bool packed_path(const Layer& layer, int64_t t, const std::vector<int64_t>& query_positions, bool causal,
+                   bool* needs_mask) const;
   static int64_t max_length_of(const Layer& layer);
   // Moves every segment's first `keep_slots[s]` source slots (given as flat source
   // slot indices, in order) into a layout with the given capacities.

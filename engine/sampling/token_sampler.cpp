@@ -1,6 +1,7 @@
 #include "engine/sampling/token_sampler.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Context.h>
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
@@ -10,6 +11,14 @@
 #include "engine/core/errors.h"
 
 namespace kvs {
+
+SamplerRng parse_sampler_rng(const std::string& name) {
+  if (name == "auto" || name == "device") return SamplerRng::Auto;
+  if (name == "cpu") return SamplerRng::Cpu;
+  throw InvalidArgumentError("unknown sampler RNG '" + name + "' (expected auto, device or cpu)");
+}
+
+const char* to_string(SamplerRng rng) { return rng == SamplerRng::Cpu ? "cpu" : "auto"; }
 
 void SamplingParams::validate() const {
   if (!(temperature >= 0)) throw InvalidArgumentError("temperature must be >= 0");
@@ -44,16 +53,30 @@ at::Tensor filter_top_k_top_p(const at::Tensor& input, int64_t top_k, double top
   return logits;
 }
 
-TokenSampler::TokenSampler(uint64_t seed) : generator_(at::detail::createCPUGenerator(seed)) {}
+TokenSampler::TokenSampler(uint64_t seed) : seed_(seed), generator_(at::detail::createCPUGenerator(seed)) {}
+
+at::Generator& TokenSampler::generator_for(const at::Device& device) {
+  if (device.is_cpu()) return generator_;
+  if (!device_generator_.defined() || device_generator_.device() != device) {
+    // A generator of the device's own, seeded by the request: the same seed
+    // gives the same tokens on the same GPU model and LibTorch.
+    device_generator_ = at::globalContext().getAcceleratorHooksInterface(device.type()).getNewGenerator(device.index());
+    device_generator_.set_current_seed(seed_);
+  }
+  return device_generator_;
+}
 
 at::Tensor TokenSampler::sample(const at::Tensor& logits_in, const SamplingParams& params, at::Tensor* probs_out) {
-  at::Tensor logits = logits_in.to(at::kCPU, at::kFloat) / std::max(params.temperature, 1e-5);
+  const bool on_device = params.rng == SamplerRng::Auto && !logits_in.device().is_cpu();
+  const at::Device device = on_device ? logits_in.device() : at::Device(at::kCPU);
+  at::Tensor logits = logits_in.to(device, at::kFloat) / std::max(params.temperature, 1e-5);
   if (params.top_k > 0 || params.top_p < 1.0) logits = filter_top_k_top_p(logits, params.top_k, params.top_p);
   at::Tensor probs = at::softmax(logits, -1);
   at::Tensor ids;
   if (params.sample) {
-    // at::multinomial takes the generator's own lock.
-    ids = at::multinomial(probs, 1, /*replacement=*/false, generator_).squeeze(-1);
+    // at::multinomial takes the generator's own lock; on a GPU one sample
+    // without replacement is an exponential draw and an arg-max, no host wait.
+    ids = at::multinomial(probs, 1, /*replacement=*/false, generator_for(device)).squeeze(-1);
   } else {
     ids = std::get<1>(at::topk(probs, 1)).squeeze(-1);
   }

@@ -84,7 +84,7 @@ RaggedAttentionResult reference(const RaggedCase& c, bool causal) {
       at::Tensor p = at::nan_to_num(at::softmax(scores, -1), 0.0);
       r.out[row].narrow(0, g * group, group).copy_(at::matmul(p, v));
       r.probs[row].narrow(0, g * group, group).narrow(2, 0, len).copy_(p);
-      r.key_mass[row][g].narrow(0, 0, len).copy_(p.sum({0, 1}));
+      r.key_mass[row][g].narrow(0, 0, len).copy_(p.sum(at::IntArrayRef{0, 1}));
     }
   }
   return r;

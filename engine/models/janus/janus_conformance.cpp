@@ -104,6 +104,7 @@ ConformanceReport run_janus(const ojson& manifest, const fs::path& dir, at::Devi
     params.sampling.top_k = 0;
     params.sampling.top_p = 1.0;
     params.sampling.sample = exp_q != nullptr;
+    params.sampling.rng = SamplerRng::Cpu;  // the references drew from the CPU generator
     llamagen::RasterHooks hooks;
     hooks.record_logits_steps = 3;
     std::vector<at::Tensor> tokens, logits;

@@ -4,8 +4,10 @@
 #include <ATen/TensorOperators.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/core/errors.h"
+#include "engine/sampling/token_record.h"
 #include "engine/sampling/token_sampler.h"
 
 namespace kvs::janus {
@@ -67,6 +69,7 @@ llamagen::RasterResult generate_from_prompt(const JanusModel& model, const at::T
   auto check_cancel = [&] {
     if (hooks.cancelled && hooks.cancelled()) throw CancelledError();
   };
+  std::optional<TokenRecord> record_tokens;
   auto finish_step = [&](int64_t step, at::Tensor logits) {
     if (use_cfg) logits = combine_cfg(logits, params.cfg_weight);
     if (static_cast<int64_t>(result.step_logits.size()) < hooks.record_logits_steps)
@@ -78,14 +81,16 @@ llamagen::RasterResult generate_from_prompt(const JanusModel& model, const at::T
     } else {
       next = sampler.sample(logits, params.sampling);
     }
-    result.tokens.select(1, step).copy_(next);
+    // Tokens drawn on a GPU stay there; the host copy follows once per line.
+    if (!record_tokens) record_tokens.emplace(result.tokens, next.device(), config.grid_size());
+    record_tokens->put(step, next);
     return next;
   };
 
   check_cancel();
   at::Tensor hidden = lm.forward(lm.embed_text(rows), 0, &cache);
   at::Tensor next = finish_step(0, model.image_logits(hidden.select(1, prompt_len - 1)));
-  if (hooks.on_token) hooks.on_token(1, result.tokens.narrow(1, 0, 1), cache);
+  if (hooks.on_token) hooks.on_token(1, record_tokens->host(1), cache);
 
   for (int64_t i = 0; i < n_tokens - 1; ++i) {
     check_cancel();
@@ -96,8 +101,9 @@ llamagen::RasterResult generate_from_prompt(const JanusModel& model, const at::T
     // Token i's K/V is now in every layer: the policy may evict (line ends, or per token).
     if (policy != nullptr) policy->after_token(cache, i);
     next = finish_step(i + 1, model.image_logits(hidden.select(1, 0)));
-    if (hooks.on_token) hooks.on_token(i + 2, result.tokens.narrow(1, 0, i + 2), cache);
+    if (hooks.on_token) hooks.on_token(i + 2, record_tokens->host(i + 2), cache);
   }
+  record_tokens->host(n_tokens);
   result.memory = cache.memory();
   return result;
 }

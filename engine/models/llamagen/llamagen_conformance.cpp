@@ -99,7 +99,8 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
       llamagen::RasterParams params;
       params.cfg_scale = g.cfg_scale;
       params.cfg_interval = g.cfg_interval;
-      params.sampling = SamplingParams{g.temperature, g.top_k, g.top_p, g.sample};
+      // The references drew from torch.manual_seed(seed): the CPU generator.
+      params.sampling = SamplingParams{g.temperature, g.top_k, g.top_p, g.sample, SamplerRng::Cpu};
       params.seed = g.seed;
       llamagen::RasterHooks hooks;
       hooks.record_logits_steps = 16;

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/core/errors.h"
+#include "engine/sampling/token_record.h"
 #include "engine/sampling/token_sampler.h"
 
 namespace kvs::llamagen {
@@ -81,8 +82,11 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
   if (use_cfg) logits = combine_cfg(logits, params.cfg_scale);
   record(logits);
   at::Tensor next = sampler.sample(logits, params.sampling);
-  result.tokens.select(1, 0).copy_(next);
-  if (hooks.on_token) hooks.on_token(1, result.tokens.narrow(1, 0, 1), cache);
+  // Tokens drawn on a GPU stay there (the next step's input); the host copy is
+  // brought up to date once per image line, so a line waits for the device once.
+  TokenRecord record_tokens(result.tokens, next.device(), config.grid_size());
+  record_tokens.put(0, next);
+  if (hooks.on_token) hooks.on_token(1, record_tokens.host(1), cache);
 
   bool cfg_active = use_cfg;
   for (int64_t i = 0; i < n_tokens - 1; ++i) {
@@ -100,9 +104,10 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
     if (cfg_active) logits = combine_cfg(logits, params.cfg_scale);
     record(logits);
     next = sampler.sample(logits, params.sampling);
-    result.tokens.select(1, i + 1).copy_(next);
-    if (hooks.on_token) hooks.on_token(i + 2, result.tokens.narrow(1, 0, i + 2), cache);
+    record_tokens.put(i + 1, next);
+    if (hooks.on_token) hooks.on_token(i + 2, record_tokens.host(i + 2), cache);
   }
+  record_tokens.host(n_tokens);
   result.memory = cache.memory();
   return result;
 }

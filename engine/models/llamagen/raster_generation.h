@@ -26,7 +26,10 @@ struct RasterParams {
 
 struct RasterHooks {
   std::function<bool()> cancelled;  // checked before every token; true -> CancelledError
-  // After each token: tokens_done (1..N), all tokens so far [B, tokens_done] (CPU int64).
+  // After each token: tokens_done (1..N), tokens so far [B, tokens_done] (CPU
+  // int64). When sampling runs on a GPU the host copy is refreshed at the end of
+  // every image line (tokens_done a multiple of the grid width) and at the last
+  // token; in between the current line's entries may still read 0.
   std::function<void(int64_t tokens_done, const at::Tensor& tokens, const KvStore& cache)> on_token;
   int64_t record_logits_steps = 0;  // keep the (CFG-combined) logits of the first steps
   // The active cache policy (nullptr or unset = full cache), asked before every
