@@ -36,6 +36,39 @@ bool packed_kernels_allowed() {
   return allowed;
 }
 
+// Copies rows src[i] of `from` to rows dst[i] of `to` ([slots, D] buffers; may
+// be the same buffer when every dst[i] <= src[i] and both ascend, as in a
+// compaction). On the CPU the rows are moved directly, merged into runs of
+// consecutive rows: a policy boundary moves most of a segment's entries, and a
+// gather into a temporary plus a scatter would move every byte twice. On a GPU
+// one gather and one scatter run on the device, with both index lists in one
+// upload.
+void copy_rows(const at::Tensor& from, at::Tensor& to, const std::vector<int64_t>& src,
+               const std::vector<int64_t>& dst) {
+  if (src.empty()) return;
+  if (from.device().is_cpu() && to.device().is_cpu() && from.is_contiguous() && to.is_contiguous() &&
+      from.scalar_type() == to.scalar_type()) {
+    const size_t row_bytes = static_cast<size_t>(from.size(1)) * from.element_size();
+    const char* in = static_cast<const char*>(from.data_ptr());
+    char* out = static_cast<char*>(to.data_ptr());
+    for (size_t i = 0; i < src.size();) {
+      size_t n = 1;
+      while (i + n < src.size() && src[i + n] == src[i] + static_cast<int64_t>(n) &&
+             dst[i + n] == dst[i] + static_cast<int64_t>(n))
+        ++n;
+      std::memmove(out + static_cast<size_t>(dst[i]) * row_bytes, in + static_cast<size_t>(src[i]) * row_bytes,
+                   n * row_bytes);
+      i += n;
+    }
+    return;
+  }
+  std::vector<int64_t> both(src);
+  both.insert(both.end(), dst.begin(), dst.end());
+  const at::Tensor index = at::tensor(both, kCpuLong).to(from.device());
+  const int64_t n = static_cast<int64_t>(src.size());
+  to.index_copy_(0, index.narrow(0, n, n), from.index_select(0, index.narrow(0, 0, n)));
+}
+
 void drop_device_segments(at::Tensor& starts, at::Tensor& lengths) {
   starts = at::Tensor();
   lengths = at::Tensor();
@@ -107,6 +140,10 @@ void KvStore::repack(Layer& layer, const at::Tensor& new_capacities, const std::
   int64_t* pos = positions.data_ptr<int64_t>();
   int64_t* len = lengths.data_ptr<int64_t>();
   std::vector<int64_t> src, dst;
+  size_t entries = 0;
+  for (const auto& slots : kept) entries += slots.size();
+  src.reserve(entries);
+  dst.reserve(entries);
   for (int64_t s = 0; s < segments; ++s) {
     const auto& slots = kept[static_cast<size_t>(s)];
     const int64_t n = static_cast<int64_t>(slots.size());
@@ -122,12 +159,8 @@ void KvStore::repack(Layer& layer, const at::Tensor& new_capacities, const std::
   at::Tensor v = at::empty({total, head_dim_}, options_);
   // Both generations of buffers exist until the old ones are released.
   update_peak(static_cast<int64_t>(k.nbytes() + v.nbytes()));
-  if (!src.empty()) {
-    at::Tensor src_index = at::tensor(src, kCpuLong).to(layer.k.device());
-    at::Tensor dst_index = at::tensor(dst, kCpuLong).to(layer.k.device());
-    k.index_copy_(0, dst_index, layer.k.index_select(0, src_index));
-    v.index_copy_(0, dst_index, layer.v.index_select(0, src_index));
-  }
+  copy_rows(layer.k, k, src, dst);
+  copy_rows(layer.v, v, src, dst);
   layer.k = k;
   layer.v = v;
   layer.capacities = new_capacities.contiguous();
@@ -235,6 +268,10 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
   int64_t* pos = layer.positions.data_ptr<int64_t>();
   int64_t* len = layer.lengths.data_ptr<int64_t>();
   std::vector<int64_t> src, dst;
+  size_t entries = 0;
+  for (const auto& slots : kept) entries += slots.size();
+  src.reserve(entries);
+  dst.reserve(entries);
   for (int64_t s = 0; s < segments; ++s) {
     const auto& slots = kept[static_cast<size_t>(s)];
     const int64_t n = static_cast<int64_t>(slots.size());
@@ -248,12 +285,8 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
     for (int64_t j = n; j < len[s]; ++j) pos[s * stride + j] = -1;
     len[s] = n;
   }
-  if (!src.empty()) {
-    at::Tensor src_index = at::tensor(src, kCpuLong).to(layer.k.device());
-    at::Tensor dst_index = at::tensor(dst, kCpuLong).to(layer.k.device());
-    layer.k.index_copy_(0, dst_index, layer.k.index_select(0, src_index));
-    layer.v.index_copy_(0, dst_index, layer.v.index_select(0, src_index));
-  }
+  copy_rows(layer.k, layer.k, src, dst);
+  copy_rows(layer.v, layer.v, src, dst);
 }
 
 std::vector<int64_t> KvStore::evicted_first_row() const {

@@ -23,13 +23,15 @@ ImageSlots image_slots(const KvStore& store, int64_t layer, int64_t condition_to
 }
 
 at::Tensor keep_all_but_lowest(const at::Tensor& score, const at::Tensor& candidates, const at::Tensor& evict_count) {
-  const int64_t length = score.size(-1);
-  // Non-candidates sort last; among equal scores the older (lower slot) entry first.
-  at::Tensor s = at::where(candidates, score.to(at::kDouble), at::full_like(score, INFINITY, at::kDouble));
-  at::Tensor order = std::get<1>(at::sort(s, /*stable=*/true, -1, /*descending=*/false));
-  at::Tensor rank_of = std::get<1>(at::sort(order, /*stable=*/true, -1, /*descending=*/false));
-  at::Tensor evict = (rank_of < evict_count.unsqueeze(-1)) & candidates;
-  (void)length;
+  // Non-candidates sort last; among equal scores the older (lower slot) entry
+  // first. One stable sort, then the first evict_count entries of each
+  // segment's order are flagged where they sit (a scatter, not a second sort:
+  // this runs for every layer at every policy boundary).
+  const at::Tensor scores = at::isFloatingType(score.scalar_type()) ? score : score.to(at::kDouble);
+  const at::Tensor s = at::where(candidates, scores, at::full({}, INFINITY, scores.options()));
+  const at::Tensor order = std::get<1>(at::sort(s, /*stable=*/true, -1, /*descending=*/false));
+  const at::Tensor first = at::arange(score.size(-1), order.options()) < evict_count.unsqueeze(-1);  // by rank
+  const at::Tensor evict = at::zeros_like(candidates).scatter_(-1, order, first.expand_as(order)) & candidates;
   return ~evict;
 }
 
