@@ -62,7 +62,8 @@ world, and on class where a prompt line names one.
   --no-warmup         skip the untimed full-cache run made before measuring
   --rounds R          timing rounds: each round runs every policy once, in turn; speed is each
                       policy's fastest round (default 1; use 3+ on a busy machine)
-  --device D          auto|cpu|cuda (default auto)
+  --device D          auto|cpu|cuda|cuda:N (default auto: the first GPU, else the CPU;
+                      cuda is cuda:0, cuda:N picks GPU N)
   --threads N         CPU threads (default: all cores)
   --dtype T           weights and KV cache: auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on the CPU)
   --json FILE         write the records as a JSON array
@@ -229,6 +230,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (options.rounds < 1 || options.rounds > 100)
     throw InvalidArgumentError("option --rounds must be between 1 and 100");
   options.device = p.get("--device", "auto");
+  parse_device(options.device);  // a malformed device name fails before any work
   options.threads = static_cast<int>(p.get_int("--threads", 0));
   options.dtype = p.get("--dtype", "auto");
   parse_run_dtype(options.dtype);  // an unknown name fails before any work
