@@ -12,7 +12,18 @@
 #include <string>
 #include <vector>
 
+#include "engine/core/errors.h"
+
 namespace kvs {
+
+// The device ran out of memory during a run (LibTorch's c10::OutOfMemoryError,
+// e.g. CUDA's caching allocator failing to allocate); GenerationSession::run
+// throws it with the allocator's first line. The session stays usable: a smaller
+// request may fit (bench --max-memory counts it as "does not fit").
+class OutOfMemoryError : public DeviceError {
+ public:
+  using DeviceError::DeviceError;
+};
 
 enum class DeviceKind { Auto, Cpu, Cuda };
 
