@@ -70,7 +70,8 @@ world, and on class where a prompt line names one.
   --max-memory GiB    also find, per policy, the largest batch whose run stays under this cap, and
                       the image tokens/s at it (beside the same-batch comparison): the batch is
                       doubled from 1 while it fits, then bisected; each probe is one run of that
-                      many images. On a GPU the measure is the device's peak allocated memory
+                      many images, and --rounds R times the largest batch R times (the
+                      fastest counts). On a GPU the measure is the device's peak allocated memory
                       (weights included), and running out of device memory counts as not
                       fitting. On the CPU it is the engine's accounting: the weights at the run
                       dtype plus the KV cache's peak allocation (activations and the rest of the
@@ -312,7 +313,10 @@ int cmd_bench(const std::vector<std::string>& args) {
         std::fprintf(stderr, "%s[%lld/%lld] %-28s batch %lld %s (%.2f s)\n", tty ? "\r\033[K" : "",
                      static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count),
                      b.policy.c_str(), static_cast<long long>(b.probe_batch),
-                     b.probe_fits ? "fits under the cap" : "does not fit", b.run_elapsed_ms / 1000.0);
+                     b.round > 0    ? ("timed again, round " + std::to_string(b.round + 1)).c_str()
+                     : b.probe_fits ? "fits under the cap"
+                                    : "does not fit",
+                     b.run_elapsed_ms / 1000.0);
       else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total))
         std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s batch %lld  token %lld/%lld",
                      static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count),

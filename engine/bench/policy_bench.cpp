@@ -570,6 +570,33 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
                                  " is smaller than batch 1 needs under every policy (" + max_batches[0]->measure +
                                  " at batch 1: " + needs + ")");
     }
+    // The speed at each largest batch: the fastest of `rounds` runs (the probe
+    // that found it is the first), the policies interleaved as in the main bench.
+    for (int64_t round = 1; round < options.rounds; ++round) {
+      for (size_t pi = 0; pi < specs.size(); ++pi) {
+        MaxBatchResult& m = *max_batches[pi];
+        if (m.max_batch == 0) continue;
+        BenchProgress p{specs[pi].text(), static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()), 0, 1};
+        p.round = round;
+        p.rounds = options.rounds;
+        p.probe_batch = m.max_batch;
+        RunSink sink(session, p, progress, cancelled);
+        try {
+          const GenerationResult result = session.run(bundle, probe_request(m.max_batch, specs[pi].text()), &sink);
+          const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
+          const double tokens = static_cast<double>(m.max_batch * result.grid_height * result.grid_width);
+          if (ms > 0) m.tokens_per_s = std::max(m.tokens_per_s, tokens * 1000.0 / ms);
+        } catch (const OutOfMemoryError&) {
+          // The same batch fitted before; this round does not count.
+        }
+        if (progress) {
+          p.run_finished = true;
+          p.probe_fits = true;
+          p.run_elapsed_ms = sink.generation_ms;
+          progress(p);
+        }
+      }
+    }
     const double full_speed = max_batches[0]->max_batch > 0 ? max_batches[0]->tokens_per_s : 0;
     for (auto& m : max_batches)
       m->ratio_vs_full = full_speed > 0 ? m->tokens_per_s / full_speed : std::numeric_limits<double>::quiet_NaN();

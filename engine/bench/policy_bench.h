@@ -73,9 +73,11 @@
 //   The search doubles the batch (1, 2, 4, ...) while it fits, then bisects
 //   between the last batch that fits and the first that does not, so it assumes
 //   memory grows with the batch; each probe is one run of `batch` images with
-//   the bench's first class (cycled) or prompt and seed, and its tokens/s is the
-//   speed at that batch (one run, no rounds). ratio_vs_full divides a policy's
-//   tokens/s at its largest batch by full's at full's largest batch.
+//   the bench's first class (cycled) or prompt and seed. The speed at the
+//   largest batch is the fastest of `rounds` runs at it (the probe that found
+//   it is the first; the policies take turns, as in the main comparison).
+//   ratio_vs_full divides a policy's tokens/s at its largest batch by full's at
+//   full's largest batch.
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -145,7 +147,7 @@ struct MaxBatchResult {
   int64_t max_batch = 0;              // 0: not even batch 1 fits
   int64_t batch_limit = 0;            // the search's upper end (BenchOptions::max_batch_limit)
   bool at_limit = false;              // fits at batch_limit: the largest batch may be larger
-  double tokens_per_s = 0;            // at max_batch
+  double tokens_per_s = 0;            // at max_batch: the fastest of BenchOptions::rounds runs
   int64_t peak_bytes = 0;             // the measure at max_batch
   int64_t weights_bytes = 0;          // CPU: the weights part of the measure; GPU: 0 (inside the device peak)
   int64_t kv_bytes_peak = 0;          // the KV store's peak at max_batch
