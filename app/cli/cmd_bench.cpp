@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -64,10 +65,22 @@ world, and on class where a prompt line names one.
   --no-warmup         skip the untimed full-cache run made before measuring
   --rounds R          timing rounds: each round runs every policy once, in turn; speed is each
                       policy's fastest round (default 1; use 3+ on a busy machine)
-  --device D          auto|cpu|cuda (default auto)
+  --device D          auto|cpu|cuda|cuda:N (default auto: the first GPU, else the CPU;
+                      cuda is cuda:0, cuda:N picks GPU N)
   --threads N         CPU threads (default: all cores)
   --dtype T           weights and KV cache: auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on the CPU)
-  --json FILE         write the records as a JSON array
+  --max-memory GiB    also find, per policy, the largest batch whose run stays under this cap, and
+                      the image tokens/s at it (beside the same-batch comparison): the batch is
+                      doubled from 1 while it fits, then bisected; each probe is one run of that
+                      many images, and --rounds R times the largest batch R times (the
+                      fastest counts). On a GPU the measure is the device's peak allocated memory
+                      (weights included), and running out of device memory counts as not
+                      fitting. On the CPU it is the engine's accounting: the weights at the run
+                      dtype plus the KV cache's peak allocation (activations and the rest of the
+                      process are not counted; the process peak is shown beside it)
+  --max-batch N       the largest batch --max-memory tries (1..256, default 256)
+  --json FILE         write the records as a JSON array (with --max-memory, each record's
+                      "max_memory" holds its search)
   --chart FILE.png    write a bar chart (KV share of full, tokens/s)
   --quiet             no progress output
 )";
@@ -197,12 +210,54 @@ std::string format_mib(double bytes) {
   return text;
 }
 
+// The largest batch under --max-memory, per policy.
+void print_max_batch_table(const std::vector<BenchRecord>& records) {
+  if (records.empty() || !records[0].max_memory) return;
+  const MaxBatchResult& first = *records[0].max_memory;
+  const double mib = 1048576.0;
+  const double cap = static_cast<double>(first.cap_bytes);
+  const std::string cap_text = cap >= mib * 1024.0 ? fixed(cap / (mib * 1024.0), 2) + " GiB"
+                                                   : fixed(cap / mib, 1) + " MiB";
+  std::printf("\nlargest batch under %s (%s; search up to batch %lld)\n", cap_text.c_str(), first.measure.c_str(),
+              static_cast<long long>(first.batch_limit));
+  std::vector<std::vector<std::string>> rows{
+      {"policy", "max batch", "tok/s", "peak MiB", "vs full", "process peak MiB", "probes"}};
+  for (const auto& r : records) {
+    if (!r.max_memory) continue;
+    const MaxBatchResult& m = *r.max_memory;
+    const bool fits = m.max_batch > 0;
+    rows.push_back({r.policy, fits ? std::to_string(m.max_batch) + (m.at_limit ? "+" : "") : "none",
+                    fits ? fixed(m.tokens_per_s, 1) : "-", fits ? fixed(m.peak_bytes / mib, 1) : "-",
+                    fixed(m.ratio_vs_full, 2), fits ? fixed(m.process_peak_bytes / mib, 1) : "-",
+                    std::to_string(m.probes.size())});
+  }
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows)
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  if (std::any_of(records.begin(), records.end(),
+                  [](const BenchRecord& r) { return r.max_memory && r.max_memory->at_limit; }))
+    std::printf("+: fits at the largest batch tried (--max-batch); the largest that fits may be larger\n");
+  if (first.weights_bytes > 0)
+    std::printf("peak = weights %s MiB + the KV cache's peak; vs full: tokens/s over full's at full's largest batch\n",
+                fixed(first.weights_bytes / mib, 1).c_str());
+  else std::printf("vs full: tokens/s over full's at full's largest batch\n");
+}
+
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
   ArgParser p(args, {"--model",   "--random", "--policies",    "--batch", "--images", "--seed",       "--classes",
                      "--prompts", "--cfg",    "--temperature", "--top-k", "--top-p",  "--device",     "--threads",
-                     "--json",    "--chart",  "--rounds",      "--steps", "--dtype",  "--sampler-rng"},
+                     "--json",    "--chart",  "--rounds",      "--steps", "--dtype",  "--max-memory", "--max-batch",
+                     "--sampler-rng"},
               {"--quiet", "--no-warmup", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -238,6 +293,19 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (options.rounds < 1 || options.rounds > 100)
     throw InvalidArgumentError("option --rounds must be between 1 and 100");
   options.device = p.get("--device", "auto");
+  parse_device(options.device);  // a malformed device name fails before any work
+  if (p.has("--max-memory")) {
+    const double gib = p.get_double("--max-memory", 0);
+    if (!(gib > 0) || gib > 1024 * 1024)
+      throw InvalidArgumentError("option --max-memory must be a positive number of GiB, e.g. 24 or 0.5");
+    options.max_memory_bytes = static_cast<int64_t>(gib * 1024.0 * 1024.0 * 1024.0);
+  }
+  if (p.has("--max-batch")) {
+    if (!p.has("--max-memory")) throw InvalidArgumentError("option --max-batch applies with --max-memory");
+    options.max_batch_limit = p.get_int("--max-batch", 256);
+    if (options.max_batch_limit < 1 || options.max_batch_limit > 256)
+      throw InvalidArgumentError("option --max-batch must be between 1 and 256");
+  }
   options.threads = static_cast<int>(p.get_int("--threads", 0));
   options.dtype = p.get("--dtype", "auto");
   parse_run_dtype(options.dtype);  // an unknown name fails before any work
@@ -250,6 +318,24 @@ int cmd_bench(const std::vector<std::string>& args) {
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   auto progress = [&](const BenchProgress& b) {
     if (quiet) return;
+    if (b.probe_batch > 0) {
+      // A run of the largest-batch search.
+      if (b.run_finished)
+        std::fprintf(stderr, "%s[%lld/%lld] %-28s batch %lld %s (%.2f s)\n", tty ? "\r\033[K" : "",
+                     static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count),
+                     b.policy.c_str(), static_cast<long long>(b.probe_batch),
+                     b.round > 0    ? ("timed again, round " + std::to_string(b.round + 1)).c_str()
+                     : b.probe_fits ? "fits under the cap"
+                                    : "does not fit",
+                     b.run_elapsed_ms / 1000.0);
+      else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total))
+        std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s batch %lld  token %lld/%lld",
+                     static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count),
+                     b.policy.c_str(), static_cast<long long>(b.probe_batch), static_cast<long long>(b.tokens_done),
+                     static_cast<long long>(b.tokens_total));
+      std::fflush(stderr);
+      return;
+    }
     if (b.run_finished) {
       const std::string round = b.rounds > 1
                                     ? " (round " + std::to_string(b.round + 1) + "/" + std::to_string(b.rounds) + ")"
@@ -287,6 +373,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   std::signal(SIGINT, previous);
 
   print_table(records);
+  if (options.max_memory_bytes > 0) print_max_batch_table(records);
   if (!json_path.empty()) {
     std::ofstream out(json_path);
     out << to_json(records).dump(2) << "\n";

@@ -21,7 +21,7 @@ namespace {
 
 const char* kHelp =
     R"(usage: kvstudio-cli calibrate --policy heatkv|amskv [--model DIR] [--classes 1,2,...] [--images 4]
-                            [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda] [--threads N]
+                            [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda|cuda:N] [--threads N]
                             [--dtype auto|f32|bf16|f16] [--demanding-fraction 1/6 (amskv)]
 
   Generates one image per calibration class with the full cache and measures what the policy
@@ -103,7 +103,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   }
   request.command = "kvstudio-cli calibrate";
   for (const std::string& a : args) request.command += " " + a;
-  const DeviceChoice device = choose_device(parse_device_kind(p.get("--device", "auto")),
+  const DeviceChoice device = choose_device(parse_device(p.get("--device", "auto")),
                                             static_cast<int>(p.get_int("--threads", 0)), dtype);
   const std::string report = calibrating->calibrate(bundle, device, request);
   if (!p.flag("--quiet")) std::printf("%s\n", report.c_str());

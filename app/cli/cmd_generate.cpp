@@ -54,7 +54,8 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
                       images an index is appended: NAME_<i>.png
   --policy SPEC       KV-cache policy, e.g. full (default), linear:rho=1/6, streaming:rho=1/4,sink=4
                       (`kvstudio-cli policies` lists them with their parameters)
-  --device D          auto|cpu|cuda (default auto)
+  --device D          auto|cpu|cuda|cuda:N (default auto: the first GPU, else the CPU;
+                      cuda is cuda:0, cuda:N picks GPU N)
   --threads N         CPU threads (default: all cores)
   --dtype T           weights and KV cache: auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on the CPU)
   --quiet             no progress output

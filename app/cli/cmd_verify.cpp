@@ -10,7 +10,7 @@ int cmd_verify(const std::vector<std::string>& args) {
   ArgParser p(args, {"--device"}, {"--help"}, 1);
   if (p.flag("--help") || p.positional().empty()) {
     std::puts(
-        "usage: kvstudio-cli verify <case.json> [--device cpu|cuda|auto]\n"
+        "usage: kvstudio-cli verify <case.json> [--device cpu|cuda|cuda:N|auto]\n"
         "  runs every check of a conformance case (official outputs on tiny configs) and\n"
         "  exits non-zero if any fails; always in float32 (the references' dtype), whatever\n"
         "  the device");

@@ -29,7 +29,7 @@ int cmd_evaluate(const std::vector<std::string>& args, const std::string& comman
         "  --samples-per-class N    columns of that grid (default 8)\n"
         "  --samples-scale K        upscale the grid K times (default 2)\n"
         "  --threads N              CPU threads (default 1)\n"
-        "  --device D               cpu | cuda | auto (default cpu)\n"
+        "  --device D               cpu | cuda | cuda:N | auto (default cpu; cuda is cuda:0)\n"
         "  --no-write               print the numbers only");
     return 0;
   }

@@ -9,6 +9,7 @@
 
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
+#include "engine/core/torch_device.h"
 
 namespace kvs::train_app {
 namespace {
@@ -52,7 +53,7 @@ std::string common_options_help(const RecipeDefaults& d) {
     << "  --stop-after-minutes M  checkpoint and stop after M minutes (continue with --resume)\n"
     << "  --threads N             CPU threads for torch (default 1, so other work keeps a core)\n"
     << "  --render-threads N      threads rendering world images (default: --threads)\n"
-    << "  --device D              cpu | cuda | auto (default cpu)\n";
+    << "  --device D              cpu | cuda | cuda:N | auto (default cpu; cuda is cuda:0)\n";
   return s.str();
 }
 
@@ -77,8 +78,8 @@ training::TrainOptions parse_train_options(const cli::ArgParser& p, const Recipe
   if (o.lr <= 0) throw InvalidArgumentError("--lr must be positive");
   const int threads = static_cast<int>(p.get_int("--threads", 1));
   if (threads < 1) throw InvalidArgumentError("--threads must be at least 1");
-  const DeviceChoice device = choose_device(parse_device_kind(p.get("--device", "cpu")), threads);
-  o.device = device.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  const DeviceChoice device = choose_device(parse_device(p.get("--device", "cpu")), threads);
+  o.device = torch_device(device);
   o.render_threads = static_cast<int>(p.get_int("--render-threads", threads));
   o.command = command_line;
   std::signal(SIGINT, on_sigint);

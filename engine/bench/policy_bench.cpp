@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -18,6 +19,8 @@
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/io/safetensors_reader.h"
+#include "engine/metrics/device_memory.h"
 #include "engine/metrics/image_metrics.h"
 #include "engine/metrics/process_memory.h"
 #include "engine/models/family_registry.h"
@@ -111,7 +114,83 @@ double mean(const std::vector<double>& v) {
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// The CUDA device a bench runs on (-1: the CPU), as choose_device resolves it.
+int bench_cuda_index(const std::string& device) {
+  const DeviceSpec spec = parse_device(device);
+  if (spec.kind == DeviceKind::Cpu) return -1;
+  if (spec.kind == DeviceKind::Auto && !cuda_available()) return -1;
+  return std::max(0, spec.cuda_index);
+}
+
+// The weights at the run dtype: every floating-point tensor of the bundle's
+// safetensors files at `element_bytes`, the others as stored.
+int64_t weights_bytes_at(const io::ModelBundle& bundle, int64_t element_bytes) {
+  std::vector<std::string> files;
+  for (const auto& [key, value] : bundle.manifest.at("files").items())
+    if (value.is_string() && value.get<std::string>().size() > 12 &&
+        value.get<std::string>().rfind(".safetensors") == value.get<std::string>().size() - 12)
+      files.push_back((fs::path(bundle.dir) / value.get<std::string>()).string());
+  int64_t bytes = 0;
+  for (const std::string& file : files) {
+    const auto reader = io::SafetensorsReader::open(file);
+    for (const io::TensorEntry& t : reader->index().tensors) {
+      const bool floating = t.dtype == io::DType::F32 || t.dtype == io::DType::F16 || t.dtype == io::DType::BF16;
+      bytes += floating ? static_cast<int64_t>(t.numel()) * element_bytes : static_cast<int64_t>(t.nbytes());
+    }
+  }
+  return bytes;
+}
+
+std::string mebibytes(int64_t bytes) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.1f MiB", static_cast<double>(bytes) / 1048576.0);
+  return buffer;
+}
+
 }  // namespace
+
+int64_t largest_fitting_batch(int64_t limit, const std::function<bool(int64_t)>& fits) {
+  if (limit < 1) throw InvalidArgumentError("the largest batch to try must be at least 1");
+  if (!fits(1)) return 0;
+  int64_t good = 1, bad = 0;  // bad = 0: no batch found too large yet
+  while (good < limit) {
+    const int64_t next = std::min(limit, good * 2);
+    if (fits(next)) {
+      good = next;
+    } else {
+      bad = next;
+      break;
+    }
+  }
+  if (bad == 0) return good;  // fits at the limit
+  while (bad - good > 1) {
+    const int64_t mid = good + (bad - good) / 2;
+    (fits(mid) ? good : bad) = mid;
+  }
+  return good;
+}
+
+nlohmann::json to_json(const MaxBatchResult& m) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (const MaxBatchProbe& p : m.probes)
+    probes.push_back({{"batch", p.batch},
+                      {"fits", p.fits},
+                      {"out_of_memory", p.out_of_memory},
+                      {"peak_bytes", p.peak_bytes >= 0 ? nlohmann::json(p.peak_bytes) : nlohmann::json(nullptr)},
+                      {"tokens_per_s", p.tokens_per_s}});
+  return {{"cap_bytes", m.cap_bytes},
+          {"measure", m.measure},
+          {"max_batch", m.max_batch},
+          {"batch_limit", m.batch_limit},
+          {"at_limit", m.at_limit},
+          {"tokens_per_s", m.tokens_per_s},
+          {"peak_bytes", m.peak_bytes},
+          {"weights_bytes", m.weights_bytes},
+          {"kv_bytes_peak", m.kv_bytes_peak},
+          {"process_peak_bytes", m.process_peak_bytes},
+          {"ratio_vs_full", number_or_null(m.ratio_vs_full)},
+          {"probes", probes}};
+}
 
 std::vector<std::string> split_policy_list(const std::string& text) {
   std::vector<std::string> specs;
@@ -183,7 +262,8 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"family", r.family},
           {"steps", r.steps > 0 ? nlohmann::json(r.steps) : nlohmann::json(nullptr)},
           {"flops", number_or_null(r.flops)},
-          {"flops_vs_full", number_or_null(r.flops_vs_full)}};
+          {"flops_vs_full", number_or_null(r.flops_vs_full)},
+          {"max_memory", r.max_memory ? to_json(*r.max_memory) : nlohmann::json(nullptr)}};
 }
 
 nlohmann::json to_json(const std::vector<BenchRecord>& records) {
@@ -244,6 +324,10 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
   if (options.batch < 1 || options.batch > 4096) throw InvalidArgumentError("bench: batch must be between 1 and 4096");
   if (options.images < 1) throw InvalidArgumentError("bench: images must be at least 1");
   if (options.rounds < 1 || options.rounds > 100) throw InvalidArgumentError("bench: rounds must be between 1 and 100");
+  if (options.max_memory_bytes < 0) throw InvalidArgumentError("bench: the memory cap must be positive");
+  if (options.max_memory_bytes > 0 && (options.max_batch_limit < 1 || options.max_batch_limit > 256))
+    throw InvalidArgumentError("bench: the largest batch to try must be between 1 and 256");
+  parse_device(options.device);  // a malformed device name fails before any work
 
   // Policies: canonical specs, "full" first, duplicates once.
   std::vector<PolicySpec> specs{parse_policy_spec("full")};
@@ -334,9 +418,17 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
 
   // Every policy is built once on the real geometry (both batch sizes the runs
   // use), so impossible budgets are refused before the first (possibly long) run.
-  for (int64_t b : {options.batch, (options.images - 1) % options.batch + 1})
+  const bool search = options.max_memory_bytes > 0;
+  std::vector<int64_t> checked_batches{options.batch, (options.images - 1) % options.batch + 1};
+  if (search) checked_batches.insert(checked_batches.end(), {int64_t{1}, options.max_batch_limit});
+  for (int64_t b : checked_batches)
     for (const auto& spec : specs)
       family.check_policy(bundle, spec.text(), PolicyCheck{b, base.cfg_scale, options.seed});
+  const int cuda_index = bench_cuda_index(options.device);
+  if (search && cuda_index < 0 && !described.measures_kv_bytes)
+    throw InvalidArgumentError("bench --max-memory: on the CPU the measure is the weights plus the KV cache, and " +
+                               described.display_name +
+                               " models keep no KV cache; run it on a GPU, where the device's peak is measured");
   {
     GenerationRequest check = base;
     check.model_path = ".";
@@ -358,6 +450,15 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     bundle = io::ModelBundle::open(model_path);
   }
   base.model_path = model_path;
+  // CPU memory caps count the weights at the run dtype (see the header); a cap
+  // below them is refused before any run.
+  const int64_t weights = search && cuda_index < 0
+                              ? weights_bytes_at(bundle, run_dtype_bytes(parse_run_dtype(dtype_name)))
+                              : 0;
+  if (search && weights > options.max_memory_bytes)
+    throw InvalidArgumentError("bench --max-memory: the cap of " + mebibytes(options.max_memory_bytes) +
+                               " is smaller than the model's weights alone (" + mebibytes(weights) + " at " +
+                               dtype_name + "), so no batch fits");
 
   const int64_t runs = (options.images + options.batch - 1) / options.batch;
   auto run_request = [&](int64_t r, const std::string& policy) {
@@ -379,6 +480,127 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     BenchProgress p{"full (warm-up)", 0, static_cast<int64_t>(specs.size()), 0, 1};
     RunSink sink(session, p, progress, cancelled);
     session.run(bundle, run_request(0, "full"), &sink);
+  }
+
+  // The largest batch under the memory cap, per policy (see the header).
+  std::vector<std::optional<MaxBatchResult>> max_batches(specs.size());
+  if (search) {
+    const int64_t cap = options.max_memory_bytes;
+    auto probe_request = [&](int64_t batch, const std::string& policy) {
+      GenerationRequest req = base;
+      req.policy = policy;
+      req.seed = options.seed;
+      if (text) {
+        req.prompt = prompts.front().text;
+        req.images = batch;
+      } else {
+        for (int64_t i = 0; i < batch; ++i)
+          req.class_ids.push_back(options.classes.empty()
+                                      ? i % num_classes
+                                      : options.classes[static_cast<size_t>(i) % options.classes.size()]);
+      }
+      return req;
+    };
+    for (size_t pi = 0; pi < specs.size(); ++pi) {
+      const std::string policy = specs[pi].text();
+      MaxBatchResult m;
+      m.cap_bytes = cap;
+      m.measure = cuda_index >= 0 ? "device peak" : "weights + KV peak";
+      m.batch_limit = options.max_batch_limit;
+      m.weights_bytes = weights;
+      struct Extra {
+        int64_t kv_bytes_peak = 0, process_peak_bytes = 0;
+      };
+      std::map<int64_t, Extra> extras;
+      auto fits = [&](int64_t batch) {
+        MaxBatchProbe probe;
+        probe.batch = batch;
+        BenchProgress p{policy, static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()),
+                        static_cast<int64_t>(m.probes.size()), 0};
+        p.probe_batch = batch;
+        RunSink sink(session, p, progress, cancelled);
+        reset_process_peak_resident();
+        try {
+          const GenerationResult result = session.run(bundle, probe_request(batch, policy), &sink);
+          const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
+          const double tokens = static_cast<double>(batch * result.grid_height * result.grid_width);
+          probe.tokens_per_s = ms > 0 ? tokens * 1000.0 / ms : 0;
+          if (cuda_index >= 0) {
+            // The allocator's peak since the run began (the session resets it),
+            // image decoding included.
+            const DeviceMemoryStats stats = device_memory_stats(cuda_index);
+            probe.peak_bytes = stats.available ? stats.peak_allocated_bytes : sink.device_peak;
+          } else {
+            probe.peak_bytes = weights + result.kv_bytes_peak;
+          }
+          probe.fits = probe.peak_bytes <= cap;
+          extras[batch] = {result.kv_bytes_peak, process_peak_resident_bytes()};
+        } catch (const OutOfMemoryError&) {
+          probe.out_of_memory = true;  // does not fit
+        }
+        m.probes.push_back(probe);
+        if (progress) {
+          p.run_finished = true;
+          p.probe_fits = probe.fits;
+          p.run_elapsed_ms = sink.generation_ms;
+          progress(p);
+        }
+        return probe.fits;
+      };
+      m.max_batch = largest_fitting_batch(options.max_batch_limit, fits);
+      m.at_limit = m.max_batch == options.max_batch_limit;
+      for (const MaxBatchProbe& probe : m.probes)
+        if (probe.batch == m.max_batch && probe.fits) {
+          m.tokens_per_s = probe.tokens_per_s;
+          m.peak_bytes = probe.peak_bytes;
+          m.kv_bytes_peak = extras[probe.batch].kv_bytes_peak;
+          m.process_peak_bytes = extras[probe.batch].process_peak_bytes;
+        }
+      max_batches[pi] = std::move(m);
+    }
+    const bool any = std::any_of(max_batches.begin(), max_batches.end(),
+                                 [](const std::optional<MaxBatchResult>& m) { return m->max_batch > 0; });
+    if (!any) {
+      std::string needs;
+      for (size_t pi = 0; pi < specs.size(); ++pi) {
+        const MaxBatchProbe& first = max_batches[pi]->probes.front();
+        needs += (needs.empty() ? "" : ", ") + specs[pi].text() + " " +
+                 (first.out_of_memory ? std::string("ran out of device memory") : mebibytes(first.peak_bytes));
+      }
+      throw InvalidArgumentError("bench --max-memory: the cap of " + mebibytes(cap) +
+                                 " is smaller than batch 1 needs under every policy (" + max_batches[0]->measure +
+                                 " at batch 1: " + needs + ")");
+    }
+    // The speed at each largest batch: the fastest of `rounds` runs (the probe
+    // that found it is the first), the policies interleaved as in the main bench.
+    for (int64_t round = 1; round < options.rounds; ++round) {
+      for (size_t pi = 0; pi < specs.size(); ++pi) {
+        MaxBatchResult& m = *max_batches[pi];
+        if (m.max_batch == 0) continue;
+        BenchProgress p{specs[pi].text(), static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()), 0, 1};
+        p.round = round;
+        p.rounds = options.rounds;
+        p.probe_batch = m.max_batch;
+        RunSink sink(session, p, progress, cancelled);
+        try {
+          const GenerationResult result = session.run(bundle, probe_request(m.max_batch, specs[pi].text()), &sink);
+          const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
+          const double tokens = static_cast<double>(m.max_batch * result.grid_height * result.grid_width);
+          if (ms > 0) m.tokens_per_s = std::max(m.tokens_per_s, tokens * 1000.0 / ms);
+        } catch (const OutOfMemoryError&) {
+          // The same batch fitted before; this round does not count.
+        }
+        if (progress) {
+          p.run_finished = true;
+          p.probe_fits = true;
+          p.run_elapsed_ms = sink.generation_ms;
+          progress(p);
+        }
+      }
+    }
+    const double full_speed = max_batches[0]->max_batch > 0 ? max_batches[0]->tokens_per_s : 0;
+    for (auto& m : max_batches)
+      m->ratio_vs_full = full_speed > 0 ? m->tokens_per_s / full_speed : std::numeric_limits<double>::quiet_NaN();
   }
 
   // Per policy: its record, tokens and images (first round), and each round's time.
@@ -526,6 +748,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
       rec.attribute_accuracy = a.all().accuracy();
       rec.attribute_judged = a.all().judged;
     }
+    rec.max_memory = max_batches[pi];
     rec.speedup_vs_full = records.empty()               ? 1.0
                           : records[0].tokens_per_s > 0 ? rec.tokens_per_s / records[0].tokens_per_s
                                                         : 0.0;

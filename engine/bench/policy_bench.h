@@ -56,6 +56,28 @@
 //   fields stay 0 (MAR has no KV cache); MAR's "tokens" are continuous latents,
 //   so token_agreement is NaN (JSON null) and identical_images counts images
 //   whose pixels equal the full run's. For the other families flops is NaN.
+// - Largest batch under a memory cap (BenchOptions::max_memory_bytes > 0): per
+//   policy, the largest batch (1..max_batch_limit) whose run stays under the cap,
+//   and the image tokens/s of a run at that batch; see MaxBatchResult. It runs
+//   before the same-batch comparison (after the warm-up), so that a cap smaller
+//   than every policy's batch 1 is refused before the long part. The measure:
+//   on a GPU, the device's peak allocated memory over the run (the caching
+//   allocator's, weights included; engine/metrics/device_memory.h), and a CUDA
+//   out-of-memory error counts as "does not fit", never as a failure. On the CPU,
+//   the engine's own accounting: the model's weights at the run dtype (the
+//   bundle's tensors, counted) plus the KV store's peak allocation over the run.
+//   Activations, the image decoder's buffers and the process's other memory are
+//   not in it (process_peak_bytes is reported beside it for that): the CPU has
+//   no allocator that counts them, and a resident-memory peak depends on what
+//   earlier runs left mapped, so it would not be the same for the same batch.
+//   The search doubles the batch (1, 2, 4, ...) while it fits, then bisects
+//   between the last batch that fits and the first that does not, so it assumes
+//   memory grows with the batch; each probe is one run of `batch` images with
+//   the bench's first class (cycled) or prompt and seed. The speed at the
+//   largest batch is the fastest of `rounds` runs at it (the probe that found
+//   it is the first; the policies take turns, as in the main comparison).
+//   ratio_vs_full divides a policy's tokens/s at its largest batch by full's at
+//   full's largest batch.
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -107,7 +129,41 @@ struct BenchOptions {
   int threads = 0;
   std::string dtype = "auto";  // run-time dtype of weights and KV cache: auto | f32 | bf16 | f16
   int64_t steps = 0;           // masked models (MAR): decoding steps; 0 = the bundle's default, else 64
+  // > 0: also find each policy's largest batch under this many bytes (see above).
+  int64_t max_memory_bytes = 0;
+  int64_t max_batch_limit = 256;  // the largest batch the search tries (1..256)
 };
+
+// One run of the largest-batch search.
+struct MaxBatchProbe {
+  int64_t batch = 0;
+  bool fits = false;
+  bool out_of_memory = false;  // the device ran out of memory (GPU): does not fit
+  int64_t peak_bytes = -1;     // the measure (see above); -1 when the run ran out of memory
+  double tokens_per_s = 0;     // image tokens of the run / its generation time; 0 when out of memory
+};
+
+// A policy's largest batch under the cap (see above).
+struct MaxBatchResult {
+  int64_t cap_bytes = 0;
+  std::string measure;                // "device peak" (GPU) | "weights + KV peak" (CPU)
+  int64_t max_batch = 0;              // 0: not even batch 1 fits
+  int64_t batch_limit = 0;            // the search's upper end (BenchOptions::max_batch_limit)
+  bool at_limit = false;              // fits at batch_limit: the largest batch may be larger
+  double tokens_per_s = 0;            // at max_batch: the fastest of BenchOptions::rounds runs
+  int64_t peak_bytes = 0;             // the measure at max_batch
+  int64_t weights_bytes = 0;          // CPU: the weights part of the measure; GPU: 0 (inside the device peak)
+  int64_t kv_bytes_peak = 0;          // the KV store's peak at max_batch
+  int64_t process_peak_bytes = 0;     // VmHWM over the run at max_batch (for information)
+  double ratio_vs_full = 0;           // tokens_per_s / full's at its max_batch; NaN when full fits no batch
+  std::vector<MaxBatchProbe> probes;  // in the order they ran
+};
+
+// The search on its own: the largest batch in [1, limit] for which `fits` holds,
+// doubling from 1 while it does, then bisecting; 0 when batch 1 does not fit.
+// `fits` is called at most once per batch. Throws InvalidArgumentError for
+// limit < 1.
+int64_t largest_fitting_batch(int64_t limit, const std::function<bool(int64_t)>& fits);
 
 struct BenchRecord {
   static constexpr double kNotJudged = std::numeric_limits<double>::quiet_NaN();
@@ -147,8 +203,10 @@ struct BenchRecord {
   std::string model, device;
   std::string dtype;  // the resolved run-time dtype ("f32", "bf16", "f16"): KV bytes scale with it
   int64_t grid_height = 0, grid_width = 0;
+  std::optional<MaxBatchResult> max_memory;  // with BenchOptions::max_memory_bytes > 0
 };
 
+nlohmann::json to_json(const MaxBatchResult& result);
 nlohmann::json to_json(const BenchRecord& record);
 nlohmann::json to_json(const std::vector<BenchRecord>& records);
 
@@ -165,6 +223,8 @@ struct BenchProgress {
   double run_tokens_per_s = 0;
   int64_t run_kv_bytes_allocated = 0;
   int64_t run_device_peak_bytes = -1;
+  int64_t probe_batch = 0;  // > 0: a run of the largest-batch search at this batch
+  bool probe_fits = false;  // with run_finished: whether that run stayed under the cap
 };
 using BenchProgressFn = std::function<void(const BenchProgress&)>;
 

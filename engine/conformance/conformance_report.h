@@ -36,7 +36,7 @@ struct ConformanceReport {
 
 // Loads a case manifest (<case>.json beside its weights and io files), runs every
 // check it defines and returns the report. Throws kvs::Error for unreadable or
-// unsupported cases. `device`: "cpu" | "cuda" | "auto".
+// unsupported cases. `device`: "cpu" | "cuda" | "cuda:N" | "auto".
 ConformanceReport run_conformance_case(const std::string& case_json_path, const std::string& device = "cpu");
 
 }  // namespace kvs

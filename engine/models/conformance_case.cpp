@@ -23,7 +23,7 @@ ConformanceReport run_conformance_case(const std::string& case_json_path, const 
   }
   // Always float32, on CUDA too (where a run's auto dtype is bf16): the
   // references are float32 results and the tolerances are set for float32.
-  const DeviceChoice choice = choose_device(parse_device_kind(device_name), 0, RunDtype::F32);
+  const DeviceChoice choice = choose_device(parse_device(device_name), 0, RunDtype::F32);
   if (choice.kind == DeviceKind::Cuda) {
     // The references are float32 results; cuDNN convolutions default to TF32 on
     // Ampere and later (10-bit mantissa), which moves decoded pixels by ~1e-3.

@@ -1,6 +1,8 @@
 #include "engine/models/generation_session.h"
 
+#include <ATen/DeviceAccelerator.h>
 #include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
 
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
@@ -14,6 +16,18 @@ namespace {
 
 void emit(EventSink* sink, const GenerationEvent& e) {
   if (sink) sink->on_event(e);
+}
+
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// Gives the caching allocator's unused blocks back to the driver, so that the
+// next, smaller attempt starts clean. Best effort; no-op without CUDA.
+void release_cached_device_memory() {
+  try {
+    const auto accelerator = at::accelerator::getAccelerator(false);
+    if (accelerator && *accelerator == c10::DeviceType::CUDA) at::accelerator::emptyCache();
+  } catch (const std::exception&) {
+  }
 }
 
 }  // namespace
@@ -42,7 +56,7 @@ GenerationResult GenerationSession::run_opened(const io::ModelBundle* opened, co
   auto log = module_logger("session");
   try {
     request.validate();
-    const DeviceChoice device = choose_device(parse_device_kind(request.device), request.threads,
+    const DeviceChoice device = choose_device(parse_device(request.device), request.threads,
                                               parse_run_dtype(request.dtype));
     std::optional<io::ModelBundle> read;
     if (!opened) read = io::ModelBundle::open(request.model_path);
@@ -82,11 +96,16 @@ GenerationResult GenerationSession::run_opened(const io::ModelBundle* opened, co
   } catch (const Error& e) {
     emit(sink, FailedEvent{e.what(), false});
     throw;
+  } catch (const c10::OutOfMemoryError& e) {
+    // The device's memory ran out: its own error, so that callers can try a
+    // smaller request; the allocator's cached blocks are given back first.
+    release_cached_device_memory();
+    const std::string what = "out of device memory: " + first_line(e.what_without_backtrace());
+    emit(sink, FailedEvent{what, false});
+    throw OutOfMemoryError(what);
   } catch (const std::exception& e) {
     // LibTorch errors (c10::Error) carry long backtraces: keep the first line.
-    std::string what = e.what();
-    const auto nl = what.find('\n');
-    if (nl != std::string::npos) what = what.substr(0, nl);
+    const std::string what = first_line(e.what());
     emit(sink, FailedEvent{"internal error: " + what, false});
     throw Error("internal error: " + what);
   }

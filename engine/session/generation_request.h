@@ -27,7 +27,7 @@ struct GenerationRequest {
   int64_t steps = 0;          // masked models (MAR): decoding steps; 0 = the model's default (64)
   std::string cfg_schedule;   // masked models: "linear" | "constant"; "" = linear
   SamplingParams sampling;
-  std::string device = "auto";       // auto | cpu | cuda
+  std::string device = "auto";       // auto | cpu | cuda | cuda:N
   std::string dtype = "auto";        // weights and KV cache: auto | f32 | bf16 | f16 (auto: bf16 on CUDA, f32 on CPU)
   int threads = 0;                   // 0: all hardware threads
   std::string policy = "full";       // KV-cache policy spec, e.g. "linear:rho=1/6" (see policy_registry.h)

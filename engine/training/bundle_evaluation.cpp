@@ -13,6 +13,7 @@
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
+#include "engine/core/torch_device.h"
 #include "engine/image/png_file.h"
 #include "engine/io/model_bundle.h"
 #include "engine/metrics/frechet_distance.h"
@@ -64,8 +65,8 @@ RgbImage image_grid(const at::Tensor& images, int64_t rows, int64_t cols, int sc
 nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   const auto t_start = Clock::now();
   const io::ModelBundle bundle = io::ModelBundle::open(o.bundle_dir);
-  const DeviceChoice device_choice = choose_device(parse_device_kind(o.device), o.threads);
-  const at::Device device = device_choice.kind == DeviceKind::Cuda ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU);
+  const DeviceChoice device_choice = choose_device(parse_device(o.device), o.threads);
+  const at::Device device = torch_device(device_choice);
   const EvaluationModel model = find_trainable_family(bundle.family()).load_for_evaluation(bundle, o.work_dir, device);
   const int64_t classes = model.classes;
   const int size = model.image_size;

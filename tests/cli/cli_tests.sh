@@ -39,7 +39,16 @@ if "$cli" generate --class 1 --device cuda --out "$work/cuda.png" --quiet >/dev/
 else
   expect_error no-cuda "--device cuda requested but no CUDA device is available" -- generate --class 1 --device cuda --out "$work/x.png" --quiet
 fi
-expect_error unknown-device "unknown device 'tpu'" -- generate --class 1 --device tpu --out "$work/x.png"
+expect_error unknown-device "unknown device 'tpu' \(expected auto, cpu, cuda or cuda:N\)" -- generate --class 1 --device tpu --out "$work/x.png"
+# --device cuda:N: a malformed index, and a GPU that is not present, refused with
+# how many are (every command that takes --device parses it the same way).
+expect_error bad-gpu-index "unknown device 'cuda:x'" -- generate --class 1 --device cuda:x --out "$work/x.png"
+absent="--device cuda:63 requested but (no CUDA device is available|only [0-9]+ CUDA devices? (is|are) present)"
+expect_error absent-gpu "$absent" -- generate --class 1 --device cuda:63 --out "$work/x.png" --quiet
+expect_error bench-absent-gpu "$absent" -- bench --policies full --device cuda:63 --quiet
+for command in generate bench verify calibrate; do
+  if "$cli" "$command" --help | grep -q -- 'cuda:N'; then pass "$command-help-cuda-index"; else fail "$command-help-cuda-index"; fi
+done
 expect_error unknown-dtype "unknown dtype 'xyz' \(expected auto, f32, bf16 or f16\)" -- generate --class 1 --dtype xyz --out "$work/x.png"
 expect_error bench-unknown-dtype "unknown dtype 'fp8'" -- bench --policies full --dtype fp8
 expect_error info-unknown-dtype "unknown dtype 'f64'" -- info --dtype f64

@@ -15,6 +15,7 @@
 
 #include <cmath>
 
+#include "engine/core/device.h"
 #include "tests/ui/window_test_support.h"
 #include "ui/viewmodel/compare_view_model.h"
 #include "ui/viewmodel/history_model.h"
@@ -146,6 +147,27 @@ class TestMainWindow : public QObject {
     QCOMPARE(classes->count(), 12);  // the trained demo's scene classes, by name
     QCOMPARE(classes->itemText(1), QStringLiteral("mountains  ·  1"));
     QCOMPARE(classes->completer()->filterMode(), Qt::MatchContains);
+    // The device menu: Automatic, the CPU, then every GPU by name (none here
+    // without one); the settings carry the device name a request takes.
+    auto* devices = panel->findChild<QComboBox*>(QStringLiteral("deviceCombo"));
+    QVERIFY(devices != nullptr);
+    const auto gpus = kvs::cuda_devices();
+    QCOMPARE(devices->count(), 2 + static_cast<int>(gpus.size()));
+    QCOMPARE(devices->itemText(0), QStringLiteral("Automatic"));
+    QCOMPARE(devices->itemData(1).toString(), QStringLiteral("cpu"));
+    for (const kvs::CudaDeviceInfo& gpu : gpus) {
+      const int i = 2 + gpu.index;
+      QCOMPARE(devices->itemData(i).toString(), QStringLiteral("cuda:%1").arg(gpu.index));
+      QVERIFY(devices->itemText(i).contains(QString::fromStdString(gpu.name)));
+    }
+    GenerationSettings s = panel->settings();
+    s.device = QStringLiteral("cpu");
+    panel->setSettings(s);
+    QCOMPARE(devices->currentIndex(), 1);
+    QCOMPARE(panel->settings().device, QStringLiteral("cpu"));
+    s.device = QStringLiteral("cuda:7");  // a GPU this machine lacks: automatic
+    panel->setSettings(s);
+    QCOMPARE(panel->settings().device, gpus.size() > 7 ? QStringLiteral("cuda:7") : QStringLiteral("auto"));
   }
 
   void settingsPersistAcrossSessions() {

@@ -166,6 +166,70 @@ class TestViewModels : public QObject {
              qPrintable(text));
   }
 
+  void memoryPanelChartsDeviceMemoryOnGpuRuns() {
+    RunViewModel vm;
+    MemoryPanel panel;
+    panel.resize(420, 760);
+    panel.setRun(&vm);
+    auto* chart = panel.findChild<DeviceMemoryChart*>(QStringLiteral("deviceMemoryChart"));
+    QVERIFY(chart);
+    // A CPU run: no device series, and the chart stays hidden (the panel as before).
+    vm.track(nullptr, 1, kvs::GenerationRequest{});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
+    vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
+    QVERIFY(chart->series().empty());
+    QVERIFY(chart->isHidden());
+    QVERIFY(deviceMemorySeries(vm.memory()).empty());
+
+    // A GPU run: every unit carries the allocator's numbers.
+    vm.reset();
+    vm.track(nullptr, 2, kvs::GenerationRequest{});
+    vm.handleStarted(
+        kvs::StartedEvent{"demo", "cuda:1 (NVIDIA H100), bf16", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
+    const int64_t mib = 1048576;
+    for (int64_t unit = 0; unit < 3; ++unit) {
+      auto e = std::make_shared<kvs::UnitDoneEvent>(
+          *unitEvent(unit, 100 * (unit + 1), 100 * (unit + 1), {10, 10}, false));
+      e->kv_bytes_allocated = (unit + 1) * mib;
+      kvs::DeviceMemoryStats d;
+      d.available = true;
+      d.device_index = 1;
+      d.allocated_bytes = (40 + 4 * unit) * mib;
+      d.peak_allocated_bytes = (50 + 4 * unit) * mib;
+      d.reserved_bytes = 64 * mib;
+      d.total_bytes = 80 * mib;
+      e->device_memory = d;
+      vm.handleUnit(e);
+    }
+    const std::vector<MemorySeries> series = chart->series();
+    QStringList names;
+    for (const MemorySeries& s : series) names << s.name;
+    QCOMPARE(names, (QStringList{QStringLiteral("allocated"), QStringLiteral("reserved"), QStringLiteral("peak"),
+                                 QStringLiteral("total"), QStringLiteral("KV cache")}));
+    for (const MemorySeries& s : series) QCOMPARE(s.points.size(), 3);
+    QCOMPARE(series[0].points[2], QPointF(2, 48.0 * mib));  // allocated after unit 2
+    QCOMPARE(series[1].points[0].y(), 64.0 * mib);          // reserved
+    QCOMPARE(series[2].points[1].y(), 54.0 * mib);          // peak
+    QCOMPARE(series[3].points[0].y(), 80.0 * mib);          // the device's total
+    QVERIFY(series[3].dashed);
+    QCOMPARE(series[4].points[2].y(), 3.0 * mib);  // the KV cache beside them
+    QVERIFY(!chart->isHidden());
+    // Drawn: the allocated line's colour is in the chart's pixels.
+    const QImage image = chart->grab().toImage();
+    QVERIFY(!image.isNull());
+    bool found = false;
+    for (int y = 0; y < image.height() && !found; ++y)
+      for (int x = 0; x < image.width() && !found; ++x) found = image.pixelColor(x, y) == series[0].color;
+    QVERIFY2(found, "the allocated series is not drawn");
+    // A later CPU run hides the chart again.
+    vm.reset();
+    vm.track(nullptr, 3, kvs::GenerationRequest{});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
+    vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
+    QVERIFY(chart->series().empty());
+    QVERIFY(chart->isHidden());
+  }
+
   void overlayRegionsAreThePolicysOwn() {
     // A 4x4 grid after one condition token; the regions as a unit event states
     // them (sequence positions), placed on the grid as they are.

@@ -11,7 +11,7 @@
 namespace kvs::ui {
 
 CompareSchedule automaticCompareSchedule(const QString& device) {
-  if (device == QLatin1String("cuda")) return CompareSchedule::Together;
+  if (device == QLatin1String("cuda") || device.startsWith(QLatin1String("cuda:"))) return CompareSchedule::Together;
   if (device == QLatin1String("auto") && kvs::cuda_available()) return CompareSchedule::Together;
   return CompareSchedule::OneAfterAnother;
 }

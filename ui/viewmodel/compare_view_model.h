@@ -31,8 +31,8 @@ class GenerationWorker;
 
 enum class CompareSchedule { OneAfterAnother, Together };
 
-// The automatic choice: together when the run's device is a GPU ("cuda", or
-// "auto" with a GPU present), one after another otherwise.
+// The automatic choice: together when the run's device is a GPU ("cuda",
+// "cuda:N", or "auto" with a GPU present), one after another otherwise.
 CompareSchedule automaticCompareSchedule(const QString& device);
 QString compareScheduleText(CompareSchedule schedule);
 

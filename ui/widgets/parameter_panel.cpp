@@ -25,6 +25,7 @@
 #include <cmath>
 
 #include "engine/cache/policies/policy_catalog.h"
+#include "engine/core/device_menu.h"
 #include "engine/core/number_parsing.h"
 #include "ui/widgets/policy_form.h"
 
@@ -190,9 +191,15 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent), family_(famil
   batch_ = new QSpinBox(what);
   batch_->setRange(1, 16);
   batch_->setToolTip(tr("Images generated together (the canvas follows the first; all go to the history)"));
+  // Automatic, the CPU and every GPU by name (engine/core/device_menu.h); the
+  // item data is the device name a request takes ("auto", "cpu", "cuda:N").
   device_ = new QComboBox(what);
-  device_->addItems({QStringLiteral("auto"), QStringLiteral("cpu"), QStringLiteral("cuda")});
-  device_->setToolTip(tr("auto: the GPU when one is available, else the CPU"));
+  device_->setObjectName(QStringLiteral("deviceCombo"));
+  for (const kvs::DeviceMenuEntry& entry : kvs::device_menu_entries(kvs::cuda_devices())) {
+    device_->addItem(QString::fromStdString(entry.label), QString::fromStdString(entry.value));
+    device_->setItemData(device_->count() - 1, QString::fromStdString(entry.tooltip), Qt::ToolTipRole);
+  }
+  device_->setToolTip(tr("Automatic: the first GPU when one is available, else the CPU; or a GPU by name"));
   batchRow->addWidget(batch_, 1);
   batchRow->addWidget(new QLabel(tr("Device"), what));
   batchRow->addWidget(device_, 1);
@@ -462,7 +469,7 @@ GenerationSettings ParameterPanel::settings() const {
   s.steps = family().has_request_option("steps") ? steps_->value() : 0;
   if (family().has_request_option("cfg_schedule"))
     s.cfgSchedule = QString::fromStdString(model_.sampling_defaults.cfg_schedule.value_or(""));
-  s.device = device_->currentText();
+  s.device = device_->currentData().toString();
   s.dtype = dtype_->currentText();
   s.policy = policySpec();
   return s;
@@ -484,7 +491,12 @@ void ParameterPanel::setSettings(const GenerationSettings& s) {
   top_p_->setValue(s.topP);
   batch_->setValue(std::max(1, s.batch));
   if (s.steps > 0) steps_->setValue(static_cast<int>(s.steps));
-  device_->setCurrentText(s.device);
+  {
+    std::vector<kvs::DeviceMenuEntry> entries;
+    for (int i = 0; i < device_->count(); ++i)
+      entries.push_back({device_->itemData(i).toString().toStdString(), {}, {}});
+    device_->setCurrentIndex(kvs::device_menu_index(entries, s.device.toStdString()));
+  }
   if (dtype_->findText(s.dtype) >= 0) dtype_->setCurrentText(s.dtype);
   setPolicySpec(s.policy);
 }
