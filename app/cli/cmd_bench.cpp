@@ -270,8 +270,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   else options.model_path = p.get("--model", p.has("--prompts") ? default_text_model_path() : default_model_path());
   options.policies = split_policy_list(p.require("--policies"));
   options.batch = p.get_int("--batch", 1);
-  if (options.batch < 1 || options.batch > 4096)
-    throw InvalidArgumentError("option --batch must be between 1 and 4096");
+  if (options.batch < 1 || options.batch > 256)
+    throw InvalidArgumentError("option --batch must be between 1 and 256");
   options.images = p.get_int("--images", options.batch);
   if (options.images < 1 || options.images > 100000)
     throw InvalidArgumentError("option --images must be between 1 and 100000");

@@ -115,7 +115,7 @@ void read_conditioning(const ArgParser& p, bool text_model, GenerationRequest* r
   if (!p.has("--class") && (request->is_text() || text_model)) return;
   const std::vector<int64_t> classes = parse_class_list(p.require("--class"));
   const int64_t batch = p.get_int("--batch", 1);
-  if (batch < 1 || batch > 4096) throw InvalidArgumentError("option --batch must be between 1 and 4096");
+  if (batch < 1 || batch > 256) throw InvalidArgumentError("option --batch must be between 1 and 256");
   for (int64_t c : classes)
     for (int64_t i = 0; i < batch; ++i) request->class_ids.push_back(c);
 }

@@ -321,7 +321,7 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
                                           const std::function<bool()>& cancelled) {
   if (options.model_path.empty() == options.random_arch.empty())
     throw InvalidArgumentError("bench needs exactly one of a model folder or a random architecture");
-  if (options.batch < 1 || options.batch > 4096) throw InvalidArgumentError("bench: batch must be between 1 and 4096");
+  if (options.batch < 1 || options.batch > 256) throw InvalidArgumentError("bench: batch must be between 1 and 256");
   if (options.images < 1) throw InvalidArgumentError("bench: images must be at least 1");
   if (options.rounds < 1 || options.rounds > 100) throw InvalidArgumentError("bench: rounds must be between 1 and 100");
   if (options.max_memory_bytes < 0) throw InvalidArgumentError("bench: the memory cap must be positive");
