@@ -254,10 +254,10 @@ void print_max_batch_table(const std::vector<BenchRecord>& records) {
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
-  ArgParser p(args, {"--model",   "--random", "--policies",    "--batch", "--images", "--seed",       "--classes",
-                     "--prompts", "--cfg",    "--temperature", "--top-k", "--top-p",  "--device",     "--threads",
-                     "--json",    "--chart",  "--rounds",      "--steps", "--dtype",  "--max-memory", "--max-batch",
-                     "--sampler-rng"},
+  ArgParser p(args, {"--model",   "--random",     "--policies",  "--batch",       "--images", "--seed",
+                     "--classes", "--prompts",    "--cfg",       "--temperature", "--top-k",  "--top-p",
+                     "--device",  "--threads",    "--json",      "--chart",       "--rounds", "--steps",
+                     "--dtype",   "--max-memory", "--max-batch", "--sampler-rng"},
               {"--quiet", "--no-warmup", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -270,8 +270,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   else options.model_path = p.get("--model", p.has("--prompts") ? default_text_model_path() : default_model_path());
   options.policies = split_policy_list(p.require("--policies"));
   options.batch = p.get_int("--batch", 1);
-  if (options.batch < 1 || options.batch > 256)
-    throw InvalidArgumentError("option --batch must be between 1 and 256");
+  if (options.batch < 1 || options.batch > 256) throw InvalidArgumentError("option --batch must be between 1 and 256");
   options.images = p.get_int("--images", options.batch);
   if (options.images < 1 || options.images > 100000)
     throw InvalidArgumentError("option --images must be between 1 and 100000");
