@@ -25,7 +25,7 @@ struct Entry {
 // The grammar (placeholders: see caption_templates() in the header).
 // The last template of every group is held out (one per group keeps held-out
 // captions as varied as the facts while most wordings stay for training), and
-// two of the five word orders are. A held-out subject or time of day is a new
+// two of the seven word orders are. A held-out subject or time of day is a new
 // arrangement of words that training captions use ("a field of flowers" beside
 // "fields of flowers" and "a flower field"), not a synonym training never shows
 // ("a meadow", "at nightfall"): a model that learns its English only from these
@@ -229,6 +229,11 @@ const std::vector<Entry>& grammar() {
       {"order", "{S}{T}, {M}", T},
       {"order", "{S}{T} with {M}", T},
       {"order", "{T}, {S}: {M}", T},
+      // Train orders that name the subject last, so that a model learns the
+      // subject's words wherever they stand and not only at the start (the
+      // held-out orders below put the subject late in other words).
+      {"order", "{M}, and {S}{T}", T},
+      {"order", "{T}, {M}; {S}", T},
       {"order", "{M} in a picture of {S}{T}", H},
       {"order", "{S} showing {M}, {T}", H},
   };
@@ -450,6 +455,8 @@ Caption scene_caption(const SceneFacts& facts, uint64_t caption_seed, CaptionSpl
     order = replace_all(order, ": {M}", "");
     order = replace_all(order, "{M} in a picture of ", "");
     order = replace_all(order, " showing {M}", "");
+    order = replace_all(order, "{M}, and ", "");
+    order = replace_all(order, "{M}; ", "");
   }
   const bool time_first = order.rfind("{T}", 0) == 0;
   order = replace_all(order, "{T}", time.empty() ? "" : (time_first ? time : " " + time));
