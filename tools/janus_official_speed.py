@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import re
-import struct
 import sys
 import tempfile
 import time
@@ -77,22 +76,8 @@ manifest = json.load(open(os.path.join(args.bundle, "model.json")))
 arch = manifest["architecture"]["janus"]
 vq = arch["vq"]
 
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-    storage = torch.from_file(path, shared=False, size=os.path.getsize(path), dtype=torch.uint8)
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        b, end = e["data_offsets"]
-        raw = storage[8 + n + b: 8 + n + end]
-        out[name] = raw.view(DTYPES[e["dtype"]]).reshape(e["shape"])
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bundle_safetensors import read_safetensors  # noqa: E402
 
 
 class JanusGenParts(torch.nn.Module):

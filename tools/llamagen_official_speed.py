@@ -20,7 +20,6 @@ Usage: llamagen_official_speed.py --llamagen-repo DIR --bundle DIR [--batch N]
 import argparse
 import json
 import os
-import struct
 import sys
 import time
 import types
@@ -61,21 +60,8 @@ sys.path.insert(0, os.path.join(os.path.abspath(args.llamagen_repo), "autoregres
 import gpt as official_gpt  # noqa: E402
 import generate as official_generate  # noqa: E402
 
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-    storage = torch.from_file(path, shared=False, size=os.path.getsize(path), dtype=torch.uint8)
-    out = {}
-    for name, e in header.items():
-        if name == "__metadata__":
-            continue
-        b, end = e["data_offsets"]
-        out[name] = storage[8 + n + b: 8 + n + end].view(DTYPES[e["dtype"]]).reshape(e["shape"])
-    return out
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bundle_safetensors import read_safetensors  # noqa: E402
 
 
 manifest = json.load(open(os.path.join(args.bundle, "model.json")))
