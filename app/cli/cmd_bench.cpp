@@ -127,6 +127,24 @@ constexpr AttributeColumn kAttributeColumns[] = {
     {"attr %", &BenchRecord::attribute_accuracy, &BenchRecord::attribute_judged},
 };
 
+// Rows of cells as aligned columns: the first (the policy) left-aligned, the
+// numbers right-aligned.
+void print_columns(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width;
+  for (const auto& row : rows) {
+    width.resize(std::max(width.size(), row.size()), 0);
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  for (const auto& row : rows) {
+    std::string line;
+    for (size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(width[c] - row[c].size(), ' ');
+      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
+    }
+    std::printf("%s\n", line.c_str());
+  }
+}
+
 void print_table(const std::vector<BenchRecord>& records) {
   // Demo bundles (with an evaluation classifier) add class accuracy and demo-FID;
   // text models, the attributes their prompts asked for (every policy ran the
@@ -172,17 +190,7 @@ void print_table(const std::vector<BenchRecord>& records) {
     if (judged) rows.back().insert(rows.back().end(), {fixed(100.0 * r.class_accuracy, 1), fixed(r.demo_fid, 2)});
     for (const AttributeColumn* a : attributes) rows.back().push_back(fixed(100.0 * (r.*a->accuracy), 1));
   }
-  std::vector<size_t> width(header.size(), 0);
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += c == 0 ? row[c] + pad : "  " + pad + row[c];  // policy left, numbers right-aligned
-    }
-    std::printf("%s\n", line.c_str());
-  }
+  print_columns(rows);
   if (records.empty()) return;
   // The device description names a dtype other than f32; the line always names it.
   std::string where = records[0].device;
@@ -231,17 +239,7 @@ void print_max_batch_table(const std::vector<BenchRecord>& records) {
                     fixed(m.ratio_vs_full, 2), fits ? fixed(m.process_peak_bytes / mib, 1) : "-",
                     std::to_string(m.probes.size())});
   }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows)
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
-    }
-    std::printf("%s\n", line.c_str());
-  }
+  print_columns(rows);
   if (std::any_of(records.begin(), records.end(),
                   [](const BenchRecord& r) { return r.max_memory && r.max_memory->at_limit; }))
     std::printf("+: fits at the largest batch tried (--max-batch); the largest that fits may be larger\n");
