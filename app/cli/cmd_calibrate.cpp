@@ -1,5 +1,5 @@
 // kvstudio-cli calibrate: a policy's offline calibration of a bundle (HeatKV's
-// head ranking and AMS-KV's similarity threshold, on VAR).
+// head ranking, AMS-KV's similarity threshold and ScaleKV's drafter layers, on VAR).
 
 #include <algorithm>
 #include <cstdio>
@@ -20,13 +20,14 @@ namespace kvs::cli {
 namespace {
 
 const char* kHelp =
-    R"(usage: kvstudio-cli calibrate --policy heatkv|amskv [--model DIR] [--classes 1,2,...] [--images 4]
+    R"(usage: kvstudio-cli calibrate --policy heatkv|amskv|scalekv [--model DIR] [--classes 1,2,...] [--images N]
                             [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda|cuda:N] [--threads N]
                             [--dtype auto|f32|bf16|f16] [--demanding-fraction 1/6 (amskv)]
 
   Generates one image per calibration class with the full cache and measures what the policy
   needs; writes it into the bundle (or --out), where generate, bench and the window find it.
-  --classes picks the classes, else --images classes spread over the model's classes. --dtype
+  --classes picks the classes, else --images classes spread over the model's classes (default 4;
+  10 for scalekv, the paper's number of calibration prompts). --dtype
   sets the run-time dtype of the model it generates with (default auto: bf16 on CUDA, f32 on
   the CPU), as generate's does.
 
@@ -41,6 +42,11 @@ const char* kHelp =
   it: per layer the lowest S over those scales, averaged over the images, and theta between
   the k-th and (k+1)-th lowest. Writes DIR/amskv_calibration.json; amskv then uses its theta
   unless theta= is given. Without it amskv keeps the paper's -0.008 (VAR-d30's value).
+
+  scalekv: ScaleKV's calibration (ScaleKV §3.3): every layer's Attention Selectivity Index at
+  every scale (Eq. 2, K' = 16, the policy's default top_k), from which the policy picks its
+  drafter layers per scale (lowest Z-score, Eq. 3). Writes DIR/scalekv_calibration.json;
+  without it (or for another top_k) ScaleKV measures one on 10 classes at first use.
 )";
 
 std::vector<int64_t> parse_classes(const std::string& text) {
@@ -86,7 +92,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   CalibrationRequest request;
   request.policy = policy;
   if (p.has("--classes")) request.classes = parse_classes(p.get("--classes", ""));
-  request.images = p.get_int("--images", 4);
+  request.images = p.get_int("--images", policy == "scalekv" ? 10 : 4);
   request.cfg = p.get_double("--cfg", 1.5);
   if (!(request.cfg >= 0)) throw InvalidArgumentError("option --cfg must be >= 0");
   request.seed = p.get_u64("--seed", 0);

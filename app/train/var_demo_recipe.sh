@@ -33,4 +33,8 @@ echo "== $(date -u +%FT%TZ) calibrate heatkv"
 # cache-demanding.
 echo "== $(date -u +%FT%TZ) calibrate amskv"
 "$CLI" calibrate --policy amskv --model "$OUT" --images 12 --cfg 4 --threads "$THREADS" || exit $?
+# ScaleKV's drafter layers: the paper's 10 calibration prompts at the bundle's
+# CFG, what a first scalekv run would measure (the same images either way).
+echo "== $(date -u +%FT%TZ) calibrate scalekv"
+"$CLI" calibrate --policy scalekv --model "$OUT" --images 10 --cfg 4 --threads "$THREADS" || exit $?
 echo "== $(date -u +%FT%TZ) done"

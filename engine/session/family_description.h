@@ -64,9 +64,15 @@ struct FamilyDescription {
   std::string conformance_constructor;
   // The calibrations `kvstudio-cli calibrate --policy` can store in a bundle.
   std::vector<std::string> calibrated_policies;
-  // Those of them a run makes on the way when the bundle has none (HeatKV); the
-  // others fall back to defaults (AMS-KV keeps the paper's theta).
-  std::vector<std::string> calibrated_on_first_use;
+  // Those of them a run makes on the way when the bundle has none (HeatKV,
+  // ScaleKV); the others fall back to defaults (AMS-KV keeps the paper's theta).
+  struct FirstUseCalibration {
+    std::string policy;  // registry name ("heatkv")
+    std::string label;   // how the window names it ("HeatKV")
+    std::string file;    // the bundle file that makes it unnecessary
+    std::string work;    // what it measures, for the window ("S-CAS head scores on 2 classes")
+  };
+  std::vector<FirstUseCalibration> calibrated_on_first_use;
 
   std::string unit_name() const { return unit_noun(unit); }
   bool has_request_option(const std::string& option) const;

@@ -207,7 +207,7 @@ else
   fail var-bench-scale-policies
 fi
 expect_error var-amskv-on-raster "policy amskv works on next-scale \(VAR\) models only" -- generate --class 1 --policy amskv --out "$work/x.png" --quiet
-expect_error calibrate-not-calibrated "policy 'streaming' needs no calibration \(calibrated offline: heatkv, amskv\)" -- calibrate --policy streaming --model "$work/var"
+expect_error calibrate-not-calibrated "policy 'streaming' needs no calibration \(calibrated offline: heatkv, amskv, scalekv\)" -- calibrate --policy streaming --model "$work/var"
 # AMS-KV's threshold profiling: the file lands in the bundle with a theta that makes one
 # of the six layers cache-demanding, and amskv runs with it.
 if out=$("$cli" calibrate --policy amskv --model "$work/var" --images 3 --threads 1 2>&1) &&
@@ -232,6 +232,26 @@ if "$cli" calibrate --policy amskv --model "$work/var" --images 2 --threads 1 --
   pass var-calibrate-amskv-fraction
 else
   fail var-calibrate-amskv-fraction
+fi
+# ScaleKV's calibration: per layer and scale the ASI's two terms, in the bundle, read by
+# the next scalekv run instead of measuring on first use.
+if out=$("$cli" calibrate --policy scalekv --model "$work/var" --images 3 --threads 1 2>&1) &&
+   grep -q "wrote $work/var/scalekv_calibration.json" <<<"$out" &&
+   grep -q "ASI Z-score per layer (rows) and scale (columns), K' = 16" <<<"$out" &&
+   python3 - "$work/var/scalekv_calibration.json" <<'PY' &&
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["format"] == "kvstudio-scalekv-calibration" and c["top_k"] == 16, c["format"]
+assert c["layers"] == 6 and c["classes"] == [0, 3, 6] and c["samples"] == 3, c
+assert len(c["current_ratio"]) == 6 * len(c["unit_tokens"]) == len(c["history_top_k"])
+assert all(0 <= v <= 1 for v in c["current_ratio"] + c["history_top_k"])
+PY
+   out=$("$cli" generate --model "$work/var" --class 2 --policy scalekv:rho=1/4 --threads 1 --log-level info --out "$work/vsk.png" 2>&1) &&
+   grep -q "loaded the ScaleKV calibration $work/var/scalekv_calibration.json" <<<"$out" &&
+   ! grep -q "first use" <<<"$out"; then
+  pass var-calibrate-scalekv
+else
+  fail var-calibrate-scalekv
 fi
 expect_error calibrate-fraction-not-amskv "option --demanding-fraction applies to --policy amskv" -- calibrate --policy heatkv --model "$work/var" --demanding-fraction 0.2
 expect_error calibrate-fraction-range "option --demanding-fraction must be in \(0, 1\)" -- calibrate --policy amskv --model "$work/var" --demanding-fraction 1

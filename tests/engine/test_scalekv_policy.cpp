@@ -5,9 +5,11 @@
 // the names of the scale family's policies as the CLI and the bench parse them.
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "engine/cache/kv_store.h"
 #include "engine/cache/policies/attention_selectivity_meter.h"
@@ -16,6 +18,7 @@
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scalekv_policy.h"
 #include "engine/core/errors.h"
+#include "engine/io/mapped_file.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/family_registry.h"
 #include "engine/models/generation_session.h"
@@ -294,4 +297,104 @@ TEST(ScalePolicyNames, TheScaleFamilyParsesItsPolicies) {
   } catch (const InvalidArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("window does not apply to next-scale models"), std::string::npos) << e.what();
   }
+}
+
+TEST(ScaleKvCalibrationFile, RoundTripsAndRefusesWhatIsNotACalibration) {
+  const PolicyContext c = scale_context({1, 4, 9, 16}, 3);
+  LayerSelectivityProfile p = profile_with_drafter(c, 1);
+  p.model = "tiny";
+  p.classes = {0, 3};
+  p.samples = 2;
+  p.seed = 9;
+  p.cfg = 1.5;
+  test::TempDir dir;
+  const std::string path = dir.file(kScaleKvCalibrationFile);
+  p.save(path);
+  const LayerSelectivityProfile back = LayerSelectivityProfile::load(path);
+  EXPECT_EQ(back.model, "tiny");
+  EXPECT_EQ(back.layers, 3);
+  EXPECT_EQ(back.unit_tokens, p.unit_tokens);
+  EXPECT_EQ(back.top_k, 16);
+  EXPECT_EQ(back.classes, p.classes);
+  EXPECT_EQ(back.seed, 9u);
+  EXPECT_EQ(back.current_ratio, p.current_ratio);
+  EXPECT_EQ(back.history_top_k, p.history_top_k);
+  EXPECT_EQ(back.drafters({1, 2, 3}, 3), p.drafters({1, 2, 3}, 3));
+
+  auto refused = [&](const std::string& text, const std::string& why) {
+    try {
+      LayerSelectivityProfile::from_json_text(text, "x/scalekv_calibration.json");
+      ADD_FAILURE() << "accepted: " << text.substr(0, 80);
+    } catch (const FormatError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("x/scalekv_calibration.json: not a ScaleKV calibration"), std::string::npos) << m;
+      EXPECT_NE(m.find(why), std::string::npos) << m;
+    }
+  };
+  const std::string good = p.to_json_text();
+  auto with = [&](const std::string& key, const std::string& value) {
+    nlohmann::json j = nlohmann::json::parse(good);
+    j[key] = nlohmann::json::parse(value);
+    return j.dump();
+  };
+  refused("{", "invalid JSON");
+  refused(R"({"format": "kvstudio-scale-attention-profile", "version": 1})", "format is not");
+  refused(with("version", "2"), "unsupported version 2");
+  refused(with("layers", "0"), "layers (1..4096)");
+  refused(with("layers", "100000000"), "layers (1..4096)");
+  refused(with("unit_tokens", "[1, 0, 9, 16]"), "a scale has no tokens");
+  refused(with("top_k", "0"), "top_k must be >= 1");
+  refused(with("current_ratio", "[0.5]"), "need 12 values each");
+  refused(with("history_top_k", "\"many\""), "type must be array");
+  nlohmann::json j = nlohmann::json::parse(good);
+  j["history_top_k"][5] = 1.5;
+  refused(j.dump(), "layer 1, scale 1: 1.5");
+  j["history_top_k"][5] = -0.1;
+  refused(j.dump(), "is not an attention share");
+
+  // Another model's: refused with the way out.
+  try {
+    back.check_matches(scale_context({1, 4, 9, 16}, 4));
+    FAIL() << "a 3-layer calibration on a 4-layer model";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("calibrate --policy scalekv"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ScaleKvCalibrationFile, ASessionReadsTheBundlesFile) {
+  SmallVar var;
+  const std::string path = var.dir.file(kScaleKvCalibrationFile);
+  GenerationRequest req;
+  req.model_path = var.dir.path().string();
+  req.class_ids = {1};
+  req.device = "cpu";
+  req.threads = 1;
+  req.policy = "scalekv:budget=30";
+  // A corrupt file is an error that names it (not silently measured again).
+  io::write_file_atomic(path, "{\"format\": \"kvstudio-scalekv-calibration\", \"version\": 1}");
+  try {
+    GenerationSession().run(req);
+    FAIL() << "a corrupt calibration file was ignored";
+  } catch (const FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find(path + ": not a ScaleKV calibration"), std::string::npos) << e.what();
+  }
+  // Another model's (4 layers for this 3-layer one): refused with the way out.
+  const PolicyContext four = scale_context({1, 4, 9, 16, 25, 36}, 4);
+  LayerSelectivityProfile::uniform(four, 16).save(path);
+  try {
+    GenerationSession().run(req);
+    FAIL() << "a calibration of another model was used";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("calibrate --policy scalekv"), std::string::npos) << e.what();
+  }
+  // This model's, measured for another K': the run measures its own and succeeds.
+  ScaleParams params;
+  LayerSelectivityProfile other_k = calibrate_attention_selectivity(var.model, {0, 4}, params, 4);
+  other_k.save(path);
+  const GenerationResult measured = GenerationSession().run(req);
+  EXPECT_LT(measured.kv_bytes_logical_final, measured.kv_bytes_full);
+  // What the session measures on first use, stored: the same image as without the file.
+  std::filesystem::remove(path);
+  const GenerationResult first_use = GenerationSession().run(req);
+  EXPECT_EQ(first_use.tokens, measured.tokens);
 }

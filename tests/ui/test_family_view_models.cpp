@@ -96,7 +96,7 @@ class TestFamilyViewModels : public QObject {
     run.setModel(varSummary());
     QCOMPARE(run.family().name, std::string("var"));
     QCOMPARE(run.family().unit, kvs::GenerationUnit::Scale);
-    run.setCalibrationPending(true);
+    run.setCalibrationPending(&run.family().calibrated_on_first_use.at(0));
     run.track(nullptr, 1, kvs::GenerationRequest{});
     QVERIFY(run.calibrating());  // loading, no scale yet
     run.handleStarted(kvs::StartedEvent{"var", "cpu", 1, 3, 3, 14, "scale", 3, "var", 0, {}});
@@ -212,9 +212,13 @@ class TestFamilyViewModels : public QObject {
     QVERIFY(!policyFamilyProblem(QStringLiteral("lazymar"), llamagen).isEmpty());
     QVERIFY(policyFamilyProblem(QStringLiteral("heatkv:budget=0.1"), var).isEmpty());
     QVERIFY(policyFamilyProblem(QStringLiteral("full"), mar).isEmpty());
-    QVERIFY(calibratedPolicy(QStringLiteral("heatkv:budget=0.1"), var));
-    QVERIFY(!calibratedPolicy(QStringLiteral("streaming"), var) && !calibratedPolicy(QStringLiteral("amskv"), var) &&
-            !calibratedPolicy(QStringLiteral("heatkv"), llamagen));
+    const auto* heatkv = firstUseCalibration(QStringLiteral("heatkv:budget=0.1"), var);
+    QVERIFY(heatkv && heatkv->label == "HeatKV" && heatkv->file == "heatkv_calibration.json");
+    const auto* scalekv = firstUseCalibration(QStringLiteral("scalekv:rho=1/4"), var);
+    QVERIFY(scalekv && scalekv->label == "ScaleKV" && scalekv->file == "scalekv_calibration.json");
+    QVERIFY(!firstUseCalibration(QStringLiteral("streaming"), var) &&
+            !firstUseCalibration(QStringLiteral("amskv"), var) &&
+            !firstUseCalibration(QStringLiteral("heatkv"), llamagen));
     // An unknown family offers no policies (and says so instead of guessing one).
     QVERIFY(!knownFamily("no-such-family") && policiesForFamily(familyDescription("no-such-family")).isEmpty());
     for (const kvs::FamilyDescription* f : {&llamagen, &var, &mar})

@@ -143,7 +143,7 @@ class TestWindowFamilies : public QObject {
     QVERIFY(w.generate());
     // The bundle has no heatkv_calibration.json: the window says it is calibrating.
     QVERIFY(w.run()->calibrating());
-    QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("Calibrating")));
+    QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("Calibrating HeatKV")));
     QVERIFY(done.wait(120000));
     const int64_t scales = w.run()->unitsTotal();
     QVERIFY(scales >= 3);
@@ -156,6 +156,23 @@ class TestWindowFamilies : public QObject {
     QCOMPARE(w.run()->scaleAttention().size(), static_cast<size_t>(scales));
     QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("scale %1/%1").arg(scales)));
     QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a VAR generation");
+  }
+
+  void varScaleKvSaysItCalibratesOncePerModel() {
+    MainWindow w(options(KVSTUDIO_VAR_DEMO));
+    w.show();
+    QVERIFY(w.setPolicySpec(QStringLiteral("scalekv:rho=1/4")));
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QVERIFY(w.generate());
+    // No scalekv_calibration.json in this bundle: the window names the policy and its work.
+    QVERIFY(w.run()->calibrating());
+    QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("Calibrating ScaleKV")));
+    QVERIFY(done.wait(120000));
+    // The loaded model keeps it: the next scalekv run starts drawing at once.
+    QVERIFY(w.generate());
+    QVERIFY(!w.run()->calibrating());
+    QVERIFY(done.wait(120000));
+    QVERIFY(w.run()->memory().back().kv_bytes_logical < w.run()->memory().back().kv_bytes_full);
   }
 
   void janusGeneratesFromAPromptWithItsWordsUnderTheCanvas() {

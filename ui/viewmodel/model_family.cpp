@@ -69,15 +69,17 @@ QStringList comparePresets(const kvs::FamilyDescription& family) {
   return out;
 }
 
-bool calibratedPolicy(const QString& spec, const kvs::FamilyDescription& family) {
+const kvs::FamilyDescription::FirstUseCalibration* firstUseCalibration(const QString& spec,
+                                                                       const kvs::FamilyDescription& family) {
   std::string name;
   try {
     name = kvs::split_policy_spec(spec.trimmed().toStdString()).name;
   } catch (const std::exception&) {
-    return false;
+    return nullptr;
   }
-  return std::find(family.calibrated_on_first_use.begin(), family.calibrated_on_first_use.end(), name) !=
-         family.calibrated_on_first_use.end();
+  for (const auto& c : family.calibrated_on_first_use)
+    if (c.policy == name) return &c;
+  return nullptr;
 }
 
 bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return !family.discrete_tokens; }

@@ -39,9 +39,11 @@ QStringList policiesForFamily(const kvs::FamilyDescription& family);
 QString policyFamilyProblem(const QString& spec, const kvs::FamilyDescription& family);
 // Example specs offered in the compare view's combo boxes ("" = the pane is off).
 QStringList comparePresets(const kvs::FamilyDescription& family);
-// Whether the family's runs of `spec` may calibrate first (a policy the family
-// calibrates on first use: HeatKV; AMS-KV's calibration is only read).
-bool calibratedPolicy(const QString& spec, const kvs::FamilyDescription& family);
+// The calibration the family's runs of `spec` may make first (a policy the
+// family calibrates on first use: HeatKV, ScaleKV; AMS-KV's calibration is only
+// read), or null.
+const kvs::FamilyDescription::FirstUseCalibration* firstUseCalibration(const QString& spec,
+                                                                       const kvs::FamilyDescription& family);
 
 // Whether the family samples continuous tokens (no token ids: top-k / top-p do
 // not apply, and GenerationResult::tokens holds the generation order).

@@ -70,8 +70,13 @@ class RunViewModel : public QObject {
   // The model's family (until the started event names it) and its scales.
   void setModel(const kvs::ModelSummary& model);
   // The session will calibrate the model before its first unit (HeatKV on a VAR
-  // bundle without heatkv_calibration.json): the window says so while it runs.
-  void setCalibrationPending(bool pending) { calibration_pending_ = pending; }
+  // bundle without heatkv_calibration.json, ScaleKV without its file): the window
+  // says so while it runs. Null: no calibration.
+  void setCalibrationPending(const kvs::FamilyDescription::FirstUseCalibration* calibration) {
+    calibration_ = calibration ? std::optional(*calibration) : std::nullopt;
+  }
+  // The pending calibration (meaningful while calibrating()).
+  const std::optional<kvs::FamilyDescription::FirstUseCalibration>& pendingCalibration() const { return calibration_; }
 
   // Event handlers (public so tests can feed events without a worker).
   void handleStarted(const kvs::StartedEvent& e);
@@ -103,7 +108,7 @@ class RunViewModel : public QObject {
   // "line 3/16", "scale 4/10", "step 12/64" (the unit under way while running).
   QString unitProgressText() const;
   // Calibrating before the first unit (see setCalibrationPending).
-  bool calibrating() const { return calibration_pending_ && active() && units_done_ == 0; }
+  bool calibrating() const { return calibration_.has_value() && active() && units_done_ == 0; }
   // Masked models: the step (0-based) that predicted each grid token, -1 while
   // unknown; row-major over the token grid.
   const std::vector<int32_t>& generationStep() const { return generation_step_; }
@@ -163,7 +168,7 @@ class RunViewModel : public QObject {
   UnitDonePtr last_unit_;
   std::string model_family_;  // ModelSummary::family
   ScaleLayout scale_layout_;
-  bool calibration_pending_ = false;
+  std::optional<kvs::FamilyDescription::FirstUseCalibration> calibration_;
   std::vector<int32_t> generation_step_;
   std::vector<std::vector<double>> scale_attention_;
   std::vector<double> prompt_attention_;

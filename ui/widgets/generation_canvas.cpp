@@ -104,10 +104,13 @@ void GenerationCanvas::paintEvent(QPaintEvent*) {
     p.setFont(f);
     QString text = placeholder_;
     if (run && run->active()) text = runStateText(run->state());
-    if (run && run->calibrating())
-      text = tr(
-          "Calibrating HeatKV for this model (first use: S-CAS head scores on 2 classes; "
-          "'kvstudio-cli calibrate' stores them in the bundle)…");
+    if (run && run->calibrating()) {
+      const auto& c = *run->pendingCalibration();
+      text = tr("Calibrating %1 for this model (first use: %2; 'kvstudio-cli calibrate --policy %3' stores it in the "
+                "bundle)…")
+                 .arg(QString::fromStdString(c.label), QString::fromStdString(c.work),
+                      QString::fromStdString(c.policy));
+    }
     if (run && run->state() == RunState::Failed) text = tr("Failed: %1").arg(run->errorMessage());
     p.drawText(img.adjusted(16, 16, -16, -16), Qt::AlignCenter | Qt::TextWordWrap, text);
     return;

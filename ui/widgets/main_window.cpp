@@ -27,7 +27,6 @@
 #include <QVBoxLayout>
 
 #include "engine/cache/policies/policy_catalog.h"
-#include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
 #include "engine/session/generation_metadata.h"
 #include "ui/bridge/generation_worker.h"
@@ -291,8 +290,8 @@ void MainWindow::buildUi() {
     else showError(tr("Policy change refused at %1 %2: %3").arg(unit).arg(m.unit + 1).arg(m.message));
   });
   connect(run_, &RunViewModel::finished, this, [this] {
-    if (calibratedPolicy(QString::fromStdString(run_->request().policy), run_->family()))
-      calibrated_models_.insert(QString::fromStdString(run_->request().model_path));
+    if (const auto* c = firstUseCalibration(QString::fromStdString(run_->request().policy), run_->family()))
+      calibrated_models_.insert(calibrationKey(QString::fromStdString(run_->request().model_path), *c));
     history_->addResult(run_->request(), run_->result(), model_.class_names);
     Q_EMIT runFinished(true);
   });
@@ -519,8 +518,9 @@ void MainWindow::refreshProgress() {
     return;
   }
   if (r->calibrating()) {
-    progress_->setFormat(tr("Calibrating HeatKV for this model (first use)…"));
-    progress_text_->setText(tr("S-CAS head scores on 2 classes; the image starts next"));
+    const auto& c = *r->pendingCalibration();
+    progress_->setFormat(tr("Calibrating %1 for this model (first use)…").arg(QString::fromStdString(c.label)));
+    progress_text_->setText(tr("%1; the image starts next").arg(QString::fromStdString(c.work)));
     return;
   }
   QString unit;
@@ -594,14 +594,19 @@ bool MainWindow::setPolicySpec(const QString& spec) {
   return true;
 }
 
-// A calibrated policy (HeatKV ranks heads from a calibration): a bundle without
-// its file gets one made by the session before the first unit (once per model in
-// this process).
-bool MainWindow::needsCalibration(const QString& spec) const {
-  if (!calibratedPolicy(spec, family())) return false;
+// A calibrated policy (HeatKV ranks heads, ScaleKV picks drafter layers from a
+// calibration): a bundle without its file gets one made by the session before
+// the first unit (once per model and policy in this process).
+const kvs::FamilyDescription::FirstUseCalibration* MainWindow::needsCalibration(const QString& spec) const {
+  const auto* c = firstUseCalibration(spec, family());
+  if (!c) return nullptr;
   const QString dir = QString::fromStdString(model_.dir);
-  if (calibrated_models_.contains(dir)) return false;
-  return !QFileInfo::exists(QDir(dir).filePath(QString::fromLatin1(kvs::kScaleAttentionProfileFile)));
+  if (calibrated_models_.contains(calibrationKey(dir, *c))) return nullptr;
+  return QFileInfo::exists(QDir(dir).filePath(QString::fromStdString(c->file))) ? nullptr : c;
+}
+
+QString MainWindow::calibrationKey(const QString& modelDir, const kvs::FamilyDescription::FirstUseCalibration& c) {
+  return modelDir + QLatin1Char('\n') + QString::fromStdString(c.policy);
 }
 
 // Everything that depends on the model's family besides the parameter panel

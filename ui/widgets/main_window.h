@@ -118,7 +118,8 @@ class MainWindow : public QMainWindow {
   void applyOverlayControls();
   void refreshMaskChoices();
   void applyFamily();
-  bool needsCalibration(const QString& spec) const;
+  const kvs::FamilyDescription::FirstUseCalibration* needsCalibration(const QString& spec) const;
+  static QString calibrationKey(const QString& modelDir, const kvs::FamilyDescription::FirstUseCalibration& c);
   void placeDebugOverlay();
   void showError(const QString& message);
   void showNotice(const QString& message);
@@ -159,7 +160,7 @@ class MainWindow : public QMainWindow {
   QPointer<ModelManagerDialog> model_manager_;
   QLabel* status_label_ = nullptr;
   QLabel* map_title_ = nullptr;
-  QSet<QString> calibrated_models_;  // VAR bundles calibrated for HeatKV in this process
+  QSet<QString> calibrated_models_;  // calibrationKey()s of the first-use calibrations made in this process
   QTimer* policy_change_timer_ = nullptr;
   QString pending_policy_;
   CompareSchedulePreference compare_schedule_ = CompareSchedulePreference::Automatic;

@@ -13,6 +13,7 @@
 // ASI within scale k over the layers (Eq. 3); the drafters are the pairs of
 // lowest Z. Torch-free.
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace kvs {
@@ -20,11 +21,14 @@ namespace kvs {
 struct PolicyContext;
 
 struct LayerSelectivityProfile {
+  std::string model;  // the model it was measured on (informational)
   int64_t layers = 0;
-  std::vector<int64_t> unit_tokens;   // tokens per scale (1, 4, 9, ...)
-  int64_t top_k = 0;                  // K' of the history term
-  int64_t samples = 0;                // calibration images
-  std::vector<int64_t> classes;       // their classes (empty for a stand-in)
+  std::vector<int64_t> unit_tokens;  // tokens per scale (1, 4, 9, ...)
+  int64_t top_k = 0;                 // K' of the history term
+  int64_t samples = 0;               // calibration images
+  std::vector<int64_t> classes;      // their classes (empty for a stand-in)
+  uint64_t seed = 0;                 // sampling seed and CFG scale of the calibration run
+  double cfg = 0;
   std::vector<double> current_ratio;  // [layer][scale]: E_i sum over C_k of alpha_ij
   std::vector<double> history_top_k;  // [layer][scale]: E_i of the K' largest alpha_ij over P_{k-1}
 
@@ -43,6 +47,17 @@ struct LayerSelectivityProfile {
   // Every layer alike at every scale (all Z = 0): a stand-in of the right
   // geometry that checks a policy's parameters before the calibration exists.
   static LayerSelectivityProfile uniform(const PolicyContext& context, int64_t top_k);
+
+  // The calibration file kept in a model bundle (kScaleKvCalibrationFile): JSON
+  // with the two ASI terms per [layer][scale]. A file that is not one, or whose
+  // numbers cannot be attention ratios, is a FormatError naming `source`.
+  std::string to_json_text() const;
+  static LayerSelectivityProfile from_json_text(const std::string& text, const std::string& source);
+  void save(const std::string& path) const;                      // written atomically
+  static LayerSelectivityProfile load(const std::string& path);  // FileError / FormatError
 };
+
+// Where `kvstudio-cli calibrate --policy scalekv` stores it in a bundle.
+inline constexpr const char* kScaleKvCalibrationFile = "scalekv_calibration.json";
 
 }  // namespace kvs

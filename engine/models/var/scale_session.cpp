@@ -74,17 +74,31 @@ std::shared_ptr<const ScaleAttentionProfile> scale_profile_for(const VarModel& m
   return slot;
 }
 
-// ScaleKV's calibration for K' = top_k: the one kept with the loaded model, else a
-// fresh one (the paper's 10 calibration prompts: 10 classes spread over the
-// model's, or all of them), kept for later runs.
+// ScaleKV's calibration for K' = top_k: the one kept with the loaded model, the
+// bundle's file (when measured with the same K'), else a fresh one (the paper's
+// 10 calibration prompts: 10 classes spread over the model's, or all of them),
+// kept for later runs. A corrupt file is an error, not silently replaced.
 std::shared_ptr<const LayerSelectivityProfile> selectivity_for(const VarModel& model,
                                                                std::shared_ptr<const LayerSelectivityProfile>& slot,
                                                                int64_t top_k, const GenerationRequest& request,
                                                                const RunContext& ctx) {
   if (slot && slot->top_k == top_k) return slot;
+  auto log = module_logger("session");
+  const std::string path = ctx.bundle_dir + "/" + kScaleKvCalibrationFile;
+  std::error_code ec;
+  if (!ctx.bundle_dir.empty() && std::filesystem::exists(path, ec)) {
+    auto stored = std::make_shared<const LayerSelectivityProfile>(LayerSelectivityProfile::load(path));
+    if (stored->top_k == top_k) {
+      log.info("loaded the ScaleKV calibration " + path);
+      slot = stored;
+      return slot;
+    }
+    log.info("the ScaleKV calibration " + path + " was measured with top_k=" + std::to_string(stored->top_k) +
+             ", this run asks top_k=" + std::to_string(top_k) + ": measuring one for it");
+  }
   const std::vector<int64_t> classes = spread_classes(model.transformer->config().num_classes, 10);
-  module_logger("session").info("measuring the attention selectivity of " + model.name + " on " +
-                                std::to_string(classes.size()) + " classes (ScaleKV's calibration, first use)");
+  log.info("measuring the attention selectivity of " + model.name + " on " + std::to_string(classes.size()) +
+           " classes (ScaleKV's calibration, first use)");
   ScaleParams params;
   params.cfg = request.cfg_scale;
   params.sampling = request.sampling;

@@ -20,7 +20,11 @@ LayerSelectivityProfile calibrate_attention_selectivity(const VarModel& model, c
   hooks.cancelled = cancelled;
   hooks.policy = [&meter]() -> CachePolicy* { return &meter; };
   generate_scales(*model.transformer, *model.vqvae, at::tensor(classes), params, hooks);
-  return meter.profile(classes);
+  LayerSelectivityProfile profile = meter.profile(classes);
+  profile.model = model.name;
+  profile.seed = params.seed;
+  profile.cfg = params.cfg;
+  return profile;
 }
 
 }  // namespace kvs::var

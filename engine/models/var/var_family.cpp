@@ -7,13 +7,16 @@
 
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/cache/policies/scalekv_policy.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scale_session.h"
+#include "engine/models/var/scalekv_calibration.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_config.h"
 #include "engine/models/var/var_conformance.h"
@@ -64,6 +67,22 @@ std::string similarity_table(const AmsKvCalibration& c) {
   for (int64_t l = 0; l < c.layers; ++l) {
     const double s = c.layer_statistic[static_cast<size_t>(l)];
     out += format_text("\n%5lld  %10.6f  %s", static_cast<long long>(l), s, s < c.theta.theta ? "yes" : "no");
+  }
+  return out;
+}
+
+// ScaleKV's calibration as `calibrate` prints it: per layer and scale the ASI's
+// Z-score within the scale (Eq. 3); the lowest become drafters (how many depends
+// on the run's budget and drafter share).
+std::string selectivity_table(const LayerSelectivityProfile& p) {
+  std::string out = format_text("ASI Z-score per layer (rows) and scale (columns), K' = %lld; lowest = drafters",
+                                static_cast<long long>(p.top_k));
+  out += "\nlayer";
+  for (int64_t k = 1; k < p.scales(); ++k) out += format_text("  %6lld", static_cast<long long>(k));
+  for (int64_t l = 0; l < p.layers; ++l) {
+    out += format_text("\n%5lld", static_cast<long long>(l));
+    // Scale 0 has no history (P_{-1} is empty): its ASI is 0 in every layer.
+    for (int64_t k = 1; k < p.scales(); ++k) out += format_text("  %6.2f", p.z_score(l, k));
   }
   return out;
 }
@@ -257,9 +276,10 @@ class VarFamily : public ModelFamily {
 
   std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
                         const CalibrationRequest& request) const override {
-    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv";
-    if (!heatkv && !amskv) return ModelFamily::calibrate(bundle, device, request);
-    if (heatkv && request.demanding_fraction != 0)
+    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv",
+               scalekv = request.policy == "scalekv";
+    if (!heatkv && !amskv && !scalekv) return ModelFamily::calibrate(bundle, device, request);
+    if (!amskv && request.demanding_fraction != 0)
       throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
     const double fraction = request.demanding_fraction != 0 ? request.demanding_fraction : 1.0 / 6.0;
     if (!(fraction > 0 && fraction < 1))
@@ -277,7 +297,9 @@ class VarFamily : public ModelFamily {
     ScaleParams params;
     params.cfg = request.cfg;
     params.seed = request.seed;
-    const std::string file = heatkv ? kScaleAttentionProfileFile : kAmsKvCalibrationFile;
+    const std::string file = heatkv    ? kScaleAttentionProfileFile
+                             : scalekv ? kScaleKvCalibrationFile
+                                       : kAmsKvCalibrationFile;
     const std::string out = request.out.empty() ? bundle.dir + "/" + file : request.out;
     const auto start = std::chrono::steady_clock::now();
     std::string table;
@@ -285,6 +307,12 @@ class VarFamily : public ModelFamily {
       const ScaleAttentionProfile profile = calibrate_scale_attention(model, classes, params);
       profile.save(out);
       table = scas_table(profile);
+    } else if (scalekv) {
+      // K' as the policy's default uses it; a run with another top_k measures its own.
+      const LayerSelectivityProfile profile = calibrate_attention_selectivity(model, classes, params,
+                                                                              ScaleKvOptions{}.top_k);
+      profile.save(out);
+      table = selectivity_table(profile);
     } else {
       AmsKvCalibration calibration = calibrate_key_similarity(model, classes, params, fraction);
       calibration.created = utc_now();
