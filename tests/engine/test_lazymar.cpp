@@ -371,3 +371,44 @@ TEST(LazyMar, SessionReportsRecomputedPositionsAndFlopsPerStep) {
   EXPECT_LT(lazy.flops, full.flops);
   EXPECT_EQ(lazy.images.size(), 2u);
 }
+
+TEST(LazyMar, ASwitchAskedForMidRunIsRefusedWithTheReason) {
+  TinyMar tiny;
+  GenerationRequest request;
+  request.model_path = tiny.dir.path().string();
+  request.class_ids = {1};
+  request.steps = 4;
+  request.device = "cpu";
+  request.threads = 1;
+  request.policy = "lazymar";
+  GenerationSession session;
+  struct Sink : EventSink {
+    GenerationSession* session = nullptr;
+    std::vector<std::string> asks;
+    std::vector<PolicyChangedEvent> changes;
+    size_t units = 0;
+    void on_event(const GenerationEvent& e) override {
+      if (std::holds_alternative<UnitDoneEvent>(e) && units < asks.size())
+        session->request_policy_change(asks[units++]);
+      if (const auto* p = std::get_if<PolicyChangedEvent>(&e)) changes.push_back(*p);
+    }
+  } sink;
+  sink.session = &session;
+  sink.asks = {"full", "lazymar:layer=-1", "lazymar"};
+  const GenerationResult plain = session.run(request);
+  const GenerationResult asked = session.run(request, &sink);
+  ASSERT_EQ(sink.changes.size(), 3u);
+  // A valid spec: refused, it applies from the next generation.
+  EXPECT_FALSE(sink.changes[0].accepted);
+  EXPECT_EQ(sink.changes[0].policy, "lazymar");
+  EXPECT_NE(sink.changes[0].message.find("'full' applies from the next generation"), std::string::npos)
+      << sink.changes[0].message;
+  // An invalid one: its own problem.
+  EXPECT_FALSE(sink.changes[1].accepted);
+  EXPECT_NE(sink.changes[1].message.find("layer -1 is impossible"), std::string::npos) << sink.changes[1].message;
+  // The active one: nothing to change.
+  EXPECT_TRUE(sink.changes[2].accepted);
+  // The run went on with its own policy.
+  EXPECT_EQ(asked.tokens, plain.tokens);
+  EXPECT_EQ(asked.flops, plain.flops);
+}

@@ -160,6 +160,17 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
     }
     clock.preview_if_due(unit, request, [&] { return decode_tokens(model, *step.tokens); });
     ctx.emit(unit);
+    // A masked model's feature caches are built over the run's steps (LazyMAR's
+    // schedule counts from the first step), so a switch asked for mid-run is
+    // checked and then refused: it applies from the next generation.
+    std::string active = request.policy;
+    apply_policy_change(ctx, step.step, active, [&](const std::string& spec) {
+      if (spec == request.policy) return;  // already active
+      MarFlopCounter scratch;
+      make_masked_feature_cache(spec, config, &scratch, request.seed);  // an invalid spec says what is wrong
+      throw InvalidArgumentError("a masked (MAR) model keeps its feature cache for the whole run: '" + spec +
+                                 "' applies from the next generation");
+    });
   };
   SeededMarRandom rng(request.seed);
   const MaskedResult generated = generate_masked(model, at::tensor(request.class_ids), params, rng, hooks);
