@@ -11,7 +11,7 @@
 // process for leaks at exit.
 //
 // KVSTUDIO_STORM_RUNS sets the number of generations (default 300; the test
-// command runs 1,000, and 300 under the sanitizers), and
+// command runs 1,000, under the sanitizers too), and
 // KVSTUDIO_STORM_SEED the random seed (a failure prints it).
 #include <gtest/gtest.h>
 
