@@ -2,7 +2,9 @@
 
 #include <png.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -91,7 +93,7 @@ void write_png(const std::string& path, const RgbImage& image, const PngTextChun
     throw Error("write_png " + path + ": image buffer does not match its size");
   const std::string tmp = path + ".tmp-kvstudio";
   std::unique_ptr<FILE, FileCloser> file(std::fopen(tmp.c_str(), "wb"));
-  if (!file) throw FileError("file " + path + ": cannot open for writing");
+  if (!file) throw FileError("file " + path + ": cannot open for writing (" + std::strerror(errno) + ")");
   std::vector<png_text> chunks(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     chunks[i] = png_text{};

@@ -60,7 +60,7 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   const std::string tmp = path + ".tmp-kvstudio";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw FileError("file " + path + ": cannot open for writing");
+    if (!out) throw FileError("file " + path + ": cannot open for writing (" + std::strerror(errno) + ")");
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) {

@@ -269,6 +269,15 @@ class TestMainWindow : public QObject {
     const QString path = dir.filePath(QStringLiteral("saved.png"));
     w.savePng(0, path);
     QVERIFY(QFileInfo::exists(path));
+    // A place that cannot be written: one clear message, no file, the history kept,
+    // and the next save works.
+    w.savePng(0, QStringLiteral("/proc/kvstudio-saved.png"));
+    QVERIFY(w.banner()->message().contains(QStringLiteral("/proc/kvstudio-saved.png: cannot open for writing")));
+    QVERIFY(!QFileInfo::exists(QStringLiteral("/proc/kvstudio-saved.png")));
+    QCOMPARE(w.history()->size(), 1);
+    const QString again = dir.filePath(QStringLiteral("again.png"));
+    w.savePng(0, again);
+    QVERIFY(QFileInfo::exists(again));
     // Change everything, then recall from the file.
     GenerationSettings other = s;
     other.seed = 1;
