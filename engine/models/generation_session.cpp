@@ -4,6 +4,9 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
+#include <cstring>
+#include <new>
+
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
@@ -103,9 +106,22 @@ GenerationResult GenerationSession::run_opened(const io::ModelBundle* opened, co
     const std::string what = "out of device memory: " + first_line(e.what_without_backtrace());
     emit(sink, FailedEvent{what, false});
     throw OutOfMemoryError(what);
+  } catch (const std::bad_alloc&) {
+    const std::string what = "out of host memory (a smaller batch or a compressed cache may fit)";
+    emit(sink, FailedEvent{what, false});
+    throw OutOfMemoryError(what);
   } catch (const std::exception& e) {
     // LibTorch errors (c10::Error) carry long backtraces: keep the first line.
     const std::string what = first_line(e.what());
+    // The CPU allocator failing is an enforce failure, not c10's OutOfMemoryError:
+    // the same error as a GPU's, with the allocator's own words.
+    const auto at = what.find("DefaultCPUAllocator: ");
+    if (at != std::string::npos) {
+      const std::string oom = "out of host memory: " + what.substr(at + std::strlen("DefaultCPUAllocator: ")) +
+                              " (a smaller batch or a compressed cache may fit)";
+      emit(sink, FailedEvent{oom, false});
+      throw OutOfMemoryError(oom);
+    }
     emit(sink, FailedEvent{"internal error: " + what, false});
     throw Error("internal error: " + what);
   }

@@ -1,19 +1,25 @@
-// What KV Studio writes when the disk says no: a PNG or a calibration saved to
+// What KV Studio does when the disk or the memory says no: a PNG or a calibration saved to
 // a full disk (the process's file-size limit stands in for it: writes past it
 // fail with EFBIG) or to a place that cannot be written. Each is a FileError
 // naming the file and the reason, leaves no partial or temporary file behind,
-// and never harms the file already there.
+// and never harms the file already there. A model folder deleted while its
+// model is loaded, and host memory running out during a run (an address-space
+// limit), are errors of that run that say so; the session goes on.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <random>
 #include <string>
 
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
 #include "engine/io/mapped_file.h"
+#include "engine/models/generation_session.h"
+#include "engine/models/llamagen/llamagen_random_init.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
@@ -50,6 +56,20 @@ class FileSizeLimit {
   rlimit saved_{};
   void (*old_handler_)(int) = nullptr;
 };
+
+// VmSize of /proc/self/status: the address space this process holds now.
+int64_t process_virtual_bytes() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  int64_t kib = 0;
+  while (status >> key) {
+    if (key == "VmSize:") {
+      status >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
 
 bool only_file_is(const std::filesystem::path& dir, const std::string& name) {
   int count = 0;
@@ -120,4 +140,59 @@ TEST(FileFaults, ACalibrationToAFullDiskKeepsTheOldOne) {
   }
   EXPECT_TRUE(only_file_is(dir.path(), "heatkv_calibration.json"));
   EXPECT_EQ(io::read_text_file(path), "{\"old\": true}\n");
+}
+
+TEST(FileFaults, AModelFolderThatDisappearsIsAnErrorOfTheNextRun) {
+  auto dir = std::make_unique<test::TempDir>();
+  llamagen::write_random_llamagen_bundle(dir->path().string(), "vanishing", test::tiny_gqa_gpt(), test::tiny_vq(), 3);
+  GenerationRequest r;
+  r.model_path = dir->path().string();
+  r.class_ids = {1};
+  r.device = "cpu";
+  r.threads = 1;
+  GenerationSession session;
+  const GenerationResult first = session.run(r);
+  const std::string gone = r.model_path;
+  dir.reset();  // the folder is deleted while the model is loaded
+  ASSERT_FALSE(std::filesystem::exists(gone));
+  const std::string message = test::error_of([&] { session.run(r); });
+  EXPECT_NE(message.find(gone), std::string::npos) << message;
+  // The session goes on with a model that exists.
+  test::TempDir other;
+  llamagen::write_random_llamagen_bundle(other.path().string(), "other", test::tiny_gqa_gpt(), test::tiny_vq(), 3);
+  r.model_path = other.path().string();
+  EXPECT_EQ(session.run(r).tokens, first.tokens);  // same weights seed, same tokens
+}
+
+TEST(FileFaults, HostMemoryRunningOutDuringARunIsAClearError) {
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "AddressSanitizer reserves the address space a limit would cut";
+#else
+  test::TempDir dir;
+  llamagen::GptConfig gpt = test::tiny_gqa_gpt();
+  gpt.block_size = 256;
+  llamagen::write_random_llamagen_bundle(dir.path().string(), "hungry", gpt, test::tiny_vq(), 3);
+  GenerationRequest r;
+  r.model_path = dir.path().string();
+  r.device = "cpu";
+  r.threads = 1;
+  GenerationSession session;
+  r.class_ids = {1};
+  session.run(r);              // loaded and warmed up before the limit
+  r.class_ids.assign(256, 1);  // a batch whose cache and activations need far more than the limit leaves
+  std::string message;
+  {
+    rlimit saved{};
+    getrlimit(RLIMIT_AS, &saved);
+    rlimit limit = saved;
+    limit.rlim_cur = static_cast<rlim_t>(process_virtual_bytes() + (64 << 20));  // 64 MiB more than now
+    setrlimit(RLIMIT_AS, &limit);
+    message = test::error_of([&] { session.run(r); });
+    setrlimit(RLIMIT_AS, &saved);
+  }
+  EXPECT_EQ(message.rfind("out of host memory", 0), 0u) << message;
+  // Memory back: the same session runs.
+  r.class_ids = {1};
+  EXPECT_NO_THROW(session.run(r));
+#endif
 }
