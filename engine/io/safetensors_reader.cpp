@@ -33,8 +33,9 @@ DType from_scalar_type(c10::ScalarType type) {
                     " cannot be stored (supported: F32, F16, BF16, I64, I32, U8)");
 }
 
-std::shared_ptr<SafetensorsReader> SafetensorsReader::open(const std::string& path) {
+std::shared_ptr<SafetensorsReader> SafetensorsReader::open(const std::string& path, TensorMemory memory) {
   auto reader = std::make_shared<SafetensorsReader>();
+  reader->memory_ = memory;
   reader->file_ = MappedFile::open(path);
   reader->index_ = parse_safetensors(reader->file_->data(), reader->file_->size(), path);
   return reader;
@@ -57,7 +58,7 @@ at::Tensor SafetensorsReader::tensor(const std::string& name) const {
   auto keep_alive = file_;
   at::Tensor view = at::from_blob(
       ptr, entry->shape, [keep_alive](void*) {}, options);
-  if (reinterpret_cast<uintptr_t>(ptr) % align != 0) return view.clone();
+  if (memory_ == TensorMemory::OwnedCopy || reinterpret_cast<uintptr_t>(ptr) % align != 0) return view.clone();
   return view;
 }
 

@@ -1,6 +1,9 @@
 #pragma once
 // Tensors from a validated safetensors file, mapped without copying: each tensor
 // keeps the file mapping alive. Misaligned data (allowed by the format) is copied.
+// A loaded model asks for copies instead (TensorMemory::OwnedCopy): a view of a
+// mapped file faults (SIGBUS) when the file is truncated or replaced by a
+// shorter one while the model is open, and a window keeps models open for hours.
 #include <ATen/core/Tensor.h>
 
 #include <memory>
@@ -12,10 +15,16 @@
 
 namespace kvs::io {
 
+enum class TensorMemory {
+  MappedView,  // tensors read the file's mapping (datasets, inspection, conversion)
+  OwnedCopy,   // tensors own their bytes (weights of a model that stays loaded)
+};
+
 class SafetensorsReader {
  public:
   // Throws FileError / FormatError with the path in the message.
-  static std::shared_ptr<SafetensorsReader> open(const std::string& path);
+  static std::shared_ptr<SafetensorsReader> open(const std::string& path,
+                                                 TensorMemory memory = TensorMemory::MappedView);
 
   const std::string& path() const { return file_->path(); }
   const SafetensorsIndex& index() const { return index_; }
@@ -28,6 +37,7 @@ class SafetensorsReader {
  private:
   std::shared_ptr<MappedFile> file_;
   SafetensorsIndex index_;
+  TensorMemory memory_ = TensorMemory::MappedView;
 };
 
 c10::ScalarType to_scalar_type(DType dtype);

@@ -120,7 +120,8 @@ SceneClassifier::Output SceneClassifier::classify_u8(const at::Tensor& pixels_nh
 }
 
 SceneClassifier SceneClassifier::load(const std::string& path, at::Device device) {
-  auto reader = io::SafetensorsReader::open(path);
+  // Owned copies: the classifier stays loaded while bundles change on disk.
+  auto reader = io::SafetensorsReader::open(path, io::TensorMemory::OwnedCopy);
   const auto& meta = reader->index().metadata;
   auto kind = meta.find("kvstudio");
   auto config = meta.find("config");

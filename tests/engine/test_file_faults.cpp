@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include <csignal>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -195,4 +196,29 @@ TEST(FileFaults, HostMemoryRunningOutDuringARunIsAClearError) {
   r.class_ids = {1};
   EXPECT_NO_THROW(session.run(r));
 #endif
+}
+
+TEST(FileFaults, WeightsTruncatedUnderALoadedModelDoNotFaultIt) {
+  test::TempDir dir;
+  llamagen::write_random_llamagen_bundle(dir.path().string(), "shrinking", test::tiny_gqa_gpt(), test::tiny_vq(), 3);
+  GenerationRequest r;
+  r.model_path = dir.path().string();
+  r.class_ids = {2};
+  r.device = "cpu";
+  r.threads = 1;
+  GenerationSession session;
+  const GenerationResult before = session.run(r);
+  // The weights file is replaced by a shorter one while the model is loaded: a
+  // model reading the old file's mapping would die of SIGBUS here.
+  const std::string weights = dir.file("weights.safetensors");
+  std::filesystem::resize_file(weights, 64);
+  std::string message;
+  try {
+    EXPECT_EQ(session.run(r).tokens, before.tokens);  // the loaded weights are its own
+  } catch (const Error& e) {
+    message = e.what();  // or the bundle is refused when it is opened again, naming the file
+    EXPECT_NE(message.find(weights), std::string::npos) << message;
+  }
+  std::printf("truncated weights under a loaded model: %s\n",
+              message.empty() ? "the run used the loaded weights" : message.c_str());
 }

@@ -114,6 +114,10 @@ TEST(Safetensors, RoundTripsAllDtypesWithoutCopy) {
   // Zero copy: two reads of an aligned tensor share the mapping.
   EXPECT_EQ(reader->tensor("f32").data_ptr(), reader->tensor("f32").data_ptr());
   EXPECT_THROW(reader->tensor("missing"), FormatError);
+  // Owned copies (a model's weights): equal values, each read its own memory.
+  auto owned = io::SafetensorsReader::open(path, io::TensorMemory::OwnedCopy);
+  for (const auto& [name, t] : tensors) EXPECT_TRUE(at::equal(owned->tensor(name), t)) << name;
+  EXPECT_NE(owned->tensor("f32").data_ptr(), owned->tensor("f32").data_ptr());
 }
 
 TEST(Safetensors, MissingFileIsFileError) {

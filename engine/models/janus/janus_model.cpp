@@ -67,7 +67,8 @@ JanusModel JanusModel::load(const io::ModelBundle& bundle, at::Device device, at
   JanusConfig config;
   io::parse_manifest_sections(bundle, "architecture.janus",
                               [&] { config = janus_config_from_json(bundle.manifest.at("architecture").at("janus")); });
-  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  // Owned copies: the loaded model must not fault if its file changes while it is open.
+  auto reader = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
   JanusModel model = from_weights(config, *reader, device, dtype);
   model.name = bundle.name();
   auto tokenizer = std::make_shared<text::BpeTokenizer>(text::BpeTokenizer::load(janus_tokenizer_dir(bundle)));

@@ -34,7 +34,8 @@ LlamaGenModel LlamaGenModel::load(const io::ModelBundle& bundle, at::Device devi
     gpt_config = gpt_config_from_json(m.at("architecture").at("gpt"));
     vq_config = vq_config_from_json(m.at("tokenizer"));
   });
-  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  // Owned copies: the loaded model must not fault if its file changes while it is open.
+  auto reader = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
   LlamaGenModel model = from_weights(gpt_config, vq_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, gpt_config.num_classes);

@@ -42,7 +42,8 @@ MarModel MarModel::load(const io::ModelBundle& bundle, at::Device device, at::Sc
   MarConfig mar_config;
   KlVaeConfig vae_config;
   read_mar_manifest(bundle, mar_config, vae_config);
-  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  // Owned copies: the loaded model must not fault if its file changes while it is open.
+  auto reader = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
   MarModel model = from_weights(mar_config, vae_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, mar_config.class_num);

@@ -40,7 +40,8 @@ VarModel VarModel::load(const io::ModelBundle& bundle, at::Device device, at::Sc
   VarConfig var_config;
   VqvaeConfig vae_config;
   read_var_manifest(bundle, var_config, vae_config);
-  auto reader = io::SafetensorsReader::open(bundle.weights_path());
+  // Owned copies: the loaded model must not fault if its file changes while it is open.
+  auto reader = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
   VarModel model = from_weights(var_config, vae_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, var_config.num_classes);
