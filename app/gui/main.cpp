@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
   QApplication app(argc, argv);
   QApplication::setOrganizationName(QStringLiteral("KVStudio"));
   QApplication::setApplicationName(QStringLiteral("kvstudio"));
+  // Desktops match the window to its menu entry and icon (installer/linux).
+  QGuiApplication::setDesktopFileName(QStringLiteral("org.kvstudio.KVStudio"));
   QApplication::setApplicationVersion(QStringLiteral(KVSTUDIO_VERSION));
   kvs::ui::registerEngineMetaTypes();
 
