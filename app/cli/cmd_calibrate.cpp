@@ -1,5 +1,6 @@
 // kvstudio-cli calibrate: a policy's offline calibration of a bundle (HeatKV's
-// head ranking and AMS-KV's similarity threshold, on VAR).
+// head ranking, AMS-KV's similarity threshold and HACK's head classification, on
+// VAR).
 
 #include <algorithm>
 #include <cstdio>
@@ -20,7 +21,7 @@ namespace kvs::cli {
 namespace {
 
 const char* kHelp =
-    R"(usage: kvstudio-cli calibrate --policy heatkv|amskv [--model DIR] [--classes 1,2,...] [--images 4]
+    R"(usage: kvstudio-cli calibrate --policy heatkv|amskv|hack [--model DIR] [--classes 1,2,...] [--images 4]
                             [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda|cuda:N] [--threads N]
                             [--dtype auto|f32|bf16|f16] [--demanding-fraction 1/6 (amskv)]
 
@@ -41,6 +42,12 @@ const char* kHelp =
   it: per layer the lowest S over those scales, averaged over the images, and theta between
   the k-th and (k+1)-th lowest. Writes DIR/amskv_calibration.json; amskv then uses its theta
   unless theta= is given. Without it amskv keeps the paper's -0.008 (VAR-d30's value).
+
+  hack: HACK's offline head classification: every layer's and head's variance of its per-key
+  attention at every scale (normalised by the mean squared), from which the policy classes the
+  heads of highest variance contextual (vertical attention) and the others structural
+  (diagonal). Writes DIR/hack_calibration.json. Without it HACK measures it on 10 classes at
+  first use (HACK's 10 calibration prompts in the HeatKV paper); --images 10 does the same.
 )";
 
 std::vector<int64_t> parse_classes(const std::string& text) {

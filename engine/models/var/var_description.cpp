@@ -33,7 +33,7 @@ const FamilyDescription& var_description() {
         "--preset var-demo|var-d16|var-d20|var-d24|var-d30|var-d36\n"
         "  [--image-size 256|512 (default: the official one, 512 for d36)] [--classes N] [--seed N] [--dtype ...]\n"
         "  A randomly initialised VAR bundle (next-scale) with the official VQVAE (vae_ch160v4096z32).";
-    f.calibrated_policies = {"heatkv", "amskv"};
+    f.calibrated_policies = {"heatkv", "amskv", "hack"};
     f.calibrated_on_first_use = {"heatkv"};
     return f;
   }();

@@ -7,11 +7,13 @@
 
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/var/hack_calibration.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scale_session.h"
 #include "engine/models/var/var_calibration.h"
@@ -68,6 +70,21 @@ std::string similarity_table(const AmsKvCalibration& c) {
   return out;
 }
 
+// HACK's calibration as `calibrate` prints it: per layer each head's score (the
+// mean normalised attention variance) and its class at the default split (the
+// upper half of the scores contextual).
+std::string variance_table(const HeadVarianceProfile& p) {
+  const std::vector<uint8_t> contextual = p.contextual_heads((p.layers * p.heads + 1) / 2);
+  std::string out = "attention variance per head (mean over scales 1.." + std::to_string(p.scales() - 1) +
+                    "); C: contextual, S: structural at contextual=1/2";
+  for (int64_t l = 0; l < p.layers; ++l) {
+    out += format_text("\nlayer %2lld:", static_cast<long long>(l));
+    for (int64_t h = 0; h < p.heads; ++h)
+      out += format_text(" %8.3f %s", p.score(l, h), contextual[static_cast<size_t>(l * p.heads + h)] ? "C" : "S");
+  }
+  return out;
+}
+
 // Now in UTC, ISO 8601 (what a calibration file records).
 std::string utc_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -83,7 +100,7 @@ class VarFamily : public ModelFamily {
   const FamilyDescription& description() const override { return var_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    // The calibrations (HeatKV's, AMS-KV's, ScaleKV's) stay with the loaded model: read or
+    // The calibrations (HeatKV's, AMS-KV's, ScaleKV's, HACK's) stay with the loaded model: read or
     // measured when a policy first needs them.
     auto calibrations = std::make_shared<VarCalibrations>();
     return std::make_unique<LoadedModelOf<VarModel>>(
@@ -220,7 +237,7 @@ class VarFamily : public ModelFamily {
     const VarConfig config = var_config_from_json(bundle.manifest.at("architecture").at("var"));
     // CFG rows unless cfg is 0. HeatKV's calibration comes later (the bundle's,
     // or one measured on first use): a stand-in of the right geometry checks its
-    // parameters now.
+    // parameters now (ScaleKV and HACK build their own stand-ins).
     PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
     context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
     // AMS-KV's calibration is the bundle's own: a corrupt or mismatched one is refused now.
@@ -257,9 +274,9 @@ class VarFamily : public ModelFamily {
 
   std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
                         const CalibrationRequest& request) const override {
-    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv";
-    if (!heatkv && !amskv) return ModelFamily::calibrate(bundle, device, request);
-    if (heatkv && request.demanding_fraction != 0)
+    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv", hack = request.policy == "hack";
+    if (!heatkv && !amskv && !hack) return ModelFamily::calibrate(bundle, device, request);
+    if (!amskv && request.demanding_fraction != 0)
       throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
     const double fraction = request.demanding_fraction != 0 ? request.demanding_fraction : 1.0 / 6.0;
     if (!(fraction > 0 && fraction < 1))
@@ -277,7 +294,9 @@ class VarFamily : public ModelFamily {
     ScaleParams params;
     params.cfg = request.cfg;
     params.seed = request.seed;
-    const std::string file = heatkv ? kScaleAttentionProfileFile : kAmsKvCalibrationFile;
+    const std::string file = heatkv ? kScaleAttentionProfileFile
+                             : hack ? kHeadVarianceProfileFile
+                                    : kAmsKvCalibrationFile;
     const std::string out = request.out.empty() ? bundle.dir + "/" + file : request.out;
     const auto start = std::chrono::steady_clock::now();
     std::string table;
@@ -285,6 +304,10 @@ class VarFamily : public ModelFamily {
       const ScaleAttentionProfile profile = calibrate_scale_attention(model, classes, params);
       profile.save(out);
       table = scas_table(profile);
+    } else if (hack) {
+      const HeadVarianceProfile profile = calibrate_head_variance(model, classes, params);
+      profile.save(out);
+      table = variance_table(profile);
     } else {
       AmsKvCalibration calibration = calibrate_key_similarity(model, classes, params, fraction);
       calibration.created = utc_now();
