@@ -48,8 +48,8 @@ class TestWindowFamilies : public QObject {
     QCOMPARE(w.family().name, std::string("var"));
     QCOMPARE(w.parameters()->offeredPolicies(),
              (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"),
-                          QStringLiteral("heatkv"), QStringLiteral("scalekv"), QStringLiteral("h2o"),
-                          QStringLiteral("snapkv")}));
+                          QStringLiteral("heatkv"), QStringLiteral("scalekv"), QStringLiteral("hack"),
+                          QStringLiteral("h2o"), QStringLiteral("snapkv")}));
     // HeatKV's budget is a share of the whole cache: the slider writes it.
     QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("heatkv:budget=0.1"));
