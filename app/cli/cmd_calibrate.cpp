@@ -1,5 +1,6 @@
 // kvstudio-cli calibrate: a policy's offline calibration of a bundle (HeatKV's
-// head ranking, AMS-KV's similarity threshold and ScaleKV's drafter layers, on VAR).
+// head ranking, AMS-KV's similarity threshold, ScaleKV's drafter layers and
+// HACK's head classification, on VAR).
 
 #include <algorithm>
 #include <cstdio>
@@ -20,7 +21,7 @@ namespace kvs::cli {
 namespace {
 
 const char* kHelp =
-    R"(usage: kvstudio-cli calibrate --policy heatkv|amskv|scalekv [--model DIR] [--classes 1,2,...] [--images N]
+    R"(usage: kvstudio-cli calibrate --policy heatkv|amskv|scalekv|hack [--model DIR] [--classes 1,2,...] [--images N]
                             [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda|cuda:N] [--threads N]
                             [--dtype auto|f32|bf16|f16] [--demanding-fraction 1/6 (amskv)]
 
@@ -47,6 +48,12 @@ const char* kHelp =
   every scale (Eq. 2, K' = 16, the policy's default top_k), from which the policy picks its
   drafter layers per scale (lowest Z-score, Eq. 3). Writes DIR/scalekv_calibration.json;
   without it (or for another top_k) ScaleKV measures one on 10 classes at first use.
+
+  hack: HACK's offline head classification: every layer's and head's variance of its per-key
+  attention at every scale (normalised by the mean squared), from which the policy classes the
+  heads of highest variance contextual (vertical attention) and the others structural
+  (diagonal). Writes DIR/hack_calibration.json. Without it HACK measures it on 10 classes at
+  first use (HACK's 10 calibration prompts in the HeatKV paper); the default --images 10 does the same.
 )";
 
 std::vector<int64_t> parse_classes(const std::string& text) {

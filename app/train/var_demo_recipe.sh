@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The recipe of the VAR demo bundle (resources/models/var-demo): the multi-scale
 # VQVAE, the next-scale transformer, export (with the LlamaGen demo's evaluation
-# classifier), evaluation and HeatKV calibration, all at one thread. Every training command stops
-# itself before 90 minutes (--stop-after-minutes 89) and this script resumes it
-# until it has finished, so the script can also be re-run after an interruption
+# classifier), evaluation and the HeatKV, HACK and AMS-KV calibrations, all at one
+# thread. Every training command stops itself before 90 minutes
+# (--stop-after-minutes 89) and this script resumes it until it has finished, so
+# the script can also be re-run after an interruption
 # (each step continues from its checkpoint; finished steps return at once).
 #
 #   T=build/default/app/train/kvstudio-train W=build/train-work-var \
@@ -28,6 +29,10 @@ echo "== $(date -u +%FT%TZ) evaluate"
 # first-use calibration (10 calibration classes: the paper's N = 10 prompts).
 echo "== $(date -u +%FT%TZ) calibrate heatkv"
 "$CLI" calibrate --policy heatkv --model "$OUT" --images 10 --threads "$THREADS" || exit $?
+# HACK's head classification likewise (its 10 calibration prompts in the HeatKV
+# paper).
+echo "== $(date -u +%FT%TZ) calibrate hack"
+"$CLI" calibrate --policy hack --model "$OUT" --images 10 --threads "$THREADS" || exit $?
 # AMS-KV's threshold: VAR-d30's -0.008 promotes every layer of this model; one
 # image per class at the bundle's CFG places theta so a sixth of the layers are
 # cache-demanding.

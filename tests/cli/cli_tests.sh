@@ -188,15 +188,25 @@ if out=$("$cli" calibrate --policy heatkv --model "$work/var" --images 2 --threa
 else
   fail var-calibrate-heatkv
 fi
+# HACK's head classification likewise.
+if out=$("$cli" calibrate --policy hack --model "$work/var" --images 2 --threads 1 2>&1) &&
+   grep -q "wrote $work/var/hack_calibration.json" <<<"$out" &&
+   grep -q '"format": "kvstudio-head-variance-profile"' "$work/var/hack_calibration.json" &&
+   "$cli" generate --model "$work/var" --class 2 --policy hack:rho=1/4 --threads 1 --out "$work/vk.png" --quiet; then
+  pass var-calibrate-hack
+else
+  fail var-calibrate-hack
+fi
 if "$cli" bench --model "$work/var" \
-     --policies full,streaming:rho=1/4,amskv,heatkv:budget=0.1,scalekv:rho=1/4,h2o:rho=1/4,snapkv:rho=1/4 \
+     --policies full,streaming:rho=1/4,amskv,heatkv:budget=0.1,scalekv:rho=1/4,hack:rho=1/4,h2o:rho=1/4,snapkv:rho=1/4 \
      --threads 1 --no-warmup --quiet --json "$work/var-bench.json" >/dev/null &&
    python3 - "$work/var-bench.json" <<'PY'
 import json, sys
 records = {r["policy"]: r for r in json.load(open(sys.argv[1]))}
 full = records["full"]
 assert full["family"] == "var"
-for name in ("streaming:rho=1/4", "amskv", "heatkv:budget=0.1", "scalekv:rho=1/4", "h2o:rho=1/4", "snapkv:rho=1/4"):
+for name in ("streaming:rho=1/4", "amskv", "heatkv:budget=0.1", "scalekv:rho=1/4", "hack:rho=1/4", "h2o:rho=1/4",
+             "snapkv:rho=1/4"):
     r = records[name]
     assert r["kv_bytes_logical"] < full["kv_bytes_logical"], name
     assert 0 <= r["token_agreement"] <= 1 and r["psnr"] > 0, name
@@ -207,7 +217,7 @@ else
   fail var-bench-scale-policies
 fi
 expect_error var-amskv-on-raster "policy amskv works on next-scale \(VAR\) models only" -- generate --class 1 --policy amskv --out "$work/x.png" --quiet
-expect_error calibrate-not-calibrated "policy 'streaming' needs no calibration \(calibrated offline: heatkv, amskv, scalekv\)" -- calibrate --policy streaming --model "$work/var"
+expect_error calibrate-not-calibrated "policy 'streaming' needs no calibration \(calibrated offline: heatkv, amskv, scalekv, hack\)" -- calibrate --policy streaming --model "$work/var"
 # AMS-KV's threshold profiling: the file lands in the bundle with a theta that makes one
 # of the six layers cache-demanding, and amskv runs with it.
 if out=$("$cli" calibrate --policy amskv --model "$work/var" --images 3 --threads 1 2>&1) &&

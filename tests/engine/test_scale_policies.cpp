@@ -12,6 +12,8 @@
 
 #include "engine/cache/kv_store.h"
 #include "engine/cache/policies/amskv_policy.h"
+#include "engine/cache/policies/hack_policy.h"
+#include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/heatkv_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
@@ -19,6 +21,7 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/generation_session.h"
+#include "engine/models/var/hack_calibration.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
@@ -495,14 +498,17 @@ TEST(ScalePolicies, EveryScalePolicyKeepsItsBudgetAfterEveryLayerOfEveryScale) {
   PolicyContext context = scale_policy_context(config, 2, true, params.seed);
   context.scale_profile = std::make_shared<const ScaleAttentionProfile>(
       calibrate_scale_attention(var.model, {0, 2}, params));
+  const HeadVarianceProfile head_variance = calibrate_head_variance(var.model, {0, 2}, params);
   const ScaleResult full = generate_scales(*var.model.transformer, *var.model.vqvae, labels, params);
 
   for (const std::string spec :
        {"streaming:budget=30", "streaming:budget=30,sink_scales=0", "amskv", "amskv:theta=1",
         "amskv:allocation=uniform,demanding_layers=1", "heatkv:budget=0.3,sinks=2",
         "heatkv:budget=0.2,sinks=2,variant=binary", "heatkv:budget=0.5,pruning=naive", "h2o:budget=30",
-        "snapkv:budget=30", "snapkv:budget=30,cfg_decision=both", "scalekv:budget=30"}) {
+        "snapkv:budget=30", "snapkv:budget=30,cfg_decision=both", "scalekv:budget=30", "hack:budget=30",
+        "hack:budget=30,sinks=2,contextual=1/3,ratio=1/4"}) {
     auto policy = make_policy(spec, context);
+    if (auto* hack = dynamic_cast<HackPolicy*>(policy.get())) hack->set_head_variance(head_variance);
     int64_t limit_total = -1, limit_segment = -1;
     if (auto* heat = dynamic_cast<HeatKvPolicy*>(policy.get())) limit_total = heat->total_budget_tokens();
     else limit_segment = policy->budget_tokens();

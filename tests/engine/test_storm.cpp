@@ -87,8 +87,8 @@ struct StormModels {
                         5,
                         0,
                         6,
-                        {"full", "streaming:rho=1/4", "amskv", "heatkv:budget=0.3", "scalekv:rho=1/2", "h2o:rho=1/4",
-                         "snapkv:rho=1/4"},
+                        {"full", "streaming:rho=1/4", "amskv", "heatkv:budget=0.3", "scalekv:rho=1/2", "hack:rho=1/4",
+                         "h2o:rho=1/4", "snapkv:rho=1/4"},
                         {"linear:rho=1/4", "heatkv:budget=7", "no-such-policy"}});
     families.push_back(
         {"mar",

@@ -200,8 +200,8 @@ class TestFamilyViewModels : public QObject {
     const kvs::FamilyDescription& llamagen = familyDescription("llamagen");
     QCOMPARE(policiesForFamily(var),
              (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"),
-                          QStringLiteral("heatkv"), QStringLiteral("scalekv"), QStringLiteral("h2o"),
-                          QStringLiteral("snapkv")}));
+                          QStringLiteral("heatkv"), QStringLiteral("scalekv"), QStringLiteral("hack"),
+                          QStringLiteral("h2o"), QStringLiteral("snapkv")}));
     QCOMPARE(policiesForFamily(mar), (QStringList{QStringLiteral("full"), QStringLiteral("lazymar")}));
     const QStringList raster = policiesForFamily(llamagen);
     QVERIFY(raster.contains(QStringLiteral("linear")) && raster.contains(QStringLiteral("headkv")));
@@ -216,6 +216,8 @@ class TestFamilyViewModels : public QObject {
     QVERIFY(heatkv && heatkv->label == "HeatKV" && heatkv->file == "heatkv_calibration.json");
     const auto* scalekv = firstUseCalibration(QStringLiteral("scalekv:rho=1/4"), var);
     QVERIFY(scalekv && scalekv->label == "ScaleKV" && scalekv->file == "scalekv_calibration.json");
+    const auto* hack = firstUseCalibration(QStringLiteral("hack:rho=1/4"), var);
+    QVERIFY(hack && hack->label == "HACK" && hack->file == "hack_calibration.json");
     QVERIFY(!firstUseCalibration(QStringLiteral("streaming"), var) &&
             !firstUseCalibration(QStringLiteral("amskv"), var) &&
             !firstUseCalibration(QStringLiteral("heatkv"), llamagen));

@@ -9,12 +9,15 @@
 #include <memory>
 
 #include "engine/cache/policies/amskv_calibration.h"
+#include "engine/cache/policies/hack_policy.h"
+#include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/cache/policies/scalekv_policy.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
+#include "engine/models/var/hack_calibration.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scalekv_calibration.h"
 #include "engine/models/var/var_calibration.h"
@@ -108,6 +111,32 @@ std::shared_ptr<const LayerSelectivityProfile> selectivity_for(const VarModel& m
   return slot;
 }
 
+// HACK's calibration: the one kept with the loaded model, the bundle's file, or
+// a fresh one on HACK's 10 calibration prompts (10 classes spread over the
+// model's, or all of them), kept for later runs.
+std::shared_ptr<const HeadVarianceProfile> head_variance_for(const VarModel& model,
+                                                             std::shared_ptr<const HeadVarianceProfile>& slot,
+                                                             const GenerationRequest& request, const RunContext& ctx) {
+  if (slot) return slot;
+  auto log = module_logger("session");
+  const std::string path = ctx.bundle_dir + "/" + kHeadVarianceProfileFile;
+  std::error_code ec;
+  if (!ctx.bundle_dir.empty() && std::filesystem::exists(path, ec)) {
+    slot = std::make_shared<const HeadVarianceProfile>(HeadVarianceProfile::load(path));
+    log.info("loaded the HACK head calibration " + path);
+    return slot;
+  }
+  const std::vector<int64_t> classes = spread_classes(model.transformer->config().num_classes, 10);
+  log.info("measuring the head attention variance of " + model.name + " on " + std::to_string(classes.size()) +
+           " classes (HACK's calibration, first use; 'kvstudio-cli calibrate --policy hack --model DIR' stores one)");
+  ScaleParams params;
+  params.cfg = request.cfg_scale;
+  params.sampling = request.sampling;
+  params.seed = 0;
+  slot = std::make_shared<const HeadVarianceProfile>(calibrate_head_variance(model, classes, params, ctx.cancelled));
+  return slot;
+}
+
 }  // namespace
 
 std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
@@ -182,15 +211,18 @@ GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& ca
     context.amskv_calibration = calibrations.similarity;
     return context;
   };
-  // ScaleKV takes its calibration once built (the registry builds it with a stand-in).
+  // ScaleKV and HACK take their calibrations once built (the registry builds them
+  // with stand-ins).
   auto make = [&](const std::string& spec) {
     std::unique_ptr<CachePolicy> made = make_scale_policy(spec, context_for(spec));
     if (auto* scalekv = dynamic_cast<ScaleKvPolicy*>(made.get()))
       scalekv->set_selectivity(*selectivity_for(model, calibrations.selectivity, scalekv->top_k(), request, ctx));
+    if (auto* hack = dynamic_cast<HackPolicy*>(made.get()))
+      hack->set_head_variance(*head_variance_for(model, calibrations.head_variance, request, ctx));
     return made;
   };
   std::unique_ptr<CachePolicy> policy = make(request.policy);
-  // A calibration made on the way (HeatKV, ScaleKV, first use) is not counted in the run's time.
+  // A calibration made on the way (HeatKV, ScaleKV, HACK, first use) is not counted in the run's time.
   RunClock clock;
   std::string policy_spec = request.policy;
   ScaleHooks hooks;

@@ -16,6 +16,7 @@ namespace kvs {
 struct ScaleAttentionProfile;
 struct LayerSelectivityProfile;
 struct AmsKvCalibration;
+struct HeadVarianceProfile;
 struct PolicyContext;
 class CachePolicy;
 }  // namespace kvs
@@ -41,6 +42,10 @@ struct VarCalibrations {
   // ScaleKV's attention selectivity (K' = its top_k): measured once on the paper's
   // 10 calibration prompts (10 classes spread over the model's, or all of them).
   std::shared_ptr<const LayerSelectivityProfile> selectivity;
+  // HACK's head classification (per-head attention variance): the bundle's file
+  // when a hack run first needs it, else measured once on HACK's 10 calibration
+  // prompts (10 classes spread over the model's, or all of them).
+  std::shared_ptr<const HeadVarianceProfile> head_variance;
 };
 
 // The bundle's AMS-KV calibration when `spec` is amskv without an explicit

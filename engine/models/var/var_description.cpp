@@ -1,5 +1,6 @@
 #include "engine/models/var/var_family.h"
 
+#include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 
@@ -36,10 +37,12 @@ const FamilyDescription& var_description() {
         "--preset var-demo|var-d16|var-d20|var-d24|var-d30|var-d36\n"
         "  [--image-size 256|512 (default: the official one, 512 for d36)] [--classes N] [--seed N] [--dtype ...]\n"
         "  A randomly initialised VAR bundle (next-scale) with the official VQVAE (vae_ch160v4096z32).";
-    f.calibrated_policies = {"heatkv", "amskv", "scalekv"};
+    f.calibrated_policies = {"heatkv", "amskv", "scalekv", "hack"};
     f.calibrated_on_first_use = {{"heatkv", "HeatKV", kScaleAttentionProfileFile, "S-CAS head scores on 2 classes"},
                                  {"scalekv", "ScaleKV", kScaleKvCalibrationFile,
-                                  "drafter and refiner layers from 10 classes"}};
+                                  "drafter and refiner layers from 10 classes"},
+                                 {"hack", "HACK", kHeadVarianceProfileFile,
+                                  "contextual and structural heads from 10 classes"}};
     return f;
   }();
   return d;

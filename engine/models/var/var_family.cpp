@@ -7,6 +7,7 @@
 
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/cache/policies/scalekv_policy.h"
@@ -14,6 +15,7 @@
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/var/hack_calibration.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scale_session.h"
 #include "engine/models/var/scalekv_calibration.h"
@@ -87,6 +89,21 @@ std::string selectivity_table(const LayerSelectivityProfile& p) {
   return out;
 }
 
+// HACK's calibration as `calibrate` prints it: per layer each head's score (the
+// mean normalised attention variance) and its class at the default split (the
+// upper half of the scores contextual).
+std::string variance_table(const HeadVarianceProfile& p) {
+  const std::vector<uint8_t> contextual = p.contextual_heads((p.layers * p.heads + 1) / 2);
+  std::string out = "attention variance per head (mean over scales 1.." + std::to_string(p.scales() - 1) +
+                    "); C: contextual, S: structural at contextual=1/2";
+  for (int64_t l = 0; l < p.layers; ++l) {
+    out += format_text("\nlayer %2lld:", static_cast<long long>(l));
+    for (int64_t h = 0; h < p.heads; ++h)
+      out += format_text(" %8.3f %s", p.score(l, h), contextual[static_cast<size_t>(l * p.heads + h)] ? "C" : "S");
+  }
+  return out;
+}
+
 // Now in UTC, ISO 8601 (what a calibration file records).
 std::string utc_now() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
@@ -102,7 +119,7 @@ class VarFamily : public ModelFamily {
   const FamilyDescription& description() const override { return var_description(); }
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
-    // The calibrations (HeatKV's, AMS-KV's, ScaleKV's) stay with the loaded model: read or
+    // The calibrations (HeatKV's, AMS-KV's, ScaleKV's, HACK's) stay with the loaded model: read or
     // measured when a policy first needs them.
     auto calibrations = std::make_shared<VarCalibrations>();
     return std::make_unique<LoadedModelOf<VarModel>>(
@@ -239,7 +256,7 @@ class VarFamily : public ModelFamily {
     const VarConfig config = var_config_from_json(bundle.manifest.at("architecture").at("var"));
     // CFG rows unless cfg is 0. HeatKV's calibration comes later (the bundle's,
     // or one measured on first use): a stand-in of the right geometry checks its
-    // parameters now.
+    // parameters now (ScaleKV and HACK build their own stand-ins).
     PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
     context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
     // AMS-KV's calibration is the bundle's own: a corrupt or mismatched one is refused now.
@@ -277,8 +294,8 @@ class VarFamily : public ModelFamily {
   std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
                         const CalibrationRequest& request) const override {
     const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv",
-               scalekv = request.policy == "scalekv";
-    if (!heatkv && !amskv && !scalekv) return ModelFamily::calibrate(bundle, device, request);
+               scalekv = request.policy == "scalekv", hack = request.policy == "hack";
+    if (!heatkv && !amskv && !scalekv && !hack) return ModelFamily::calibrate(bundle, device, request);
     if (!amskv && request.demanding_fraction != 0)
       throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
     const double fraction = request.demanding_fraction != 0 ? request.demanding_fraction : 1.0 / 6.0;
@@ -299,6 +316,7 @@ class VarFamily : public ModelFamily {
     params.seed = request.seed;
     const std::string file = heatkv    ? kScaleAttentionProfileFile
                              : scalekv ? kScaleKvCalibrationFile
+                             : hack    ? kHeadVarianceProfileFile
                                        : kAmsKvCalibrationFile;
     const std::string out = request.out.empty() ? bundle.dir + "/" + file : request.out;
     const auto start = std::chrono::steady_clock::now();
@@ -313,6 +331,10 @@ class VarFamily : public ModelFamily {
                                                                               ScaleKvOptions{}.top_k);
       profile.save(out);
       table = selectivity_table(profile);
+    } else if (hack) {
+      const HeadVarianceProfile profile = calibrate_head_variance(model, classes, params);
+      profile.save(out);
+      table = variance_table(profile);
     } else {
       AmsKvCalibration calibration = calibrate_key_similarity(model, classes, params, fraction);
       calibration.created = utc_now();
