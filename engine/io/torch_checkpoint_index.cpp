@@ -172,7 +172,11 @@ CheckpointIndex index_torch_checkpoint(const uint8_t* data, std::size_t size, co
       throw FormatError(origin + ": " + where + " entry '" + one_line(name) + "' is " + vm.describe(value) +
                         ", expected a tensor (is this a state dict?)");
     const pickle::TensorData& t = vm.tensors[value.ref];
-    CheckpointTensor out{name, storages.storage_of(t, "'" + one_line(name) + "'"), t.offset, t.sizes, t.strides};
+    // Built by appending: GCC 12 warns (-Wrestrict, falsely) on "'" + std::string&&.
+    std::string quoted(1, '\'');
+    quoted += one_line(name);
+    quoted += '\'';
+    CheckpointTensor out{name, storages.storage_of(t, quoted), t.offset, t.sizes, t.strides};
     index.tensors.push_back(std::move(out));
   }
   return index;
