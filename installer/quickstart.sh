@@ -7,7 +7,8 @@
 #                                 back to kvstudio-cli generate with that prompt
 #   installer/quickstart.sh test  install what is missing, build, run the whole test suite
 #                                 (the format check, unit, conformance, CLI; again under
-#                                 ASan+UBSan; and a bounded fuzzing run);
+#                                 ASan+UBSan; and 60 s of fuzzing per parser of
+#                                 outside files);
 #                                 exits non-zero on any failure
 # Extra arguments after `run` go to `kvstudio-cli generate` (e.g. --prompt "a lake at
 # night" --seed 3, or --model resources/models/llamagen-demo --class 7).
@@ -87,7 +88,7 @@ if [[ "${KVSTUDIO_SKIP_ASAN:-0}" != "1" ]]; then
 fi
 
 if [[ "${KVSTUDIO_SKIP_FUZZ:-0}" != "1" ]]; then
-  step "fuzzing the safetensors parser (libFuzzer + ASan/UBSan, 60 s)"
+  step "fuzzing the parsers of outside files (checkpoints, pickles, safetensors, model.json, PNG, tokenizer, calibration and prompt files; libFuzzer + ASan/UBSan, 60 s each)"
   cmake --preset fuzz >/dev/null
   cmake --build --preset fuzz -j "$jobs"
   ctest --preset fuzz || status=1

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <system_error>
 
 #include "engine/bench/attribute_judge.h"
@@ -283,38 +284,13 @@ const std::vector<BenchPrompt>& default_bench_prompts() {
 }
 
 std::vector<BenchPrompt> read_prompt_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw FileError("prompt file " + path + ": cannot read it");
-  std::vector<BenchPrompt> prompts;
-  std::string line;
-  for (int64_t number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    const auto first = line.find_first_not_of(" \t");
-    if (first == std::string::npos || line[first] == '#') continue;
-    const std::string where = "prompt file " + path + " line " + std::to_string(number);
-    const auto tab = line.find('\t', first);
-    if (tab == std::string::npos) {
-      prompts.push_back({line, std::nullopt});
-      continue;
-    }
-    // CLASS<TAB>PROMPT: the class the picture should show.
-    std::string name = line.substr(first, tab - first);
-    name.erase(name.find_last_not_of(' ') + 1);
-    BenchPrompt p{line.substr(tab + 1), std::nullopt};
-    if (p.text.find_first_not_of(" \t") == std::string::npos)
-      throw InvalidArgumentError(where + ": no prompt after the class '" + name + "' and its tab");
-    if (const int id = world::scene_class_id(name); id >= 0) {
-      p.class_id = id;
-    } else {
-      std::string names;
-      for (const auto& c : world::scene_classes()) names += (names.empty() ? "" : ", ") + c.name;
-      throw InvalidArgumentError(where + ": unknown class '" + name + "' before the tab (classes: " + names +
-                                 "; a line without a tab names no class)");
-    }
-    prompts.push_back(std::move(p));
-  }
-  if (prompts.empty()) throw InvalidArgumentError("prompt file " + path + " holds no prompt (one prompt a line)");
-  return prompts;
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::vector<std::string> class_names;
+  for (const auto& c : world::scene_classes()) class_names.push_back(c.name);
+  return parse_prompt_file(text.str(), path, class_names);
 }
 
 std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const BenchProgressFn& progress,

@@ -88,17 +88,10 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "engine/bench/bench_prompt_file.h"
 #include "engine/sampling/sampling_params.h"
 
 namespace kvs {
-
-// A prompt of a text-family bench, with the procedural-world class
-// (engine/world/scene_world.h) its picture should show when the prompt file
-// names one; those images are judged for class (see above).
-struct BenchPrompt {
-  std::string text;
-  std::optional<int64_t> class_id;
-};
 
 struct BenchOptions {
   std::string model_path;             // a bundle folder, or
@@ -232,10 +225,8 @@ using BenchProgressFn = std::function<void(const BenchProgress&)>;
 // descriptions of the kind Janus-Pro's examples use (no class).
 const std::vector<BenchPrompt>& default_bench_prompts();
 
-// Reads `--prompts FILE`: one prompt a line (UTF-8), blank lines and lines
-// starting with '#' skipped. A line "CLASS<TAB>PROMPT" names the world class
-// (scene_classes()'s name, e.g. "forest") the picture should show; an empty
-// CLASS names none, and a line without a tab has none. Throws FileError, and
+// Reads `--prompts FILE` (bench_prompt_file.h) with the world's classes
+// (scene_classes()'s names, e.g. "forest"). Throws FileError, and
 // InvalidArgumentError naming the line for an unknown class or a class without
 // a prompt, and for a file without a prompt.
 std::vector<BenchPrompt> read_prompt_file(const std::string& path);

@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include "engine/core/errors.h"
 
@@ -55,23 +57,70 @@ bool encode_png(FILE* file, const RgbImage* image, png_text* chunks, int n_chunk
 
 struct DecodedPng {
   int width = 0, height = 0;
+  int passes = 1;          // 7 for an interlaced (Adam7) image
+  uint64_t raw_bytes = 0;  // the scanlines as stored, before expansion to RGB8
   png_structp png = nullptr;
   png_infop info = nullptr;
 };
 
+constexpr png_alloc_size_t kMaxChunkBytes = 16u << 20;
+
+// libpng allocates (and clears) a text chunk's declared length before reading
+// it, up to 2 GiB, so a 200-byte file could ask for that: every chunk must fit
+// in the rest of the file before libpng sees it. Returns the problem, or "".
+std::string check_chunk_lengths(const uint8_t* data, size_t size) {
+  size_t pos = 8;
+  while (pos < size) {
+    if (size - pos < 12) return "the file ends inside a chunk header (truncated?)";
+    const uint64_t length = (uint64_t{data[pos]} << 24) | (uint64_t{data[pos + 1]} << 16) |
+                            (uint64_t{data[pos + 2]} << 8) | data[pos + 3];
+    const std::string type(reinterpret_cast<const char*>(data + pos + 4), 4);
+    if (length > size - pos - 12) {
+      char message[160];
+      std::snprintf(message, sizeof message, "a chunk declares %llu bytes but only %zu remain (truncated?)",
+                    static_cast<unsigned long long>(length), size - pos - 12);
+      return message;
+    }
+    pos += 12 + static_cast<size_t>(length);
+    if (type == "IEND") break;
+  }
+  return "";
+}
+
+// The encoded image in memory, handed to libpng piece by piece.
+struct MemoryReader {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  size_t pos = 0;
+};
+
+void read_from_memory(png_structp png, png_bytep out, size_t n) {
+  auto* reader = static_cast<MemoryReader*>(png_get_io_ptr(png));
+  if (n > reader->size - reader->pos) png_error(png, "the file ends early (truncated?)");
+  std::memcpy(out, reader->data + reader->pos, n);
+  reader->pos += n;
+}
+
 // Reads the header and sets up RGB8 output; rows and text follow in decode_png_rows.
-bool decode_png_header(FILE* file, DecodedPng* d, char* error) {
+bool decode_png_header(MemoryReader* reader, DecodedPng* d, char* error) {
   d->png = png_create_read_struct(PNG_LIBPNG_VER_STRING, error, png_error_fn, png_warning_fn);
   d->info = d->png ? png_create_info_struct(d->png) : nullptr;
   if (!d->png || !d->info) return false;
   if (setjmp(png_jmpbuf(d->png))) return false;
-  png_init_io(d->png, file);
+  png_set_read_fn(d->png, reader, read_from_memory);
+  // Decompressed text (zTXt, compressed iTXt) beyond any KV Studio metadata is refused.
+  png_set_chunk_malloc_max(d->png, kMaxChunkBytes);
   png_set_sig_bytes(d->png, 8);
   png_read_info(d->png, d->info);
+  const uint64_t bits_per_pixel = static_cast<uint64_t>(png_get_bit_depth(d->png, d->info)) *
+                                  png_get_channels(d->png, d->info);
+  d->raw_bytes = static_cast<uint64_t>(png_get_image_height(d->png, d->info)) *
+                 (1 + (png_get_image_width(d->png, d->info) * bits_per_pixel + 7) / 8);
   png_set_expand(d->png);
   png_set_strip_16(d->png);
   png_set_strip_alpha(d->png);
   png_set_gray_to_rgb(d->png);
+  d->passes = png_set_interlace_handling(d->png);
   png_read_update_info(d->png, d->info);
   d->width = static_cast<int>(png_get_image_width(d->png, d->info));
   d->height = static_cast<int>(png_get_image_height(d->png, d->info));
@@ -80,7 +129,8 @@ bool decode_png_header(FILE* file, DecodedPng* d, char* error) {
 
 bool decode_png_rows(DecodedPng* d, uint8_t* pixels) {
   if (setjmp(png_jmpbuf(d->png))) return false;
-  for (int y = 0; y < d->height; ++y) png_read_row(d->png, pixels + static_cast<size_t>(y) * d->width * 3, nullptr);
+  for (int pass = 0; pass < d->passes; ++pass)
+    for (int y = 0; y < d->height; ++y) png_read_row(d->png, pixels + static_cast<size_t>(y) * d->width * 3, nullptr);
   png_read_end(d->png, d->info);
   return true;
 }
@@ -120,18 +170,33 @@ void write_png(const std::string& path, const RgbImage& image, const PngTextChun
 }
 
 PngContents read_png(const std::string& path) {
-  std::unique_ptr<FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
-  if (!file) throw FileError("file " + path + ": cannot open");
-  unsigned char sig[8] = {};
-  if (std::fread(sig, 1, 8, file.get()) != 8 || png_sig_cmp(sig, 0, 8) != 0)
-    throw FormatError("file " + path + ": not a PNG image");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw FileError("file " + path + ": cannot open");
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  if (in.bad()) throw FileError("file " + path + ": cannot be read");
+  const std::string data = bytes.str();
+  return read_png_bytes(reinterpret_cast<const uint8_t*>(data.data()), data.size(), path);
+}
+
+PngContents read_png_bytes(const uint8_t* data, size_t size, const std::string& path) {
+  if (size < 8 || png_sig_cmp(data, 0, 8) != 0) throw FormatError("file " + path + ": not a PNG image");
+  if (const std::string problem = check_chunk_lengths(data, size); !problem.empty())
+    throw FormatError("file " + path + ": corrupt PNG (" + problem + ")");
   char error[256] = "";
   DecodedPng d;
+  MemoryReader reader{data, size, 8};
   auto cleanup = [&] { png_destroy_read_struct(&d.png, &d.info, nullptr); };
   PngContents out;
-  bool ok = decode_png_header(file.get(), &d, error);
+  bool ok = decode_png_header(&reader, &d, error);
   if (ok && (d.width <= 0 || d.height <= 0 || static_cast<int64_t>(d.width) * d.height > (int64_t{1} << 28))) {
     std::snprintf(error, sizeof error, "image size %dx%d out of range", d.width, d.height);
+    ok = false;
+  }
+  // Deflate shrinks data at most 1032-fold: a header that claims more pixels
+  // than the file could hold is refused before the pixels are allocated.
+  if (ok && d.raw_bytes > 1032 * static_cast<uint64_t>(size) + 4096) {
+    std::snprintf(error, sizeof error, "image size %dx%d is more than its %zu bytes can hold", d.width, d.height, size);
     ok = false;
   }
   if (ok) {

@@ -3,6 +3,8 @@
 // every image (a human-readable "parameters" chunk in the style of local
 // image-generation tools, plus a JSON chunk "kvstudio" with the full request),
 // and can read them back to recall how an image was made.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,5 +24,7 @@ struct PngContents {
 };
 // Throws FileError / FormatError.
 PngContents read_png(const std::string& path);
+// The same for a PNG already in memory; `path` names it in messages.
+PngContents read_png_bytes(const uint8_t* data, size_t size, const std::string& path);
 
 }  // namespace kvs

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "engine/core/errors.h"
+#include "engine/io/bundle_manifest.h"
 #include "engine/io/mapped_file.h"
 
 namespace kvs::io {
@@ -30,34 +31,8 @@ ModelBundle ModelBundle::open(const std::string& path) {
   ModelBundle bundle;
   bundle.dir = fs::absolute(manifest_path.parent_path()).lexically_normal().string();
   const std::string origin = manifest_path.string();
-  try {
-    bundle.manifest = nlohmann::json::parse(read_text_file(origin));
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError("file " + origin + ": not valid JSON (" + e.what() + ")");
-  }
-  const auto& m = bundle.manifest;
-  auto require = [&](bool ok, const std::string& what) {
-    if (!ok) throw FormatError("file " + origin + ": " + what);
-  };
-  require(m.is_object(), "must be a JSON object");
-  require(m.value("format", "") == "kvstudio-bundle", "field \"format\" must be \"kvstudio-bundle\"");
-  require(m.contains("format_version") && m["format_version"].is_number_integer(),
-          "missing integer \"format_version\"");
-  require(m["format_version"].get<int>() <= kBundleFormatVersion, "format_version " + m["format_version"].dump() +
-                                                                      " is newer than this KV Studio understands (" +
-                                                                      std::to_string(kBundleFormatVersion) + ")");
-  require(m.contains("family") && m["family"].is_string(), "missing string field \"family\"");
-  require(m.contains("architecture") && m["architecture"].is_object(), "missing object \"architecture\"");
-  require(m.contains("files") && m["files"].is_object() && m["files"].contains("weights") &&
-              m["files"]["weights"].is_string(),
-          "missing \"files\": {\"weights\": \"<file>.safetensors\"}");
-  const std::string weights = m["files"]["weights"].get<std::string>();
-  require(weights.find("..") == std::string::npos && !fs::path(weights).is_absolute(),
-          "files.weights must be a file inside the bundle folder");
-  if (m.contains("class_names")) {
-    require(m["class_names"].is_array(), "class_names must be an array of strings");
-    for (const auto& n : m["class_names"]) require(n.is_string(), "class_names must be an array of strings");
-  }
+  bundle.manifest = parse_bundle_manifest(read_text_file(origin), origin);
+  const std::string weights = bundle.manifest["files"]["weights"].get<std::string>();
   if (!fs::exists(bundle.weights_path(), ec))
     throw FileError("model " + bundle.dir + ": weights file " + weights + " is missing");
   return bundle;

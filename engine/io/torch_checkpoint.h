@@ -5,12 +5,13 @@
 // attribute, which it cannot rebuild), so we unpickle them ourselves.
 //
 // Only the zip format written by torch.save since PyTorch 1.6 is read: the pickle
-// is the record data.pkl, tensor storages are the records data/<key>. The pickle
-// is interpreted by a small, bounded virtual machine for protocols 2..5: it knows
-// dicts (OrderedDict included) and tensors; every other class or function the
-// pickle names (argparse.Namespace, optimizer classes, numpy, ...) becomes an
-// opaque placeholder that is never imported, resolved or called. Malformed input
-// throws kvs::FormatError; it never crashes or reads outside the file.
+// is the record data.pkl, tensor storages are the records data/<key>. Everything
+// up to the description of each tensor (the zip container, the bounded pickle
+// machine, storage sizes, shapes, strides, offsets) is torch-free and checked in
+// torch_checkpoint_index.h; this file only builds the at::Tensors over the
+// memory-mapped file. No class or function the pickle names is ever imported,
+// resolved or called. Malformed input throws kvs::FormatError; it never crashes
+// or reads outside the file.
 #include <ATen/core/Tensor.h>
 
 #include <string>

@@ -75,7 +75,11 @@ BpeModel BpeModel::from_json(const nlohmann::json& model, const std::string& whe
 
   const nlohmann::json& merges = json_array(model, "merges", here);
   for (size_t r = 0; r < merges.size(); ++r) {
-    const auto [left, right] = merge_sides(merges[r], r, here);
+    // Named copies rather than structured bindings: lambdas may not capture
+    // those before clang 16.
+    const auto sides = merge_sides(merges[r], r, here);
+    const std::string& left = sides.first;
+    const std::string& right = sides.second;
     const auto find_side = [&](const std::string& piece) {
       const auto it = m.vocab_.find(piece);
       if (it == m.vocab_.end()) {

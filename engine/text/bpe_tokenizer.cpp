@@ -178,6 +178,15 @@ BpeTokenizer BpeTokenizer::load(const std::string& dir) {
     if (add_eos) impl->suffix.push_back(*impl->eos);
   } else {
     read_post_processor(root.value("post_processor", nlohmann::json()), where, impl->prefix, impl->suffix);
+    // Every encode adds these ids: one the tokenizer does not know would reach
+    // a model's embedding as an index past its table.
+    for (const auto* ids : {&impl->prefix, &impl->suffix})
+      for (const int64_t id : *ids) {
+        const AddedToken* added = nullptr;
+        if (impl->piece(id, &added) == nullptr)
+          throw FormatError(where + ": post_processor adds token id " + std::to_string(id) +
+                            ", which is neither in the vocabulary nor an added token");
+      }
   }
   return BpeTokenizer(std::move(impl));
 }

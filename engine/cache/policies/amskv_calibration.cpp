@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "engine/cache/policies/cache_policy.h"
 #include "engine/core/errors.h"
 #include "engine/io/mapped_file.h"
 
@@ -14,12 +13,6 @@ namespace kvs {
 namespace {
 
 constexpr const char* kFormat = "kvstudio-amskv-calibration";
-
-std::string geometry(int64_t layers, const std::vector<int64_t>& tokens) {
-  std::string s = std::to_string(layers) + " layers, scales of";
-  for (int64_t t : tokens) s += " " + std::to_string(t);
-  return s + " tokens";
-}
 
 }  // namespace
 
@@ -71,14 +64,6 @@ void AmsKvCalibration::derive_theta() {
   theta = choose_amskv_theta(layer_statistic, demanding_fraction);
 }
 
-void AmsKvCalibration::check_matches(const PolicyContext& context) const {
-  if (layers != context.n_layer || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the AMS-KV calibration (" + geometry(layers, unit_tokens) +
-                               ") was made for another model than this one (" +
-                               geometry(context.n_layer, context.unit_tokens) +
-                               "): run 'kvstudio-cli calibrate --policy amskv --model DIR' again, or give theta=");
-}
-
 std::string AmsKvCalibration::to_json_text() const {
   nlohmann::ordered_json j;
   j["format"] = kFormat;
@@ -116,11 +101,13 @@ AmsKvCalibration AmsKvCalibration::from_json_text(const std::string& text, const
   } catch (const nlohmann::json::exception& e) {
     throw bad(std::string("invalid JSON (") + e.what() + ")");
   }
-  if (!j.is_object() || j.value("format", std::string()) != kFormat)
+  // value("format", "") would throw nlohmann's own error for a non-string format.
+  const auto format = j.is_object() ? j.find("format") : j.end();
+  if (!j.is_object() || format == j.end() || !format->is_string() || *format != kFormat)
     throw bad("format is not '" + std::string(kFormat) + "'");
   AmsKvCalibration c;
   try {
-    if (j.at("version").get<int>() != 1) throw bad("unsupported version " + j.at("version").dump());
+    if (j.at("version") != 1) throw bad("unsupported version " + j.at("version").dump());
     c.model = j.value("model", std::string());
     c.created = j.value("created", std::string());
     c.command = j.value("command", std::string());

@@ -4,7 +4,6 @@
 
 #include <cmath>
 
-#include "engine/cache/policies/cache_policy.h"
 #include "engine/core/errors.h"
 #include "engine/io/mapped_file.h"
 
@@ -12,12 +11,6 @@ namespace kvs {
 namespace {
 
 constexpr const char* kFormat = "kvstudio-scale-attention-profile";
-
-std::string geometry(int64_t layers, int64_t heads, const std::vector<int64_t>& tokens) {
-  std::string s = std::to_string(layers) + " layers x " + std::to_string(heads) + " heads, scales of";
-  for (int64_t t : tokens) s += " " + std::to_string(t);
-  return s + " tokens";
-}
 
 }  // namespace
 
@@ -43,14 +36,6 @@ double ScaleAttentionProfile::scas(int64_t layer, int64_t head, int64_t source) 
   double sum = 0;
   for (int64_t tau = source + 1; tau <= k - 1; ++tau) sum += beta_at(layer, head, tau, source);
   return sum / static_cast<double>(k - 1 - source);
-}
-
-void ScaleAttentionProfile::check_matches(const PolicyContext& context) const {
-  if (layers != context.n_layer || heads != context.kv_heads || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the scale-attention calibration (" + geometry(layers, heads, unit_tokens) +
-                               ") was made for another model than this one (" +
-                               geometry(context.n_layer, context.kv_heads, context.unit_tokens) +
-                               "): run 'kvstudio-cli calibrate --policy heatkv --model DIR' again");
 }
 
 std::string ScaleAttentionProfile::to_json_text() const {
@@ -80,11 +65,13 @@ ScaleAttentionProfile ScaleAttentionProfile::from_json_text(const std::string& t
   } catch (const nlohmann::json::exception& e) {
     throw bad(std::string("invalid JSON (") + e.what() + ")");
   }
-  if (!j.is_object() || j.value("format", std::string()) != kFormat)
+  // value("format", "") would throw nlohmann's own error for a non-string format.
+  const auto format = j.is_object() ? j.find("format") : j.end();
+  if (!j.is_object() || format == j.end() || !format->is_string() || *format != kFormat)
     throw bad("format is not '" + std::string(kFormat) + "'");
   ScaleAttentionProfile p;
   try {
-    if (j.at("version").get<int>() != 1) throw bad("unsupported version " + j.at("version").dump());
+    if (j.at("version") != 1) throw bad("unsupported version " + j.at("version").dump());
     p.model = j.value("model", std::string());
     p.layers = j.at("layers").get<int64_t>();
     p.heads = j.at("heads").get<int64_t>();
@@ -101,9 +88,13 @@ ScaleAttentionProfile ScaleAttentionProfile::from_json_text(const std::string& t
   if (p.layers <= 0 || p.heads <= 0 || k < 2) throw bad("layers, heads and at least two scales are required");
   for (int64_t t : p.unit_tokens)
     if (t <= 0) throw bad("a scale has no tokens");
-  if (static_cast<int64_t>(p.beta.size()) != p.layers * p.heads * k * k)
+  // layers x heads x scales^2, overflow-checked: a file may claim 2^32 layers.
+  int64_t expected = 0;
+  const bool overflow = __builtin_mul_overflow(p.layers, p.heads, &expected) ||
+                        __builtin_mul_overflow(expected, k * k, &expected);
+  if (overflow || static_cast<int64_t>(p.beta.size()) != expected)
     throw bad("beta has " + std::to_string(p.beta.size()) + " values, expected " +
-              std::to_string(p.layers * p.heads * k * k));
+              (overflow ? std::string("layers x heads x scales^2 = more than 2^63") : std::to_string(expected)));
   for (int64_t l = 0; l < p.layers; ++l)
     for (int64_t h = 0; h < p.heads; ++h)
       for (int64_t k1 = 0; k1 < k; ++k1) {
@@ -126,24 +117,6 @@ void ScaleAttentionProfile::save(const std::string& path) const { io::write_file
 
 ScaleAttentionProfile ScaleAttentionProfile::load(const std::string& path) {
   return from_json_text(io::read_text_file(path), path);
-}
-
-ScaleAttentionProfile ScaleAttentionProfile::uniform(const PolicyContext& context) {
-  ScaleAttentionProfile p;
-  p.model = "uniform";
-  p.layers = context.n_layer;
-  p.heads = context.kv_heads;
-  p.unit_tokens = context.unit_tokens;
-  const int64_t k = p.scales();
-  p.beta.assign(static_cast<size_t>(p.layers * p.heads * k * k), 0.0);
-  for (int64_t l = 0; l < p.layers; ++l)
-    for (int64_t h = 0; h < p.heads; ++h)
-      for (int64_t k1 = 0; k1 < k; ++k1) {
-        const double seen = static_cast<double>(context.unit_begin(k1 + 1));
-        for (int64_t k2 = 0; k2 <= k1; ++k2)
-          p.beta_at(l, h, k1, k2) = static_cast<double>(context.unit_tokens[static_cast<size_t>(k2)]) / seen;
-      }
-  return p;
 }
 
 }  // namespace kvs

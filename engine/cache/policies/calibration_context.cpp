@@ -1,0 +1,61 @@
+// The two scale calibration files against the model they are used on: whether
+// one was made for this geometry, and HeatKV's uniform stand-in profile. Apart
+// from the files' parsers (amskv_calibration.cpp, scale_attention_profile.cpp),
+// which stay torch-free so that they can be fuzzed on their own.
+#include "engine/cache/policies/amskv_calibration.h"
+#include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/core/errors.h"
+
+namespace kvs {
+namespace {
+
+std::string layer_geometry(int64_t layers, const std::vector<int64_t>& tokens) {
+  std::string s = std::to_string(layers) + " layers, scales of";
+  for (int64_t t : tokens) s += " " + std::to_string(t);
+  return s + " tokens";
+}
+
+std::string head_geometry(int64_t layers, int64_t heads, const std::vector<int64_t>& tokens) {
+  std::string s = std::to_string(layers) + " layers x " + std::to_string(heads) + " heads, scales of";
+  for (int64_t t : tokens) s += " " + std::to_string(t);
+  return s + " tokens";
+}
+
+}  // namespace
+
+void AmsKvCalibration::check_matches(const PolicyContext& context) const {
+  if (layers != context.n_layer || unit_tokens != context.unit_tokens)
+    throw InvalidArgumentError("the AMS-KV calibration (" + layer_geometry(layers, unit_tokens) +
+                               ") was made for another model than this one (" +
+                               layer_geometry(context.n_layer, context.unit_tokens) +
+                               "): run 'kvstudio-cli calibrate --policy amskv --model DIR' again, or give theta=");
+}
+
+void ScaleAttentionProfile::check_matches(const PolicyContext& context) const {
+  if (layers != context.n_layer || heads != context.kv_heads || unit_tokens != context.unit_tokens)
+    throw InvalidArgumentError("the scale-attention calibration (" + head_geometry(layers, heads, unit_tokens) +
+                               ") was made for another model than this one (" +
+                               head_geometry(context.n_layer, context.kv_heads, context.unit_tokens) +
+                               "): run 'kvstudio-cli calibrate --policy heatkv --model DIR' again");
+}
+
+ScaleAttentionProfile ScaleAttentionProfile::uniform(const PolicyContext& context) {
+  ScaleAttentionProfile p;
+  p.model = "uniform";
+  p.layers = context.n_layer;
+  p.heads = context.kv_heads;
+  p.unit_tokens = context.unit_tokens;
+  const int64_t k = p.scales();
+  p.beta.assign(static_cast<size_t>(p.layers * p.heads * k * k), 0.0);
+  for (int64_t l = 0; l < p.layers; ++l)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t k1 = 0; k1 < k; ++k1) {
+        const double seen = static_cast<double>(context.unit_begin(k1 + 1));
+        for (int64_t k2 = 0; k2 <= k1; ++k2)
+          p.beta_at(l, h, k1, k2) = static_cast<double>(context.unit_tokens[static_cast<size_t>(k2)]) / seen;
+      }
+  return p;
+}
+
+}  // namespace kvs
