@@ -100,6 +100,35 @@ TEST(AmsKv, DefaultsFollowThePaperAndCacheEfficientLayersRollWithinCmin) {
   EXPECT_EQ(store.positions(0, 0, 1), after);  // every head of the layer alike
 }
 
+// cds (AMS-KV Table 7: condensed scales {}, {0}, {0, 1}): the first cds scales
+// survive CLRU, and C_min / C_max follow them. Same scales as above, never promoted.
+TEST(AmsKv, CondensedScalesAreTheFirstCdsScalesThatClruKeeps) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto run = [&](const std::string& spec, int64_t c_min, int64_t c_max) {
+    auto policy = make_policy(spec, c);
+    auto& ams = dynamic_cast<AmsKvPolicy&>(*policy);
+    EXPECT_EQ(ams.c_min(), c_min) << spec;
+    EXPECT_EQ(ams.c_max(), c_max) << spec;
+    KvStore store = store_for(c);
+    std::vector<int64_t> after, seen;
+    for (int64_t u = 0; u < 5; ++u)
+      seen = run_unit(*policy, store, c, u, random_keys(1, 2, c.unit_tokens[u], 40 + u), &after);
+    return std::make_pair(seen, after);
+  };
+  // cds = 0: C_min = 16; scale 3 overflows and CLRU keeps only its 16 newest tokens
+  // (scale 3 itself); the last scale does not fit C_min and is not cached.
+  auto [seen0, after0] = run("amskv:theta=-1e9,cds=0", 16, 41);
+  EXPECT_EQ(after0, range(14, 30));
+  EXPECT_EQ(seen0, range(14, 55));
+  // cds = 1: the first scale (position 0) survives beside scale 3.
+  auto [seen1, after1] = run("amskv:theta=-1e9,cds=1", 17, 42);
+  EXPECT_EQ(after1, concat(range(0, 1), range(14, 30)));
+  EXPECT_EQ(seen1, concat(concat(range(0, 1), range(14, 30)), range(30, 55)));
+  // cds = 2 (the default): scales 0 and 1 (positions 0..4).
+  auto [seen2, after2] = run("amskv:theta=-1e9,cds=2", 21, 46);
+  EXPECT_EQ(after2, concat(range(0, 5), range(14, 30)));
+}
+
 TEST(AmsKv, LowSimilarityPromotesALayerToCmax) {
   const PolicyContext c = scale_context({1, 4, 9, 16, 25});
   auto policy = make_policy("amskv:theta=1", c);  // any similarity (<= 0) is below: promoted at the first overflow
@@ -228,6 +257,22 @@ TEST(StreamingScales, SinkScalesAndTheNewestTokensWithinTheBudget) {
   EXPECT_NE(test::policy_error("streaming:budget=5,sink_scales=2", c).find("must exceed the 5 sink tokens"),
             std::string::npos);
   EXPECT_NE(test::policy_error("streaming:sink_scales=5", c).find("sink_scales 5 is impossible"), std::string::npos);
+}
+
+// sink_scales=0 is the sliding window (SWA) of AMS-KV's Table 5: the newest B
+// tokens, nothing kept for the first scales.
+TEST(StreamingScales, WithoutSinkScalesOnlyTheNewestTokensStay) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto policy = make_policy("streaming:budget=20,sink_scales=0", c);
+  KvStore store = store_for(c);
+  std::vector<int64_t> after;
+  for (int64_t u = 0; u < 3; ++u) run_unit(*policy, store, c, u, random_keys(1, 2, c.unit_tokens[u], 30 + u), &after);
+  EXPECT_EQ(after, range(0, 14));  // 14 tokens fit
+  // Scale 3 attends to everything before it, then the newest 20 stay: scale 0 and 1 go.
+  EXPECT_EQ(run_unit(*policy, store, c, 3, random_keys(1, 2, 16, 33), &after), range(0, 30));
+  EXPECT_EQ(after, range(10, 30));
+  EXPECT_EQ(run_unit(*policy, store, c, 4, random_keys(1, 2, 25, 34), &after), range(10, 55));
+  EXPECT_EQ(after, range(35, 55));
 }
 
 TEST(H2OScales, KeepsTheNewestTokensAndTheHeaviestHittersAfterEveryLayer) {
