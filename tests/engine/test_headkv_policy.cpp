@@ -121,6 +121,36 @@ TEST(HeadKvPolicy, GroupsHeadsAndKeepsExactlyTheExpectedPositions) {
   EXPECT_EQ(store.capacity(0), capacity);
 }
 
+// tau (HeadKV Table 5's grouping threshold): the attention mass the span must
+// hold. Head 0's query gives positions 12 and 13 87.5 % of the image attention and
+// spreads the rest evenly over the 11 older image tokens (about 1.1 % each).
+TEST(HeadKvPolicy, TauDecidesHowMuchAttentionTheSpanMustHold) {
+  auto head0_global = [](const std::string& tau) {
+    auto policy = make_policy(std::string(kExactSpec) + ",tau=" + tau, small_context(2));
+    auto& headkv = as_headkv(policy);
+    KvStore store(1, 1, 2, kDim, 1 + policy->max_entries() + 1, at::TensorOptions().dtype(at::kFloat));
+    append(store, 0, 12);
+    // 2 e^a / (2 e^a + 11) = 0.875 for a = ln 38.5 = 3.65; the logit is q.k / sqrt(4).
+    at::Tensor q = at::zeros({1, 2, 1, kDim});
+    q[0][0][0][0] = 7.3f;
+    q[0][1][0][1] = 20.0f;  // head 1: the global query of the tests above
+    q[0][1][0][2] = 1.0f;
+    for (int64_t i = 0; i <= 12; ++i) {
+      append(store, 1 + i, 12);
+      policy->observe_queries(0, i, q);
+      policy->after_token(store, i);
+    }
+    EXPECT_TRUE(headkv.grouped(0));
+    EXPECT_TRUE(headkv.is_global(0, 0, 1)) << tau;
+    return headkv.is_global(0, 0, 0);
+  };
+  // tau = 0.85: positions 13, 12 hold it, a span of 2 < W = 4: local.
+  EXPECT_FALSE(head0_global("0.85"));
+  // tau = 0.9 needs three more tokens (span 5), tau = 0.95 seven (span 9): global.
+  EXPECT_TRUE(head0_global("0.9"));
+  EXPECT_TRUE(head0_global("0.95"));
+}
+
 TEST(HeadKvPolicy, DefaultMemoryIsThePapersGlobalHeadsKeepBLocalHeadsTheirWindow) {
   // No match_total given: the paper's memory model (§5.1, Table 4), the exact
   // test's positions, and a mean per-head peak below B (LineAR keeps B in every head).

@@ -233,6 +233,56 @@ TEST(LazyMar, ConditionCacheReusesTheStoredDifference) {
   }
 }
 
+// LazyMAR Table 2's "token cache only" row: with condition_cache=off the lazy
+// steps run the unconditional rows too, through the same token cache.
+TEST(LazyMar, WithoutTheConditionCacheLazyStepsRunBothCfgHalves) {
+  TinyMar tiny;
+  const MarConfig& c = tiny.model.config();
+  const int64_t positions = c.buffer_size + c.seq_len();
+  auto run = [&](const std::string& spec, std::vector<double>* step_flops) {
+    MarFlopCounter flops;
+    auto cache = lazymar(spec, c, &flops);
+    auto rec = std::make_unique<Recorder>(*cache);
+    MaskedHooks hooks;
+    hooks.feature_cache = rec.get();
+    hooks.flops = &flops;
+    hooks.on_step = [&](const MaskedStep&) { step_flops->push_back(flops.step); };
+    SeededMarRandom rng(3);
+    generate_masked(tiny.model, at::tensor(std::vector<int64_t>{0, 2}), params(8), rng, hooks);
+    return std::make_pair(std::move(cache), std::move(rec));
+  };
+  const std::string base = "lazymar:start=1,interval=100,retention=constant,ratio=1/2,extra=1";
+  std::vector<double> off_flops, on_flops;
+  auto [off_cache, off] = run(base + ",condition_cache=off", &off_flops);
+  auto [on_cache, on] = run(base, &on_flops);
+  ASSERT_EQ(off->steps.size(), 8u);
+  const int64_t rows = 4;  // 2 images x (conditional, unconditional)
+  for (size_t k = 2; k < off->steps.size(); ++k) {
+    const auto& s = off->steps[k];
+    ASSERT_FALSE(s.report.refresh) << k;
+    EXPECT_TRUE(s.report.unconditional_computed) << k;
+    EXPECT_FALSE(s.diff.defined()) << k;  // no stored difference stands in
+    // Every row, the unconditional ones included, recomputes the same number of
+    // tokens, its forced tokens among them, and reuses the others' features.
+    ASSERT_EQ(s.report.selected.sizes(), (std::vector<int64_t>{rows, positions}));
+    const at::Tensor forced = at::cat({at::zeros({rows, c.buffer_size}, at::kBool),
+                                       at::logical_or(s.input.to_predict, s.input.predicted_before)},
+                                      1);
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(s.report.selected[r].sum().item<int64_t>(), s.report.selected_tokens) << k;
+      EXPECT_TRUE(at::logical_or(s.report.selected[r], forced[r].logical_not()).all().item<bool>()) << k;
+    }
+    EXPECT_LT(s.report.selected_tokens, positions) << k;
+    const at::Tensor changed = (s.last - off->steps[k - 1].last).abs().amax(-1) > 0;
+    EXPECT_TRUE(at::equal(changed.logical_and(s.report.selected.logical_not()), at::zeros_like(changed))) << k;
+    EXPECT_EQ(s.z.size(0), rows);
+    EXPECT_TRUE(at::equal(s.z, tiny.model.transformer->decoder_output(s.last))) << k;
+    // The condition cache's saving is the unconditional half: more work without it.
+    EXPECT_GT(off_flops[k], on_flops[k]) << k;
+    EXPECT_FALSE(on->steps[k].report.unconditional_computed) << k;
+  }
+}
+
 TEST(LazyMar, AnyStepCountWorksBeyondTheOfficial64) {
   EXPECT_EQ(lazymar_official_retention().size(), 64u);
   LazyMarParams p;

@@ -80,6 +80,38 @@ TEST(LinearPolicy, EvictsTheLeastSalientMidTokensAtLineEnds) {
   EXPECT_EQ(std::vector<int64_t>(kept.end() - 4, kept.end()), (std::vector<int64_t>{13, 14, 15, 16}));
 }
 
+// LineAR Table 5's components: without the anchors (n_init=0) or without the
+// recent lines (r=0), the same cache and queries as above.
+TEST(LinearPolicy, WithoutAnchorsOrRecentLinesThoseTokensCompeteAsMidTokens) {
+  const float strength[12] = {0.1f, 5.0f, -3.0f, 4.0f, -1.0f, 2.0f, -2.0f, 3.0f, 0, 0, 0, 0};
+  auto run = [&](const std::string& spec) {
+    PolicyContext c = test::small_policy_context(4);
+    auto policy = make_policy(spec, c);
+    KvStore store(1, 1, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
+    append_token(store, 0, 0.0f);
+    at::Tensor q = at::zeros({1, 1, 1, 4});
+    q.select(3, 0).fill_(1.0f);
+    for (int64_t i = 0; i < 12; ++i) {
+      append_token(store, 1 + i, strength[i]);
+      policy->observe_queries(0, i, q);
+      policy->after_token(store, i);
+    }
+    return store.positions(0, 0, 0);
+  };
+  // Both: anchor token 0 (position 1) and the recent line (positions 9..12) kept,
+  // mid tokens 1, 3, 7 survive (the test above).
+  EXPECT_EQ(run("linear:budget=12,n_init=1,r=1"), (std::vector<int64_t>{0, 1, 2, 4, 8, 9, 10, 11, 12}));
+  // n_init=0: token 0 (strength 0.1) is a mid token and one of the four weakest, so
+  // it goes and token 5 (strength 2) stays.
+  EXPECT_EQ(run("linear:budget=12,n_init=0,r=1"), (std::vector<int64_t>{0, 2, 4, 6, 8, 9, 10, 11, 12}));
+  // r=0: the finished line (tokens 8..11, strength 0) is mid too; the weakest four are
+  // tokens 2, 6, 4 and, among the equal zeros, the oldest, token 8 (position 9).
+  EXPECT_EQ(run("linear:budget=12,n_init=1,r=0"), (std::vector<int64_t>{0, 1, 2, 4, 6, 8, 10, 11, 12}));
+  // Neither: every image token competes; token 0 (0.1) outranks the finished line's
+  // zeros, so the result is r=0's.
+  EXPECT_EQ(run("linear:budget=12,n_init=0,r=0"), (std::vector<int64_t>{0, 1, 2, 4, 6, 8, 10, 11, 12}));
+}
+
 // guidance=attn_acc (LineAR Table 6's AttAcc): the same cache, queries and attention
 // as the default sees, but the mid tokens are ranked by the attention accumulated
 // over every step since they entered the cache, looked up by position (slots move).

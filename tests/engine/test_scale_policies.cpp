@@ -17,6 +17,7 @@
 #include "engine/cache/policies/heatkv_policy.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/cache/policies/scale_groups_policy.h"
 #include "engine/cache/policies/streaming_policy.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -98,6 +99,35 @@ TEST(AmsKv, DefaultsFollowThePaperAndCacheEfficientLayersRollWithinCmin) {
             concat(concat(range(0, 5), range(14, 30)), range(30, 55)));
   EXPECT_EQ(after, concat(range(0, 5), range(14, 30)));
   EXPECT_EQ(store.positions(0, 0, 1), after);  // every head of the layer alike
+}
+
+// cds (AMS-KV Table 7: condensed scales {}, {0}, {0, 1}): the first cds scales
+// survive CLRU, and C_min / C_max follow them. Same scales as above, never promoted.
+TEST(AmsKv, CondensedScalesAreTheFirstCdsScalesThatClruKeeps) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto run = [&](const std::string& spec, int64_t c_min, int64_t c_max) {
+    auto policy = make_policy(spec, c);
+    auto& ams = dynamic_cast<AmsKvPolicy&>(*policy);
+    EXPECT_EQ(ams.c_min(), c_min) << spec;
+    EXPECT_EQ(ams.c_max(), c_max) << spec;
+    KvStore store = store_for(c);
+    std::vector<int64_t> after, seen;
+    for (int64_t u = 0; u < 5; ++u)
+      seen = run_unit(*policy, store, c, u, random_keys(1, 2, c.unit_tokens[u], 40 + u), &after);
+    return std::make_pair(seen, after);
+  };
+  // cds = 0: C_min = 16; scale 3 overflows and CLRU keeps only its 16 newest tokens
+  // (scale 3 itself); the last scale does not fit C_min and is not cached.
+  auto [seen0, after0] = run("amskv:theta=-1e9,cds=0", 16, 41);
+  EXPECT_EQ(after0, range(14, 30));
+  EXPECT_EQ(seen0, range(14, 55));
+  // cds = 1: the first scale (position 0) survives beside scale 3.
+  auto [seen1, after1] = run("amskv:theta=-1e9,cds=1", 17, 42);
+  EXPECT_EQ(after1, concat(range(0, 1), range(14, 30)));
+  EXPECT_EQ(seen1, concat(concat(range(0, 1), range(14, 30)), range(30, 55)));
+  // cds = 2 (the default): scales 0 and 1 (positions 0..4).
+  auto [seen2, after2] = run("amskv:theta=-1e9,cds=2", 21, 46);
+  EXPECT_EQ(after2, concat(range(0, 5), range(14, 30)));
 }
 
 TEST(AmsKv, LowSimilarityPromotesALayerToCmax) {
@@ -214,6 +244,69 @@ TEST(AmsKv, UniformAllocationGivesCmaxToLayersSpreadOverTheDepth) {
             std::string::npos);
 }
 
+// scale_groups (AMS-KV Table 1): scales 1, 4, 9, 16, 25 at positions 0, 1..4,
+// 5..13, 14..29, 30..54; condensed = scales 0 and 1.
+TEST(ScaleGroups, RemovesTheIntermediateOrTheCondensedScalesBeforeEachScaleAttends) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto run = [&](const std::string& spec) {
+    auto policy = make_policy(spec, c);
+    EXPECT_TRUE(policy->supports_units());
+    KvStore store = store_for(c);
+    std::vector<std::vector<int64_t>> seen;
+    std::vector<int64_t> after;
+    for (int64_t u = 0; u < 5; ++u) {
+      seen.push_back(run_unit(*policy, store, c, u, random_keys(1, 2, c.unit_tokens[u], 50 + u), &after));
+      EXPECT_EQ(after, seen.back()) << spec << ": nothing more leaves after attending";
+      EXPECT_EQ(store.positions(0, 0, 1), after) << spec << ": every head alike";
+    }
+    return seen;
+  };
+  // One local scale: scale 4 no longer sees scale 2, the only intermediate one.
+  auto one = run("scale_groups:remove=intermediate,local=1");
+  EXPECT_EQ(one[3], range(0, 30));
+  EXPECT_EQ(one[4], concat(concat(range(0, 5), range(14, 30)), range(30, 55)));
+  // No local scale: scale 3 loses scale 2, scale 4 loses scales 2 and 3.
+  auto none = run("scale_groups:local=0");
+  EXPECT_EQ(none[2], range(0, 14));
+  EXPECT_EQ(none[3], concat(range(0, 5), range(14, 30)));
+  EXPECT_EQ(none[4], concat(range(0, 5), range(30, 55)));
+  // The default two local scales leave no intermediate scale among five.
+  auto two = run("scale_groups");
+  EXPECT_EQ(two[4], range(0, 55));
+  // Condensed: from scale 1 on, scales 0 and 1 are gone once they are past.
+  auto condensed = run("scale_groups:remove=condensed");
+  EXPECT_EQ(condensed[0], range(0, 1));
+  EXPECT_EQ(condensed[1], range(1, 5));
+  EXPECT_EQ(condensed[2], range(5, 14));
+  EXPECT_EQ(condensed[4], range(5, 55));
+  auto first = run("scale_groups:remove=condensed,cds=1");
+  EXPECT_EQ(first[4], range(1, 55));
+  // Budgets: the most kept after a removal, and the most held between an append and it.
+  auto groups = make_policy("scale_groups:remove=intermediate,local=1", c);
+  EXPECT_EQ(groups->budget_tokens(), 46);  // scales 0, 1, 3, 4
+  EXPECT_EQ(groups->max_entries(), 55);    // scale 4 arrives beside all of 0..3
+  auto cond = make_policy("scale_groups:remove=condensed", c);
+  EXPECT_EQ(cond->budget_tokens(), 50);
+  EXPECT_EQ(cond->max_entries(), 50);
+  EXPECT_TRUE(dynamic_cast<ScaleGroupsPolicy&>(*cond).removed(0, 1));
+  EXPECT_FALSE(dynamic_cast<ScaleGroupsPolicy&>(*cond).removed(1, 1));
+  // CFG partners mirror the conditional row.
+  const PolicyContext pairs = scale_context({1, 4, 9, 16, 25}, 1, 2, /*batch=*/1, /*cfg=*/true);
+  auto mirrored = make_policy("scale_groups:local=0", pairs);
+  KvStore store = store_for(pairs);
+  for (int64_t u = 0; u < 5; ++u) run_unit(*mirrored, store, pairs, u, random_keys(2, 2, pairs.unit_tokens[u], 60 + u));
+  EXPECT_EQ(store.positions(0, 1, 0), concat(range(0, 5), range(30, 55)));
+  // Errors name what is wrong.
+  EXPECT_NE(test::policy_error("scale_groups", test::small_policy_context(4)).find("next-scale (VAR) models only"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("scale_groups:remove=condensed,cds=0", c).find("needs cds >= 1"), std::string::npos);
+  EXPECT_NE(test::policy_error("scale_groups:cds=5", c).find("cds 5 condensed scales is impossible (0..4"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("scale_groups:remove=local", c)
+                .find("parameter remove must be one of intermediate, condensed, got 'local'"),
+            std::string::npos);
+}
+
 TEST(StreamingScales, SinkScalesAndTheNewestTokensWithinTheBudget) {
   const PolicyContext c = scale_context({1, 4, 9, 16, 25});
   auto policy = make_policy("streaming:budget=20,sink_scales=2", c);
@@ -228,6 +321,22 @@ TEST(StreamingScales, SinkScalesAndTheNewestTokensWithinTheBudget) {
   EXPECT_NE(test::policy_error("streaming:budget=5,sink_scales=2", c).find("must exceed the 5 sink tokens"),
             std::string::npos);
   EXPECT_NE(test::policy_error("streaming:sink_scales=5", c).find("sink_scales 5 is impossible"), std::string::npos);
+}
+
+// sink_scales=0 is the sliding window (SWA) of AMS-KV's Table 5: the newest B
+// tokens, nothing kept for the first scales.
+TEST(StreamingScales, WithoutSinkScalesOnlyTheNewestTokensStay) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto policy = make_policy("streaming:budget=20,sink_scales=0", c);
+  KvStore store = store_for(c);
+  std::vector<int64_t> after;
+  for (int64_t u = 0; u < 3; ++u) run_unit(*policy, store, c, u, random_keys(1, 2, c.unit_tokens[u], 30 + u), &after);
+  EXPECT_EQ(after, range(0, 14));  // 14 tokens fit
+  // Scale 3 attends to everything before it, then the newest 20 stay: scale 0 and 1 go.
+  EXPECT_EQ(run_unit(*policy, store, c, 3, random_keys(1, 2, 16, 33), &after), range(0, 30));
+  EXPECT_EQ(after, range(10, 30));
+  EXPECT_EQ(run_unit(*policy, store, c, 4, random_keys(1, 2, 25, 34), &after), range(10, 55));
+  EXPECT_EQ(after, range(35, 55));
 }
 
 TEST(H2OScales, KeepsTheNewestTokensAndTheHeaviestHittersAfterEveryLayer) {
@@ -506,7 +615,7 @@ TEST(ScalePolicies, EveryScalePolicyKeepsItsBudgetAfterEveryLayerOfEveryScale) {
         "amskv:allocation=uniform,demanding_layers=1", "heatkv:budget=0.3,sinks=2",
         "heatkv:budget=0.2,sinks=2,variant=binary", "heatkv:budget=0.5,pruning=naive", "h2o:budget=30",
         "snapkv:budget=30", "snapkv:budget=30,cfg_decision=both", "scalekv:budget=30", "hack:budget=30",
-        "hack:budget=30,sinks=2,contextual=1/3,ratio=1/4"}) {
+        "hack:budget=30,sinks=2,contextual=1/3,ratio=1/4", "scale_groups", "scale_groups:remove=condensed,cds=1"}) {
     auto policy = make_policy(spec, context);
     if (auto* hack = dynamic_cast<HackPolicy*>(policy.get())) hack->set_head_variance(head_variance);
     int64_t limit_total = -1, limit_segment = -1;

@@ -200,8 +200,8 @@ class TestFamilyViewModels : public QObject {
     const kvs::FamilyDescription& llamagen = familyDescription("llamagen");
     QCOMPARE(policiesForFamily(var),
              (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"),
-                          QStringLiteral("heatkv"), QStringLiteral("scalekv"), QStringLiteral("hack"),
-                          QStringLiteral("h2o"), QStringLiteral("snapkv")}));
+                          QStringLiteral("scale_groups"), QStringLiteral("heatkv"), QStringLiteral("scalekv"),
+                          QStringLiteral("hack"), QStringLiteral("h2o"), QStringLiteral("snapkv")}));
     QCOMPARE(policiesForFamily(mar), (QStringList{QStringLiteral("full"), QStringLiteral("lazymar")}));
     const QStringList raster = policiesForFamily(llamagen);
     QVERIFY(raster.contains(QStringLiteral("linear")) && raster.contains(QStringLiteral("headkv")));

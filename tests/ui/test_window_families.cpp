@@ -48,8 +48,8 @@ class TestWindowFamilies : public QObject {
     QCOMPARE(w.family().name, std::string("var"));
     QCOMPARE(w.parameters()->offeredPolicies(),
              (QStringList{QStringLiteral("full"), QStringLiteral("streaming"), QStringLiteral("amskv"),
-                          QStringLiteral("heatkv"), QStringLiteral("scalekv"), QStringLiteral("hack"),
-                          QStringLiteral("h2o"), QStringLiteral("snapkv")}));
+                          QStringLiteral("scale_groups"), QStringLiteral("heatkv"), QStringLiteral("scalekv"),
+                          QStringLiteral("hack"), QStringLiteral("h2o"), QStringLiteral("snapkv")}));
     // HeatKV's budget is a share of the whole cache: the slider writes it.
     QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("heatkv:budget=0.1"));
@@ -60,6 +60,18 @@ class TestWindowFamilies : public QObject {
     QVERIFY(allocation != nullptr);
     allocation->setCurrentText(QStringLiteral("uniform"));
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("amskv:allocation=uniform"));
+    // So is the scale group AMS-KV's Table 1 removes, beside its condensed and local counts.
+    QVERIFY(w.setPolicySpec(QStringLiteral("scale_groups")));
+    auto* removed = w.parameters()->findChild<QComboBox*>(QStringLiteral("param_remove"));
+    QVERIFY(removed != nullptr);
+    QCOMPARE(removed->count(), 2);
+    QCOMPARE(removed->currentText(), QStringLiteral("intermediate"));
+    removed->setCurrentText(QStringLiteral("condensed"));
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("scale_groups:remove=condensed"));
+    auto* local = w.parameters()->findChild<QSpinBox*>(QStringLiteral("param_local"));
+    QVERIFY(local != nullptr);
+    local->setValue(1);
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("scale_groups:local=1,remove=condensed"));
     QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
     QVERIFY(!w.parameters()->findChild<QSpinBox*>(QStringLiteral("stepsSpin"))->isVisibleTo(w.parameters()));
     QCOMPARE(&w.compareView()->family(), &w.family());

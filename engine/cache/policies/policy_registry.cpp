@@ -12,6 +12,7 @@
 #include "engine/cache/policies/linear_policy.h"
 #include "engine/cache/policies/random_policy.h"
 #include "engine/cache/policies/rkv_policy.h"
+#include "engine/cache/policies/scale_groups_policy.h"
 #include "engine/cache/policies/scalekv_policy.h"
 #include "engine/cache/policies/snapkv_policy.h"
 #include "engine/cache/policies/streaming_policy.h"
@@ -148,11 +149,13 @@ int64_t resolve_budget_tokens(const PolicyParams& params, const PolicyContext& c
 }
 
 const std::vector<PolicyInfo>& policy_registry() {
-  static const std::vector<PolicyInfo> registry = {full_policy_info(),    streaming_policy_info(), random_policy_info(),
-                                                   linear_policy_info(),  headkv_policy_info(),    amskv_policy_info(),
-                                                   heatkv_policy_info(),  scalekv_policy_info(),   hack_policy_info(),
-                                                   lazymar_policy_info(), h2o_policy_info(),       snapkv_policy_info(),
-                                                   rkv_policy_info()};
+  static const std::vector<PolicyInfo> registry = {full_policy_info(),         streaming_policy_info(),
+                                                   random_policy_info(),       linear_policy_info(),
+                                                   headkv_policy_info(),       amskv_policy_info(),
+                                                   scale_groups_policy_info(), heatkv_policy_info(),
+                                                   scalekv_policy_info(),      hack_policy_info(),
+                                                   lazymar_policy_info(),      h2o_policy_info(),
+                                                   snapkv_policy_info(),       rkv_policy_info()};
   return registry;
 }
 
