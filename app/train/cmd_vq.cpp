@@ -3,6 +3,7 @@
 
 #include "app/train/train_commands.h"
 #include "app/train/train_options.h"
+#include "engine/core/errors.h"
 #include "engine/training/llamagen/vq_trainer.h"
 
 namespace kvs::train_app {
@@ -15,7 +16,7 @@ constexpr RecipeDefaults kRecipe = kTokenizerRecipe;
 int cmd_vq(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
                    with_common_options({"--image-size", "--ch", "--ch-mult", "--z-channels", "--codebook-size",
-                                        "--codebook-dim", "--commit-beta", "--entropy-ratio"}),
+                                        "--codebook-dim", "--commit-beta", "--entropy-ratio", "--decoder-from"}),
                    with_common_flags({"--no-flip", "--no-l2-norm"}), 0);
   if (p.flag("--help")) {
     std::printf(
@@ -30,12 +31,22 @@ int cmd_vq(const std::vector<std::string>& args, const std::string& command_line
         "  --commit-beta X          commitment loss weight (default 0.25)\n"
         "  --entropy-ratio X        entropy loss weight (default 0)\n"
         "  --no-flip                no left-right flip augmentation\n"
+        "  --decoder-from BUNDLE    fit only the encoder to the frozen decoder and codebook of a llamagen\n"
+        "                           or janus-pro bundle (its sizes replace the size options), so that a\n"
+        "                           shipped generator can be trained on without its run folder\n"
         "%s%s",
         world_data_help("the PSNR curve").c_str(), common_options_help(kRecipe).c_str());
     return 0;
   }
   training::TrainOptions options = parse_train_options(p, kRecipe, command_line);
   training::VqTrainSetup setup;
+  setup.decoder_from = p.get("--decoder-from", "");
+  if (!setup.decoder_from.empty())
+    for (const char* size_option :
+         {"--image-size", "--ch", "--ch-mult", "--z-channels", "--codebook-size", "--codebook-dim"})
+      if (p.has(size_option))
+        throw InvalidArgumentError(std::string(size_option) + " cannot be combined with --decoder-from (the bundle's " +
+                                   "tokenizer sets the sizes)");
   llamagen::VqConfig& arch = setup.model.arch;
   arch.ch = p.get_int("--ch", 32);
   arch.decoder_ch_mult = parse_int_list("--ch-mult", p.get("--ch-mult", "1,1,2"));

@@ -139,6 +139,14 @@ WorldImageSet WorldImageSet::render_cached(std::vector<WorldItem> items, int siz
   return set;
 }
 
+WorldImageSet WorldImageSet::mirrored() const {
+  WorldImageSet set;
+  set.items_ = items_;
+  set.size_px_ = size_px_;
+  set.pixels_ = pixels_.flip({2}).contiguous();  // [N, H, W, 3]: W is dimension 2
+  return set;
+}
+
 at::Tensor WorldImageSet::labels() const {
   std::vector<int64_t> labels;
   labels.reserve(items_.size());

@@ -50,6 +50,10 @@ class WorldImageSet {
   const at::Tensor& pixels() const { return pixels_; }  // uint8 [N, H, W, 3], CPU
   at::Tensor labels() const;                            // int64 [N], CPU
 
+  // The same items with every picture mirrored left-right (world::mirrored gives
+  // their facts).
+  WorldImageSet mirrored() const;
+
   // Model input for the rows `indices` (int64): float32 [B, 3, H, W] in [-1, 1]
   // (LlamaGen's Normalize(0.5, 0.5)) on `device`; rows with flip[i] true are
   // mirrored left-right (flip may be undefined).

@@ -17,6 +17,18 @@ Side side_of(float x) {
 
 Height height_of(float y) { return y < kHighLightBelowY ? Height::high : Height::low; }
 
+namespace {
+Side mirrored_side(Side s) { return s == Side::left ? Side::right : (s == Side::right ? Side::left : Side::centre); }
+}  // namespace
+
+SceneFacts mirrored(const SceneFacts& facts) {
+  SceneFacts out = facts;
+  out.light.x = 1.f - facts.light.x;
+  out.light.side = mirrored_side(facts.light.side);
+  for (SceneObject& o : out.objects) o.side = mirrored_side(o.side);
+  return out;
+}
+
 ColourName colour_name(float r, float g, float b) {
   const float v = std::max({r, g, b});
   const float lo = std::min({r, g, b});

@@ -79,6 +79,12 @@ struct SceneFacts {
 Side side_of(float x);
 Height height_of(float y);
 
+// The facts of the same picture mirrored left-right: the light's x becomes 1 - x
+// and every left becomes right and back (the centre stays). Nothing else the
+// facts record has a direction, so a mirrored picture captioned from these facts
+// is described exactly (the text-to-image demo trains on such pairs).
+SceneFacts mirrored(const SceneFacts& facts);
+
 // The plain English name of an RGB colour (components in [0, 1]).
 ColourName colour_name(float r, float g, float b);
 

@@ -117,6 +117,35 @@ TEST(SceneFacts, StillLifeObjectsAreCountedAndPlaced) {
   EXPECT_EQ(counts.size(), 3u) << "1, 2 and 3 objects all occur";
 }
 
+TEST(SceneFacts, MirroredSwapsEverySideAndNothingElse) {
+  int lights = 0, placed = 0;
+  for (int c = 0; c < static_cast<int>(scene_classes().size()); ++c)
+    for (uint64_t seed = 0; seed < 30; ++seed) {
+      const SceneFacts f = scene_facts(c, seed);
+      const SceneFacts m = mirrored(f);
+      EXPECT_FLOAT_EQ(m.light.x, 1.f - f.light.x);
+      EXPECT_EQ(m.light.y, f.light.y);
+      if (f.light.kind != LightKind::none && f.light.disc) {
+        EXPECT_EQ(m.light.side, side_of(m.light.x)) << "class " << c << " seed " << seed;
+        ++lights;
+      }
+      ASSERT_EQ(m.objects.size(), f.objects.size());
+      for (size_t i = 0; i < f.objects.size(); ++i) {
+        const Side s = f.objects[i].side, ms = m.objects[i].side;
+        EXPECT_EQ(ms, s == Side::left ? Side::right : (s == Side::right ? Side::left : Side::centre));
+        placed += f.objects[i].placed;
+      }
+      // Twice is the original, and what has no direction is untouched.
+      EXPECT_EQ(facts_json(mirrored(m)), facts_json(f));
+      SceneFacts unsided = m;
+      unsided.light = f.light;
+      unsided.objects = f.objects;
+      EXPECT_EQ(facts_json(unsided), facts_json(f));
+    }
+  EXPECT_GT(lights, 50);
+  EXPECT_GT(placed, 10);
+}
+
 TEST(SceneFacts, NamesColoursInPlainEnglish) {
   EXPECT_EQ(colour_name(0.9f, 0.1f, 0.1f), ColourName::red);
   EXPECT_EQ(colour_name(0.95f, 0.55f, 0.15f), ColourName::orange);

@@ -98,6 +98,41 @@ TEST(SceneMeasures, SunOrMoonSideAndHeightFromTheBrightestRegion) {
   }
 }
 
+// A picture mirrored left-right, as the text-to-image trainer mirrors its data.
+RgbImage mirror_image(const RgbImage& image) {
+  RgbImage out = image;
+  for (int y = 0; y < image.height; ++y)
+    for (int x = 0; x < image.width; ++x)
+      for (int ch = 0; ch < 3; ++ch)
+        out.pixels[static_cast<size_t>((y * image.width + x) * 3 + ch)] =
+            image.pixels[static_cast<size_t>((y * image.width + image.width - 1 - x) * 3 + ch)];
+  return out;
+}
+
+TEST(SceneMeasures, MirroredPicturesShowTheMirroredFactsSide) {
+  // world::mirrored(facts) describes the mirrored picture: the side measure agrees
+  // with it as well as with the unmirrored facts on the unmirrored picture, and
+  // a picture with the light off-centre now shows it on the other side.
+  Tally side;
+  int moved = 0;
+  for (const char* name : {"sunset_sea", "night_sky", "desert", "forest"}) {
+    const int c = class_id(name);
+    for (int i = 0; i < 70; ++i) {
+      const SceneFacts f = scene_facts(c, seed_at(i));
+      if (!f.light.disc) continue;
+      const SceneFacts m = mirrored(f);
+      const RgbImage image = mirror_image(render_scene(c, seed_at(i), 64));
+      side.add(c, matches_light_side(image, m.light.side));
+      if (f.light.side != Side::centre) {
+        EXPECT_NE(m.light.side, f.light.side);
+        moved += matches_light_side(image, m.light.side) && !matches_light_side(image, f.light.side);
+      }
+    }
+  }
+  expect_accurate("mirrored sun or moon side", 64, side);
+  EXPECT_GE(moved, 50);
+}
+
 TEST(SceneMeasures, NamedColoursFromHue) {
   // Tilings: their first hue colour covers a third of the picture or more.
   const int tiling = class_id("tiling");

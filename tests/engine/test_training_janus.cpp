@@ -9,6 +9,7 @@
 #include <ATen/TensorOperators.h>
 #include <c10/core/GradMode.h>
 
+#include <cctype>
 #include <cmath>
 
 #include "engine/models/janus/janus_model.h"
@@ -87,6 +88,42 @@ TEST(TrainingJanus, CaptionsFollowTheGrammarAndDifferPerPicture) {
   // drawn from one seed (same class, consecutive seeds, different wording or facts).
   EXPECT_NE(caption_seed(items[0].seed, 0), caption_seed(items[12].seed, 0));
   EXPECT_NE(captions[0], captions[12 * 3]);
+}
+
+// Swaps the words "left" and "right" (not "bright").
+std::string swap_sides(const std::string& text) {
+  auto word_at = [&](size_t i, const std::string& w) {
+    const bool starts = i == 0 || !std::isalpha(static_cast<unsigned char>(text[i - 1]));
+    const size_t end = i + w.size();
+    return starts && text.compare(i, w.size(), w) == 0 &&
+           (end == text.size() || !std::isalpha(static_cast<unsigned char>(text[end])));
+  };
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    if (word_at(i, "left")) {
+      out += "right";
+      i += 4;
+    } else if (word_at(i, "right")) {
+      out += "left";
+      i += 5;
+    } else {
+      out += text[i++];
+    }
+  }
+  return out;
+}
+
+TEST(TrainingJanus, MirroredCaptionsDifferOnlyInTheirSides) {
+  const std::vector<WorldItem> items = world_items(WorldSplit::Train, 6, world_class_count());
+  const auto plain = world_item_captions(items, 2, world::CaptionSplit::train);
+  const auto mirrored = world_item_captions(items, 2, world::CaptionSplit::train, true);
+  ASSERT_EQ(plain.size(), mirrored.size());
+  int changed = 0;
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(mirrored[i], swap_sides(plain[i])) << plain[i];
+    changed += mirrored[i] != plain[i];
+  }
+  EXPECT_GT(changed, 20);  // many pictures name a side
 }
 
 }  // namespace

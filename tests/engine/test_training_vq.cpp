@@ -6,9 +6,16 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include "engine/core/errors.h"
+#include "engine/models/janus/janus_random_init.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 #include "engine/models/llamagen/vq_decoder.h"
+#include "engine/training/bundle_start.h"
+#include "engine/training/checkpoint.h"
 #include "engine/training/llamagen/vq_model.h"
+#include "engine/training/llamagen/vq_trainer.h"
+#include "test_helpers.h"
+#include "training_test_options.h"
 
 namespace kvs::training {
 namespace {
@@ -93,6 +100,51 @@ TEST(TrainingVq, EngineDecoderReproducesTrainingDecoder) {
                       .abs()
                       .max()
                       .item<int>() <= 1);
+}
+
+TEST(TrainingVq, FitsAnEncoderToTheFrozenDecoderOfABundle) {
+  // A shipped bundle keeps only the decoder half; --decoder-from trains a new
+  // encoder against it and leaves every decoder tensor exactly as shipped.
+  test::TempDir dir;
+  const std::string bundle = dir.file("bundle");
+  janus::write_random_janus_bundle(bundle, "tiny", janus::tiny_janus_config(), 3, "f16");
+  const BundleVq shipped = read_bundle_vq(bundle);
+  EXPECT_TRUE(shipped.encoder.empty());
+  EXPECT_EQ(shipped.image_size, 64);
+
+  VqTrainSetup setup;
+  setup.decoder_from = bundle;
+  setup.train_per_class = 1;
+  setup.eval_per_class = 1;
+  int64_t steps_run = 0;
+  train_vq(test::tiny_train_options(dir.file("work"), 0, false, &steps_run, 5, 3e-3, 3), setup);
+
+  nlohmann::json manifest;
+  const auto weights = load_checkpoint_weights(dir.file("work/vq"), &manifest);
+  EXPECT_EQ(manifest.at("config").at("decoder_from").get<std::string>(), shipped.fingerprint);
+  for (const auto& [name, value] : shipped.decoder) EXPECT_TRUE(weights.at(name).equal(value)) << name;
+  // The encoder trained: it is no longer PyTorch's default init of the same seed.
+  VqModelConfig cfg;
+  cfg.arch = shipped.config.arch;
+  const ParameterSet init = init_vq_parameters(cfg, 5, at::kCPU);
+  int changed = 0;
+  for (const auto& e : llamagen::vq_encoder_expected_tensors(cfg.arch, cfg.encoder_levels()))
+    changed += !weights.at(e.name).equal(init.get(e.name).detach());
+  EXPECT_GT(changed, 10);
+
+  // A bundle that is not there is refused by name.
+  EXPECT_THROW(
+      {
+        try {
+          VqTrainSetup other = setup;
+          other.decoder_from = dir.file("nowhere");
+          train_vq(test::tiny_train_options(dir.file("work2"), 0, false, &steps_run), other);
+        } catch (const FileError& e) {
+          EXPECT_NE(std::string(e.what()).find("nowhere"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      FileError);
 }
 
 }  // namespace

@@ -15,11 +15,12 @@ std::string world_item_caption(const WorldItem& item, int64_t k, world::CaptionS
 }
 
 std::vector<std::string> world_item_captions(const std::vector<WorldItem>& items, int64_t per_item,
-                                             world::CaptionSplit split) {
+                                             world::CaptionSplit split, bool mirrored) {
   std::vector<std::string> out;
   out.reserve(items.size() * static_cast<size_t>(per_item));
   for (const WorldItem& item : items) {
-    const world::SceneFacts facts = world::scene_facts(static_cast<int>(item.class_id), item.seed);
+    world::SceneFacts facts = world::scene_facts(static_cast<int>(item.class_id), item.seed);
+    if (mirrored) facts = world::mirrored(facts);
     for (int64_t k = 0; k < per_item; ++k)
       out.push_back(world::scene_caption(facts, caption_seed(item.seed, k), split).text);
   }

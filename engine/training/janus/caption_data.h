@@ -20,7 +20,10 @@ uint64_t caption_seed(uint64_t picture_seed, int64_t k);
 std::string world_item_caption(const WorldItem& item, int64_t k, world::CaptionSplit split);
 
 // Captions 0..per_item-1 of every item, item-major (caption k of item i at i * per_item + k).
+// `mirrored`: captions of the pictures mirrored left-right (world::mirrored facts,
+// the same caption seeds, so each differs from the unmirrored caption k only in
+// its sides).
 std::vector<std::string> world_item_captions(const std::vector<WorldItem>& items, int64_t per_item,
-                                             world::CaptionSplit split);
+                                             world::CaptionSplit split, bool mirrored = false);
 
 }  // namespace kvs::training

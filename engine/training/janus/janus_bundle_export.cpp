@@ -5,9 +5,11 @@
 
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/io/safetensors_writer.h"
 #include "engine/models/janus/janus_model.h"
 #include "engine/models/janus/janus_weights.h"
 #include "engine/models/llamagen/llamagen_weights.h"
+#include "engine/training/bundle_start.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/janus/caption_data.h"
 #include "engine/training/janus/text_tokenizer_trainer.h"
@@ -36,9 +38,24 @@ nlohmann::json export_janus_bundle(const BundleExportOptions& options) {
   add_prefixed(tensors, vq_weights, llamagen::vq_decoder_expected_tensors(vq_cfg.arch), "gen_vision_model.", dtype,
                vq_dir);
 
+  // The encoder half of the image tokenizer, beside the weights: generation never
+  // reads it, training on from the bundle does (bundle_start.h).
+  io::NamedTensors encoder;
+  add_prefixed(encoder, vq_weights, llamagen::vq_encoder_expected_tensors(vq_cfg.arch, vq_cfg.encoder_levels()), "",
+               dtype, vq_dir);
+
   const int image_size = vq_manifest.at("config").at("image_size").get<int>();
   nlohmann::json provenance = trained_provenance(options, "kvstudio-train export --family janus-pro", image_size,
                                                  vq_manifest, "janus_training", janus_manifest_json);
+  // A run that started from a shipped bundle: that bundle's own training history
+  // (read before the export may overwrite it).
+  const nlohmann::json janus_run_config = janus_manifest_json.at("config");
+  if (janus_run_config.contains("init_from")) {
+    const std::string start = janus_run_config["init_from"].value("bundle", std::string());
+    const io::ModelBundle start_bundle = io::ModelBundle::open(start);
+    provenance["janus_training"]["started_from"] = {
+        {"bundle", start}, {"provenance", start_bundle.manifest.value("provenance", nlohmann::json::object())}};
+  }
   std::ifstream text_manifest(fs::path(text_dir) / "manifest.json");
   if (text_manifest) provenance["text_tokenizer_training"] = nlohmann::json::parse(text_manifest, nullptr, false);
   nlohmann::json manifest = janus::janus_manifest(options.name, cfg, provenance);
@@ -51,7 +68,10 @@ nlohmann::json export_janus_bundle(const BundleExportOptions& options) {
     examples.push_back(world_item_caption(item, 0, world::CaptionSplit::train));
   }
   manifest["example_prompts"] = examples;
+  manifest["files"]["vq_encoder"] = kVqEncoderFile;
   write_trained_bundle(options, dtype, tensors, world_class_names(), manifest);
+  io::write_safetensors((fs::path(options.out_dir) / kVqEncoderFile).string(), encoder,
+                        {{"format", "kvstudio"}, {"content", "vq-encoder"}});
 
   // The tokenizer folder a converted checkpoint carries, as `tokenizer/`.
   const fs::path tokenizer_out = fs::path(options.out_dir) / "tokenizer";

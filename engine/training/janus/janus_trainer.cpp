@@ -17,6 +17,7 @@
 #include "engine/models/janus/janus_prompt.h"
 #include "engine/models/janus/janus_weights.h"
 #include "engine/text/bpe_tokenizer.h"
+#include "engine/training/bundle_start.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/janus/caption_data.h"
 #include "engine/training/llamagen/vq_model.h"
@@ -129,6 +130,25 @@ TrainSummary train_janus(const TrainOptions& options, const JanusTrainSetup& set
     throw InvalidArgumentError("the text tokenizer's " + std::to_string(tokenizer.vocab_size()) +
                                " tokens exceed the model's vocab_size " + std::to_string(cfg.language.vocab_size));
 
+  // A start from a shipped bundle: its generator, and a check that the image
+  // tokenizer is an encoder fitted to its decoder (the same codebook).
+  std::map<std::string, at::Tensor> start_weights;
+  std::string start_id;
+  if (!setup.init_from.empty()) {
+    nlohmann::json architecture;
+    start_weights = read_janus_generator(setup.init_from, &architecture);
+    if (architecture != janus::to_json(cfg))
+      throw InvalidArgumentError("bundle " + setup.init_from + " has another architecture than this run (" +
+                                 architecture.dump() + " vs " + janus::to_json(cfg).dump() +
+                                 "); give the bundle's language sizes");
+    const BundleVq bundle_vq = read_bundle_vq(setup.init_from);
+    if (vq_manifest.at("config").value("decoder_from", std::string()) != bundle_vq.fingerprint)
+      throw InvalidArgumentError("the image tokenizer in " + setup.vq_run_dir + " was not fitted to the decoder of " +
+                                 bundle_vq.origin + " (run `kvstudio-train vq --decoder-from " + setup.init_from +
+                                 "` first)");
+    start_id = bundle_vq.fingerprint;
+  }
+
   const std::string dir = run_dir(options, "janus");
   TokenSet train, held_out;
   std::vector<WorldItem> train_items, held_out_items;
@@ -144,6 +164,14 @@ TrainSummary train_janus(const TrainOptions& options, const JanusTrainSetup& set
     train = tokenize_images_cached(image_tokenizer, images,
                                    dir + "/tokens-train-" + std::to_string(setup.train_per_class) + ".safetensors",
                                    tokenizer_id);
+    if (setup.mirror) {
+      const TokenSet mirrored = tokenize_images_cached(image_tokenizer, images.mirrored(),
+                                                       dir + "/tokens-train-mirrored-" +
+                                                           std::to_string(setup.train_per_class) + ".safetensors",
+                                                       tokenizer_id);
+      train.codes = at::cat({train.codes, mirrored.codes});
+      train.labels = at::cat({train.labels, mirrored.labels});
+    }
     WorldImageSet eval_images = load_world_split(options.work_dir, WorldSplit::HeldOut, setup.eval_per_class,
                                                  image_size, options.render_threads);
     held_out_items = eval_images.items();
@@ -151,10 +179,16 @@ TrainSummary train_janus(const TrainOptions& options, const JanusTrainSetup& set
                                       dir + "/tokens-heldout-" + std::to_string(setup.eval_per_class) + ".safetensors",
                                       tokenizer_id);
   }
-  const PromptSet prompts = PromptSet::build(tokenizer, cfg,
-                                             world_item_captions(train_items, setup.captions_per_image,
-                                                                 world::CaptionSplit::train),
-                                             setup.captions_per_image);
+  // Caption k of training picture i at i * per_image + k; the mirrored pictures
+  // (when on) follow the originals in the same order, as their codes do.
+  std::vector<std::string> train_captions = world_item_captions(train_items, setup.captions_per_image,
+                                                                world::CaptionSplit::train);
+  if (setup.mirror) {
+    std::vector<std::string> mirrored = world_item_captions(train_items, setup.captions_per_image,
+                                                            world::CaptionSplit::train, true);
+    train_captions.insert(train_captions.end(), mirrored.begin(), mirrored.end());
+  }
+  const PromptSet prompts = PromptSet::build(tokenizer, cfg, train_captions, setup.captions_per_image);
   // Held-out pictures, one caption each in either split: the loss on wordings
   // the model has read and on wordings it has not.
   const PromptSet eval_train_words =
@@ -163,6 +197,7 @@ TrainSummary train_janus(const TrainOptions& options, const JanusTrainSetup& set
       PromptSet::build(tokenizer, cfg, world_item_captions(held_out_items, 1, world::CaptionSplit::held_out), 1);
 
   ParameterSet params = init_janus_parameters(cfg, options.seed, options.device);
+  if (!start_weights.empty()) params.copy_from(start_weights, "bundle " + setup.init_from);
   const janus::JanusModel model = janus::JanusModel::from_tensors(cfg, params.as_map(), options.device, at::kFloat);
   module_logger("train").info("janus: " + std::to_string(params.numel()) + " parameters, " +
                               std::to_string(prompts.size()) + " captioned training pictures (" +
@@ -179,6 +214,9 @@ TrainSummary train_janus(const TrainOptions& options, const JanusTrainSetup& set
                  {"train_per_class", setup.train_per_class},
                  {"captions_per_image", setup.captions_per_image},
                  {"condition_dropout", setup.condition_dropout}};
+  // Only when on, so that runs made before these options existed still resume.
+  if (setup.mirror) task.config["mirror"] = true;
+  if (!start_id.empty()) task.config["init_from"] = {{"bundle", setup.init_from}, {"decoder", start_id}};
   task.metric_names = {"token_accuracy", "prompt_tokens"};
   task.step = [&](int64_t, at::Generator& gen) {
     const auto i64 = at::TensorOptions().dtype(at::kLong);

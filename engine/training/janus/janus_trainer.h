@@ -26,7 +26,16 @@
 //   gen_head.vision_head.weight = 0 so training starts from nearly uniform image
 //   logits (as LlamaGen's output layer does; its bias keeps the small default).
 // - AdamW decay on >= 2-D tensors, as for the LlamaGen demo.
-// - Images are not mirrored: captions name the sun's side.
+// - Mirroring (`mirror`) adds every training picture mirrored left-right, captioned
+//   from its mirrored facts with the same caption seeds: pairs of captions that
+//   differ only in "left" and "right" over pictures that differ only in the side
+//   things are on, which is what ties the side words to the picture. Plain flips
+//   (as the tokenizer trainers use) would teach captions that lie about the side.
+// - `init_from` starts from a shipped janus-pro bundle's generator instead of the
+//   init above (fresh AdamW state; the language sizes must be the bundle's). The
+//   image tokenizer must then be an encoder fitted to that bundle's decoder
+//   (`kvstudio-train vq --decoder-from BUNDLE`), so that the codes mean what they
+//   meant when the bundle was trained.
 #include <cstdint>
 #include <string>
 
@@ -48,6 +57,8 @@ struct JanusTrainSetup {
   int64_t eval_per_class = 20;
   int64_t captions_per_image = 4;
   double condition_dropout = 0.1;
+  bool mirror = false;    // also train on the pictures mirrored left-right, with mirrored captions
+  std::string init_from;  // a janus-pro bundle folder whose generator the run starts from
 };
 
 // Sets the VQ config, image size, image vocabulary, gen_embed width and text

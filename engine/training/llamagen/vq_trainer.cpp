@@ -7,11 +7,13 @@
 #include <c10/core/GradMode.h>
 
 #include <cmath>
+#include <optional>
 
 #include "engine/core/logging.h"
 #include "engine/metrics/image_metrics.h"
 #include "engine/metrics/image_tensors.h"
 #include "engine/models/llamagen/vq_decoder.h"
+#include "engine/training/bundle_start.h"
 #include "engine/training/world_data.h"
 
 namespace kvs::training {
@@ -32,7 +34,15 @@ double reconstruction_psnr(const VqModel& model, const at::Tensor& pixels_nhwc, 
   return sum / static_cast<double>(n);
 }
 
-TrainSummary train_vq(const TrainOptions& options, const VqTrainSetup& setup) {
+TrainSummary train_vq(const TrainOptions& options, const VqTrainSetup& setup_in) {
+  VqTrainSetup setup = setup_in;
+  std::optional<BundleVq> start;
+  if (!setup.decoder_from.empty()) {
+    start = read_bundle_vq(setup.decoder_from);
+    setup.model.arch = start->config.arch;
+    setup.model.encoder_ch_mult.clear();
+    setup.image_size = start->image_size;
+  }
   const VqModelConfig& cfg = setup.model;
   cfg.validate();
   WorldImageSet train = load_world_split(options.work_dir, WorldSplit::Train, setup.train_per_class, setup.image_size,
@@ -41,6 +51,19 @@ TrainSummary train_vq(const TrainOptions& options, const VqTrainSetup& setup) {
                                             setup.image_size, options.render_threads);
 
   ParameterSet params = init_vq_parameters(cfg, options.seed, options.device);
+  if (start) {
+    // The bundle's decoder half, frozen: AdamW and the gradient clipping skip
+    // tensors without a gradient, and the checkpoint keeps them as they are.
+    c10::NoGradGuard no_grad;
+    for (const auto& [name, value] : start->decoder) {
+      const at::Tensor& p = params.get(name);
+      p.copy_(value);
+      p.requires_grad_(false);
+    }
+    for (const auto& [name, value] : start->encoder) params.get(name).copy_(value);
+    module_logger("train").info("vq: fitting the encoder to the frozen decoder of " + start->origin +
+                                (start->encoder.empty() ? "" : ", starting from its shipped encoder"));
+  }
   VqModel model(cfg, params.as_map(), options.device);
   module_logger("train").info("vq: " + std::to_string(params.numel()) + " parameters, " + std::to_string(train.size()) +
                               " training images");
@@ -56,6 +79,7 @@ TrainSummary train_vq(const TrainOptions& options, const VqTrainSetup& setup) {
                  {"image_size", setup.image_size},
                  {"train_per_class", setup.train_per_class},
                  {"flip", setup.flip}};
+  if (start) task.config["decoder_from"] = start->fingerprint;
   task.metric_names = {"rec_mse", "vq_loss", "commit_loss", "entropy_loss", "codebook_usage", "train_psnr"};
   task.step = [&](int64_t, at::Generator& gen) {
     at::Tensor idx = at::randint(train.size(), {options.batch}, gen, at::TensorOptions().dtype(at::kLong));

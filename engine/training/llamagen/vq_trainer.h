@@ -5,7 +5,16 @@
 // terms — rec_weight * MSE + vq_loss + commit_loss + entropy_loss. LPIPS needs
 // pretrained VGG weights we cannot ship, and the quality gate is reconstruction
 // PSNR, which MSE optimises directly. Augmentation: random left-right flips.
+//
+// With `decoder_from` (a llamagen or janus-pro bundle) the run fits an encoder to
+// that bundle's decoder half instead: codebook, post_quant_conv and decoder are
+// the bundle's and stay frozen (no gradient, no update, no decay), and only
+// encoder.* and quant_conv.* train (from the bundle's own encoder when it ships
+// one). The codes such an encoder gives are what a generator trained on the
+// bundle's codebook reads, so a shipped generator can be trained on after its run
+// folder is gone (bundle_start.h).
 #include <cstdint>
+#include <string>
 
 #include "engine/training/llamagen/vq_model.h"
 #include "engine/training/training_loop.h"
@@ -18,6 +27,8 @@ struct VqTrainSetup {
   int64_t train_per_class = 1000;  // training images per class (seeds 0..n-1)
   int64_t eval_per_class = 20;     // held-out images per class for the PSNR curve
   bool flip = true;
+  std::string
+      decoder_from;  // a bundle folder: fit the encoder to its frozen decoder (model and image_size come from it)
 };
 
 // The evaluation the trainer logs and `kvstudio-train evaluate` reports: mean

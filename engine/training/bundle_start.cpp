@@ -1,0 +1,123 @@
+#include "engine/training/bundle_start.h"
+
+#include <filesystem>
+#include <functional>
+
+#include "engine/core/errors.h"
+#include "engine/io/bundle_loading.h"
+#include "engine/io/bundle_weights.h"
+#include "engine/io/model_bundle.h"
+#include "engine/io/safetensors_reader.h"
+#include "engine/io/tensor_spec.h"
+#include "engine/models/janus/janus_config.h"
+#include "engine/models/janus/janus_weights.h"
+#include "engine/models/llamagen/llamagen_config.h"
+#include "engine/models/llamagen/llamagen_weights.h"
+
+namespace kvs::training {
+namespace fs = std::filesystem;
+namespace {
+
+// Float32 CPU copies of `expected` from `tensors` (named without the prefix).
+std::map<std::string, at::Tensor> float_copies(const std::map<std::string, at::Tensor>& tensors,
+                                               const std::vector<io::ExpectedTensor>& expected,
+                                               const std::string& origin) {
+  io::check_tensor_set(io::shapes_of(tensors), expected, origin);
+  std::map<std::string, at::Tensor> out;
+  for (const auto& e : expected) out.emplace(e.name, tensors.at(e.name).to(at::kCPU, at::kFloat).contiguous().clone());
+  return out;
+}
+
+std::string header_fingerprint(const io::SafetensorsReader& reader) {
+  std::string names;
+  for (const auto& [name, shape] : io::shapes_of(reader)) names += name + ";";
+  // The file size and names: a re-export of other weights changes the size of
+  // nothing, so the bytes of one decoder tensor are mixed in too.
+  at::Tensor probe = reader.tensor(reader.names().front()).to(at::kFloat).contiguous();
+  const float* p = probe.data_ptr<float>();
+  std::string bytes(reinterpret_cast<const char*>(p), static_cast<size_t>(std::min<int64_t>(probe.numel(), 4096)) * 4);
+  return std::to_string(std::hash<std::string>{}(names + bytes));
+}
+
+}  // namespace
+
+BundleVq read_bundle_vq(const std::string& bundle_dir) {
+  const io::ModelBundle bundle = io::ModelBundle::open(bundle_dir);
+  BundleVq out;
+  out.origin = "bundle " + bundle.name() + " (" + bundle.dir + ")";
+  const std::string family = bundle.family();
+  std::string prefix;
+  if (family == "janus-pro") {
+    janus::JanusConfig c;
+    io::parse_manifest_sections(bundle, "architecture.janus", [&] {
+      c = janus::janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+    });
+    out.config.arch = c.vq;
+    out.image_size = static_cast<int>(c.image_size);
+    prefix = "gen_vision_model.";
+  } else if (family == "llamagen") {
+    llamagen::GptConfig g;
+    io::parse_manifest_sections(bundle, "architecture.gpt or tokenizer", [&] {
+      g = llamagen::gpt_config_from_json(bundle.manifest.at("architecture").at("gpt"));
+      out.config.arch = llamagen::vq_config_from_json(bundle.manifest.at("tokenizer"));
+    });
+    out.image_size = static_cast<int>(g.grid_size() * out.config.arch.downsample());
+    prefix = "vq.";
+  } else {
+    throw InvalidArgumentError(out.origin + " is a " + family +
+                               " model: only llamagen and janus-pro bundles have a VQ image tokenizer");
+  }
+  auto weights = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
+  out.decoder = float_copies(io::tensors_with_prefix(*weights, prefix),
+                             llamagen::vq_decoder_expected_tensors(out.config.arch),
+                             "file " + bundle.weights_path() + " (" + prefix + "*)");
+  out.fingerprint = header_fingerprint(*weights);
+
+  const auto files = bundle.manifest.value("files", nlohmann::json::object());
+  if (files.contains("vq_encoder")) {
+    if (!files["vq_encoder"].is_string())
+      throw FormatError("file " + (fs::path(bundle.dir) / "model.json").string() +
+                        ": files.vq_encoder must be a string");
+    const std::string name = files["vq_encoder"].get<std::string>();
+    if (name.empty() || name.find("..") != std::string::npos || fs::path(name).is_absolute())
+      throw FormatError("file " + (fs::path(bundle.dir) / "model.json").string() +
+                        ": files.vq_encoder must be a file inside the bundle folder");
+    const std::string path = (fs::path(bundle.dir) / name).string();
+    auto encoder = io::SafetensorsReader::open(path, io::TensorMemory::OwnedCopy);
+    std::map<std::string, at::Tensor> all;
+    for (const auto& n : encoder->names()) all.emplace(n, encoder->tensor(n));
+    out.encoder = float_copies(all, llamagen::vq_encoder_expected_tensors(out.config.arch, out.config.encoder_levels()),
+                               "file " + path);
+  }
+  return out;
+}
+
+janus::JanusConfig janus_bundle_architecture(const std::string& bundle_dir) {
+  const io::ModelBundle bundle = io::ModelBundle::open(bundle_dir);
+  io::require_family(bundle, "janus-pro");
+  janus::JanusConfig c;
+  io::parse_manifest_sections(bundle, "architecture.janus", [&] {
+    c = janus::janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+  });
+  return c;
+}
+
+std::map<std::string, at::Tensor> read_janus_generator(const std::string& bundle_dir, nlohmann::json* architecture) {
+  const io::ModelBundle bundle = io::ModelBundle::open(bundle_dir);
+  io::require_family(bundle, "janus-pro");
+  janus::JanusConfig c;
+  io::parse_manifest_sections(bundle, "architecture.janus", [&] {
+    c = janus::janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+  });
+  if (architecture) *architecture = bundle.manifest.at("architecture").at("janus");
+  auto weights = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
+  std::map<std::string, at::Tensor> all;
+  for (const auto& n : weights->names()) all.emplace(n, weights->tensor(n));
+  io::check_tensor_set(io::shapes_of(all), janus::janus_expected_tensors(c), "file " + bundle.weights_path());
+  std::map<std::string, at::Tensor> out;
+  for (const auto& e : janus::janus_generation_tensors(c))
+    out.emplace(e.name, all.at(e.name).to(at::kCPU, at::kFloat).contiguous().clone());
+  return out;
+}
+
+}  // namespace kvs::training
