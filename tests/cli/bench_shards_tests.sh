@@ -124,7 +124,7 @@ expect_error merge-other-settings 'bench merge: the folders hold benches with ot
   -- bench merge "$work/shards" "$work/other"
 expect_error shard-without-out 'option --shard needs --out DIR' -- bench "${common[@]}" --shard 0/2
 expect_error shard-range 'option --shard expects I/N with 0 <= I < N, got .2/2.' -- bench "${common[@]}" --out "$work/x" --shard 2/2
-expect_error shard-json 'options --json and --chart apply to the whole bench' \
+expect_error shard-json 'options --json, --chart and --grid apply to the whole bench' \
   -- bench "${common[@]}" --out "$work/x" --shard 0/2 --json "$work/x.json"
 expect_error out-max-memory 'option --max-memory runs in one process' -- bench "${common[@]}" --out "$work/x" --max-memory 1
 
