@@ -9,13 +9,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <set>
 #include <sstream>
+#include <tuple>
 
 #include "app/cli/arg_parser.h"
+#include "app/cli/bench_table.h"
 #include "app/cli/commands.h"
 #include "app/cli/default_paths.h"
-#include "engine/bench/bench_chart.h"
+#include "engine/bench/bench_output_dir.h"
+#include "engine/bench/bench_shard.h"
+#include "engine/bench/bench_sweep.h"
 #include "engine/bench/policy_bench.h"
+#include "engine/bench/sweep_chart.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
@@ -82,8 +89,42 @@ world, and on class where a prompt line names one.
   --json FILE         write the records as a JSON array (with --max-memory, each record's
                       "max_memory" holds its search)
   --chart FILE.png    write a bar chart (KV share of full, tokens/s)
+  --out DIR           keep the results in DIR as they are made: one JSON line per image
+                      (DIR/shard-I-of-N.jsonl), the shard's statistics (DIR/shard-I-of-N.json,
+                      with the summed classifier features demo-FID merges from) and the settings
+                      (DIR/settings.json). Run again with the same DIR, a stopped bench resumes after
+                      its last finished run; other settings are refused, naming the one that differs
+  --shard I/N         with --out: make only shard I (0..N-1) of N: the runs r (of --batch images,
+                      seed S + r) with r mod N = I, every policy of each; merge the shards with
+                      `kvstudio-cli bench merge DIR...`
+  --save-images       with --out: every image as DIR/images/NNNNNN-POLICY.png, with the usual metadata
+  --sweep KEY=V1,V2,...   every policy of --policies (but full) at every value of its parameter KEY
+                      (e.g. rho=1/2,1/4,1/8): the specs are policies x values; --chart then draws
+                      quality (class accuracy, else token agreement) and KV memory against KEY
+  --grid FILE.png     with --sweep: the first image (seed S, the first class or prompt) of every
+                      spec, a row per policy and a column per value, the full cache's at the left
+                      (with --out it is drawn from DIR's images: add --save-images)
   --quiet             no progress output
+
+usage: kvstudio-cli bench merge DIR... [--json FILE] [--chart FILE.png] [--grid FILE.png]
+
+Merges the shards in the folders (of one bench: the same settings, every run once) and prints
+the table of the unsharded bench; the JSON goes to --json FILE (default DIR/bench.json, the first
+folder). Speed is each policy's image tokens over the summed time of its runs. A sweep's chart
+and grid (from the saved images) are drawn as by the bench itself.
 )";
+
+// "I/N" of --shard: 0 <= I < N.
+std::pair<int64_t, int64_t> parse_shard(const std::string& text) {
+  const auto slash = text.find('/');
+  if (slash == std::string::npos)
+    throw InvalidArgumentError("option --shard expects I/N (shard I of N, 0 <= I < N), got '" + text + "'");
+  const int64_t index = parse_int("--shard", text.substr(0, slash));
+  const int64_t count = parse_int("--shard", text.substr(slash + 1));
+  if (count < 1 || count > 100000 || index < 0 || index >= count)
+    throw InvalidArgumentError("option --shard expects I/N with 0 <= I < N, got '" + text + "'");
+  return {index, count};
+}
 
 volatile std::sig_atomic_t g_interrupted = 0;
 void on_sigint(int) { g_interrupted = 1; }
@@ -97,166 +138,21 @@ std::vector<int64_t> parse_id_list(const std::string& option, const std::string&
   return ids;
 }
 
-void check_output(const std::string& option, const std::string& path, const std::string& extension) {
-  if (!extension.empty() && fs::path(path).extension() != extension)
-    throw InvalidArgumentError(option + " must name a " + extension + " file, got '" + path + "'");
-  const fs::path dir = fs::path(path).parent_path();
-  std::error_code ec;
-  if (!dir.empty() && !fs::is_directory(dir, ec)) throw FileError("output folder " + dir.string() + " does not exist");
-}
-
-std::string fixed(double v, int digits) {
-  if (std::isnan(v)) return "-";
-  if (std::isinf(v)) return "inf";
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
-
-// The prompted attributes a text-family bench judged: column name, accuracy, cases.
-struct AttributeColumn {
-  const char* header;
-  double BenchRecord::*accuracy;
-  int64_t BenchRecord::*judged;
-};
-constexpr AttributeColumn kAttributeColumns[] = {
-    {"time %", &BenchRecord::time_accuracy, &BenchRecord::time_judged},
-    {"sun side %", &BenchRecord::light_side_accuracy, &BenchRecord::light_side_judged},
-    {"sun height %", &BenchRecord::light_height_accuracy, &BenchRecord::light_height_judged},
-    {"colour %", &BenchRecord::colour_accuracy, &BenchRecord::colour_judged},
-    {"attr %", &BenchRecord::attribute_accuracy, &BenchRecord::attribute_judged},
-};
-
-// Rows of cells as aligned columns: the first (the policy) left-aligned, the
-// numbers right-aligned.
-void print_columns(const std::vector<std::vector<std::string>>& rows) {
-  std::vector<size_t> width;
-  for (const auto& row : rows) {
-    width.resize(std::max(width.size(), row.size()), 0);
-    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
-  }
-  for (const auto& row : rows) {
-    std::string line;
-    for (size_t c = 0; c < row.size(); ++c) {
-      const std::string pad(width[c] - row[c].size(), ' ');
-      line += c == 0 ? row[c] + pad : "  " + pad + row[c];
-    }
-    std::printf("%s\n", line.c_str());
-  }
-}
-
-void print_table(const std::vector<BenchRecord>& records) {
-  // Demo bundles (with an evaluation classifier) add class accuracy and demo-FID;
-  // text models, the attributes their prompts asked for (every policy ran the
-  // same prompts, so the first record's counts stand for all).
-  const bool judged = !records.empty() && !std::isnan(records[0].class_accuracy);
-  std::vector<const AttributeColumn*> attributes;
-  for (const AttributeColumn& a : kAttributeColumns)
-    if (!records.empty() && records[0].*a.judged > 0) attributes.push_back(&a);
-  const FamilyDescription* family = records.empty() ? nullptr : find_family_description(records[0].family);
-  // Families without a KV cache (MAR): FLOPs and time instead.
-  const bool masked = family && family->measures_flops && !family->measures_kv_bytes;
-  // Scale units (VAR): a whole scale passes through every layer's cache, so the
-  // peak within a unit matters as much as what is kept at the end.
-  const bool scales = family && family->unit == GenerationUnit::Scale;
-  std::vector<std::string> header{"policy", "KV MiB",  "% full",  "alloc MiB", "alloc/log",
-                                  "tok/s",  "speedup", "agree %", "PSNR dB",   "SSIM"};
-  if (scales) header.insert(header.begin() + 3, {"peak MiB", "peak % full"});
-  if (masked) header = {"policy", "GFLOPs/img", "% full FLOPs", "s/img", "speedup", "PSNR dB", "SSIM"};
-  if (judged) header.insert(header.end(), {"class acc %", "demo-FID"});
-  for (const AttributeColumn* a : attributes) header.push_back(a->header);
-  std::vector<std::vector<std::string>> rows{header};
-  for (const auto& r : records) {
-    const double mib = 1048576.0;
-    if (masked) {
-      rows.push_back({r.policy, fixed(r.flops / 1e9, 2), fixed(100.0 * r.flops_vs_full, 1),
-                      fixed(r.images > 0 ? r.generation_ms / 1000.0 / r.images : NAN, 2), fixed(r.speedup_vs_full, 2),
-                      r.identical_images == r.images ? "inf" : fixed(r.psnr, 2), fixed(r.ssim, 4)});
-      if (judged) rows.back().insert(rows.back().end(), {fixed(100.0 * r.class_accuracy, 1), fixed(r.demo_fid, 2)});
-      continue;
-    }
-    rows.push_back(
-        {r.policy, fixed(r.kv_bytes_logical / mib, 2),
-         fixed(r.kv_bytes_full > 0 ? 100.0 * r.kv_bytes_logical / r.kv_bytes_full : NAN, 1),
-         fixed(r.kv_bytes_allocated / mib, 2),
-         fixed(r.kv_bytes_logical > 0 ? static_cast<double>(r.kv_bytes_allocated) / r.kv_bytes_logical : NAN, 2),
-         fixed(r.tokens_per_s, 1), fixed(r.speedup_vs_full, 2), fixed(100.0 * r.token_agreement, 1),
-         // every image equal to the reference: PSNR is infinite
-         r.identical_images == r.images ? "inf" : fixed(r.psnr, 2), fixed(r.ssim, 4)});
-    if (scales)
-      rows.back().insert(rows.back().begin() + 3,
-                         {fixed(r.kv_bytes_peak / mib, 2),
-                          fixed(r.kv_bytes_full > 0 ? 100.0 * r.kv_bytes_peak / r.kv_bytes_full : NAN, 1)});
-    if (judged) rows.back().insert(rows.back().end(), {fixed(100.0 * r.class_accuracy, 1), fixed(r.demo_fid, 2)});
-    for (const AttributeColumn* a : attributes) rows.back().push_back(fixed(100.0 * (r.*a->accuracy), 1));
-  }
-  print_columns(rows);
-  if (records.empty()) return;
-  // The device description names a dtype other than f32; the line always names it.
-  std::string where = records[0].device;
-  if (where.find(records[0].dtype) == std::string::npos) where += ", " + records[0].dtype;
-  std::printf("model %s on %s, %dx%d tokens%s, %lld images per policy in runs of %lld%s\n", records[0].model.c_str(),
-              where.c_str(), static_cast<int>(records[0].grid_height), static_cast<int>(records[0].grid_width),
-              records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",
-              static_cast<long long>(records[0].images), static_cast<long long>(records[0].batch),
-              records[0].rounds > 1
-                  ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
-                  : "");
-  const BenchRecord& r = records[0];
-  if (judged && r.class_judged != r.images)  // prompts of which only some name a class
-    std::printf("class accuracy and demo-FID on %lld images (demo-FID against %lld held-out images)\n",
-                static_cast<long long>(r.class_judged), static_cast<long long>(r.quality_reference_images));
-  if (!attributes.empty())
-    std::printf("prompted attributes judged: time %lld, sun side %lld, sun height %lld, colour %lld cases\n",
-                static_cast<long long>(r.time_judged), static_cast<long long>(r.light_side_judged),
-                static_cast<long long>(r.light_height_judged), static_cast<long long>(r.colour_judged));
-}
-
 std::string format_mib(double bytes) {
   char text[32];
   std::snprintf(text, sizeof text, "%.1f", bytes / (1024.0 * 1024.0));
   return text;
 }
 
-// The largest batch under --max-memory, per policy.
-void print_max_batch_table(const std::vector<BenchRecord>& records) {
-  if (records.empty() || !records[0].max_memory) return;
-  const MaxBatchResult& first = *records[0].max_memory;
-  const double mib = 1048576.0;
-  const double cap = static_cast<double>(first.cap_bytes);
-  const std::string cap_text = cap >= mib * 1024.0 ? fixed(cap / (mib * 1024.0), 2) + " GiB"
-                                                   : fixed(cap / mib, 1) + " MiB";
-  std::printf("\nlargest batch under %s (%s; search up to batch %lld)\n", cap_text.c_str(), first.measure.c_str(),
-              static_cast<long long>(first.batch_limit));
-  std::vector<std::vector<std::string>> rows{
-      {"policy", "max batch", "tok/s", "peak MiB", "vs full", "process peak MiB", "probes"}};
-  for (const auto& r : records) {
-    if (!r.max_memory) continue;
-    const MaxBatchResult& m = *r.max_memory;
-    const bool fits = m.max_batch > 0;
-    rows.push_back({r.policy, fits ? std::to_string(m.max_batch) + (m.at_limit ? "+" : "") : "none",
-                    fits ? fixed(m.tokens_per_s, 1) : "-", fits ? fixed(m.peak_bytes / mib, 1) : "-",
-                    fixed(m.ratio_vs_full, 2), fits ? fixed(m.process_peak_bytes / mib, 1) : "-",
-                    std::to_string(m.probes.size())});
-  }
-  print_columns(rows);
-  if (std::any_of(records.begin(), records.end(),
-                  [](const BenchRecord& r) { return r.max_memory && r.max_memory->at_limit; }))
-    std::printf("+: fits at the largest batch tried (--max-batch); the largest that fits may be larger\n");
-  if (first.weights_bytes > 0)
-    std::printf("peak = weights %s MiB + the KV cache's peak; vs full: tokens/s over full's at full's largest batch\n",
-                fixed(first.weights_bytes / mib, 1).c_str());
-  else std::printf("vs full: tokens/s over full's at full's largest batch\n");
-}
-
 }  // namespace
 
 int cmd_bench(const std::vector<std::string>& args) {
-  ArgParser p(args, {"--model",   "--random",     "--policies",  "--batch",       "--images", "--seed",
-                     "--classes", "--prompts",    "--cfg",       "--temperature", "--top-k",  "--top-p",
-                     "--device",  "--threads",    "--json",      "--chart",       "--rounds", "--steps",
-                     "--dtype",   "--max-memory", "--max-batch", "--sampler-rng"},
-              {"--quiet", "--no-warmup", "--help"}, 0);
+  if (!args.empty() && args[0] == "merge") return cmd_bench_merge({args.begin() + 1, args.end()});
+  ArgParser p(args, {"--model",       "--random", "--policies",    "--batch", "--images", "--seed",       "--classes",
+                     "--prompts",     "--cfg",    "--temperature", "--top-k", "--top-p",  "--device",     "--threads",
+                     "--json",        "--chart",  "--rounds",      "--steps", "--dtype",  "--max-memory", "--max-batch",
+                     "--sampler-rng", "--out",    "--shard",       "--sweep", "--grid"},
+              {"--quiet", "--no-warmup", "--help", "--save-images"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -267,6 +163,13 @@ int cmd_bench(const std::vector<std::string>& args) {
   if (p.has("--random")) options.random_arch = p.get("--random", "");
   else options.model_path = p.get("--model", p.has("--prompts") ? default_text_model_path() : default_model_path());
   options.policies = split_policy_list(p.require("--policies"));
+  std::optional<BenchSweep> sweep;
+  if (p.has("--sweep")) {
+    sweep = make_bench_sweep(options.policies, p.get("--sweep", ""));
+    options.policies = sweep->bench_policies();
+  }
+  const std::string grid_path = p.get("--grid", "");
+  if (!grid_path.empty() && !sweep) throw InvalidArgumentError("option --grid applies with --sweep");
   options.batch = p.get_int("--batch", 1);
   if (options.batch < 1 || options.batch > 256) throw InvalidArgumentError("option --batch must be between 1 and 256");
   options.images = p.get_int("--images", options.batch);
@@ -306,10 +209,30 @@ int cmd_bench(const std::vector<std::string>& args) {
   options.threads = static_cast<int>(p.get_int("--threads", 0));
   options.dtype = p.get("--dtype", "auto");
   parse_run_dtype(options.dtype);  // an unknown name fails before any work
+  const std::string out_dir = p.get("--out", "");
+  if (p.has("--shard")) {
+    if (out_dir.empty()) throw InvalidArgumentError("option --shard needs --out DIR (where the shard's results go)");
+    std::tie(options.shard_index, options.shard_count) = parse_shard(p.get("--shard", ""));
+  }
+  options.save_images = p.flag("--save-images");
+  if (options.save_images && out_dir.empty())
+    throw InvalidArgumentError("option --save-images needs --out DIR (where the images go)");
+  if (!out_dir.empty() && options.max_memory_bytes > 0)
+    throw InvalidArgumentError("option --max-memory runs in one process; it does not apply with --out");
+  const bool sharded = options.shard_count > 1;
+  if (sharded && (p.has("--json") || p.has("--chart") || p.has("--grid")))
+    throw InvalidArgumentError(
+        "options --json, --chart and --grid apply to the whole bench: give them to `bench merge`");
+  if (!grid_path.empty()) {
+    check_bench_output("--grid", grid_path, ".png");
+    if (options.max_memory_bytes > 0) throw InvalidArgumentError("option --grid does not apply with --max-memory");
+    if (!out_dir.empty() && !options.save_images)
+      throw InvalidArgumentError("option --grid with --out draws the images saved in DIR: add --save-images");
+  }
   const std::string json_path = p.get("--json", "");
   const std::string chart_path = p.get("--chart", "");
-  if (!json_path.empty()) check_output("--json", json_path, "");
-  if (!chart_path.empty()) check_output("--chart", chart_path, ".png");
+  if (!json_path.empty()) check_bench_output("--json", json_path, "");
+  if (!chart_path.empty()) check_bench_output("--chart", chart_path, ".png");
 
   const bool quiet = p.flag("--quiet");
   const bool tty = ::isatty(STDERR_FILENO) != 0;
@@ -360,8 +283,40 @@ int cmd_bench(const std::vector<std::string>& args) {
   g_interrupted = 0;
   auto previous = std::signal(SIGINT, on_sigint);
   std::vector<BenchRecord> records;
+  std::optional<BenchOutputDir> folder;
+  size_t resumed = 0;                 // runs of this shard done before
+  std::vector<RgbImage> grid_images;  // a sweep's grid without --out: run 0's first images, full first
   try {
-    records = run_policy_bench(options, progress, [] { return g_interrupted != 0; });
+    if (out_dir.empty() && grid_path.empty()) {
+      records = run_policy_bench(options, progress, [] { return g_interrupted != 0; });
+    } else if (out_dir.empty()) {
+      // A sweep's grid: the first image of every spec, kept as run 0 is made.
+      BenchResults results;
+      run_bench_shard(
+          options, results, {},
+          [&](const BenchRunOutput& run, const BenchResults&) {
+            if (run.run != 0) return;
+            for (const auto& made : run.policies) grid_images.push_back(made.result->images.at(0));
+          },
+          progress, [] { return g_interrupted != 0; });
+      records = summarize_bench(results);
+    } else {
+      nlohmann::json settings = bench_settings(options, KVSTUDIO_VERSION);
+      if (sweep) settings["sweep"] = to_json(*sweep);
+      folder.emplace(out_dir, settings, options.shard_index, options.shard_count, KVSTUDIO_VERSION);
+      BenchResults& results = folder->results();
+      resumed = results.runs.size();
+      const std::set<int64_t> elsewhere = folder->done_elsewhere();
+      if (!quiet && (resumed > 0 || !elsewhere.empty()))
+        std::fprintf(stderr, "%s: %zu runs of this shard already done%s; making the rest\n", out_dir.c_str(), resumed,
+                     elsewhere.empty() ? "" : (", " + std::to_string(elsewhere.size()) + " by other shards").c_str());
+      run_bench_shard(
+          options, results, elsewhere,
+          [&](const BenchRunOutput& run, const BenchResults& r) { folder->record_run(run, r); }, progress,
+          [] { return g_interrupted != 0; });
+      folder->write_statistics(results);
+      if (!sharded && missing_runs(results).empty()) records = summarize_bench(results);
+    }
   } catch (...) {
     std::signal(SIGINT, previous);
     if (!quiet && tty) std::fputs("\r\033[K", stderr);
@@ -369,14 +324,34 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   std::signal(SIGINT, previous);
 
-  print_table(records);
-  if (options.max_memory_bytes > 0) print_max_batch_table(records);
-  if (!json_path.empty()) {
-    std::ofstream out(json_path);
-    out << to_json(records).dump(2) << "\n";
-    if (!out) throw FileError("cannot write " + json_path);
+  if (records.empty()) {
+    // A shard (or a bench whose other runs were made by other shards in DIR).
+    const BenchResults& results = folder->results();
+    const int64_t runs = bench_run_count(options.images, options.batch);
+    int64_t owned = 0;
+    for (int64_t r = options.shard_index; r < runs; r += options.shard_count) ++owned;
+    std::printf(
+        "shard %lld/%lld: %zu of its %lld runs done in %s (%zu made now); the bench has %lld runs of %lld "
+        "images\n",
+        static_cast<long long>(options.shard_index), static_cast<long long>(options.shard_count), results.runs.size(),
+        static_cast<long long>(owned), out_dir.c_str(), results.runs.size() - resumed, static_cast<long long>(runs),
+        static_cast<long long>(options.batch));
+    std::printf("when every shard has finished: kvstudio-cli bench merge %s\n", out_dir.c_str());
+    return 0;
   }
-  if (!chart_path.empty()) write_png(chart_path, draw_bench_chart(records));
+  print_bench_table(records);
+  if (options.max_memory_bytes > 0) print_max_batch_table(records);
+  write_bench_files(records, json_path, chart_path, sweep ? &*sweep : nullptr);
+  if (!grid_path.empty() && folder) {
+    write_sweep_grid_from_folders(*sweep, {out_dir}, grid_path);
+  } else if (!grid_path.empty()) {
+    // grid_images follow BenchOptions::policies: full, then the sweep's specs row by row.
+    std::vector<std::vector<RgbImage>> rows(sweep->specs.size());
+    size_t next = 1;
+    for (size_t row = 0; row < sweep->specs.size(); ++row)
+      for (size_t v = 0; v < sweep->specs[row].size(); ++v) rows[row].push_back(grid_images.at(next++));
+    write_png(grid_path, draw_sweep_grid(*sweep, grid_images.at(0), rows));
+  }
   return 0;
 }
 

@@ -13,6 +13,7 @@ int cmd_create_random(const std::vector<std::string>& args);
 int cmd_inspect(const std::vector<std::string>& args);
 int cmd_policies(const std::vector<std::string>& args);
 int cmd_bench(const std::vector<std::string>& args);
+int cmd_bench_merge(const std::vector<std::string>& args);  // bench merge DIR...
 int cmd_world(const std::vector<std::string>& args);
 int cmd_calibrate(const std::vector<std::string>& args);
 

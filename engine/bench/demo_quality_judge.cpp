@@ -20,6 +20,7 @@ struct DemoQualityJudge::Impl {
   std::unique_ptr<SceneClassifier> classifier;
   std::vector<int64_t> labels;
   FeatureStats reference;
+  FeatureSums reference_sums;
   int64_t reference_count = 0;
   int image_size = 0;
 };
@@ -66,8 +67,12 @@ std::unique_ptr<DemoQualityJudge> DemoQualityJudge::for_bundle(const io::ModelBu
         held_out.push_back(
             world::render_scene(static_cast<int>(c), world::kHeldOutSeedBase + static_cast<uint64_t>(j), image_size));
     impl->reference_count = static_cast<int64_t>(held_out.size());
-    if (impl->reference_count >= 2)
-      impl->reference = feature_stats(impl->classifier->classify_u8(rgb_images_to_tensor(held_out)).features);
+    if (impl->reference_count >= 2) {
+      const at::Tensor features = impl->classifier->classify_u8(rgb_images_to_tensor(held_out)).features;
+      impl->reference = feature_stats(features);
+      const at::Tensor rows = features.detach().to(at::kCPU, at::kFloat).contiguous();
+      impl->reference_sums.add_rows(rows.data_ptr<float>(), rows.size(0), rows.size(1));
+    }
   }
   return std::unique_ptr<DemoQualityJudge>(new DemoQualityJudge(std::move(impl)));
 }
@@ -91,5 +96,42 @@ DemoQualityJudge::Score DemoQualityJudge::score(const std::vector<RgbImage>& ima
 }
 
 int64_t DemoQualityJudge::reference_images() const { return impl_->reference_count; }
+
+DemoQualityJudge::Judgement DemoQualityJudge::judge(const std::vector<RgbImage>& images) const {
+  Judgement j;
+  if (images.empty()) return j;
+  for (const auto& im : images)
+    if (im.width != impl_->image_size || im.height != impl_->image_size)
+      throw InvalidArgumentError("quality judge: a " + std::to_string(im.width) + "x" + std::to_string(im.height) +
+                                 " image, expected " + std::to_string(impl_->image_size) + " px");
+  const SceneClassifier::Output out = impl_->classifier->classify_u8(rgb_images_to_tensor(images));
+  const at::Tensor predicted = out.logits.argmax(1).to(at::kCPU, at::kLong).contiguous();
+  j.predicted.assign(predicted.data_ptr<int64_t>(), predicted.data_ptr<int64_t>() + predicted.numel());
+  const at::Tensor rows = out.features.detach().to(at::kCPU, at::kFloat).contiguous();
+  j.feature_dim = rows.size(1);
+  j.features.assign(rows.data_ptr<float>(), rows.data_ptr<float>() + rows.numel());
+  return j;
+}
+
+const FeatureSums& DemoQualityJudge::reference_sums() const { return impl_->reference_sums; }
+
+double demo_fid_from_sums(const FeatureSums& images, const FeatureSums& reference) {
+  if (images.count < 2 || reference.count < 2) return std::numeric_limits<double>::quiet_NaN();
+  if (images.dim != reference.dim)
+    throw InvalidArgumentError("demo-FID: feature sizes differ (" + std::to_string(images.dim) + " vs " +
+                               std::to_string(reference.dim) + ")");
+  auto stats = [](const FeatureSums& s) {
+    const auto options = at::TensorOptions().dtype(at::kDouble);
+    const at::Tensor sum = at::tensor(s.sum_values(), options);
+    const at::Tensor outer = at::tensor(s.outer_values(), options).view({s.dim, s.dim});
+    const double n = static_cast<double>(s.count);
+    FeatureStats f;
+    f.count = s.count;
+    f.mean = sum / n;
+    f.cov = (outer - at::outer(f.mean, f.mean) * n) / (n - 1.0);
+    return f;
+  };
+  return frechet_distance(stats(images), stats(reference));
+}
 
 }  // namespace kvs

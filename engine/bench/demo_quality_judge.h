@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/bench/feature_sums.h"
 #include "engine/image/rgb_image.h"
 
 namespace kvs {
@@ -59,10 +60,29 @@ class DemoQualityJudge {
   Score score(const std::vector<RgbImage>& images) const;
   int64_t reference_images() const;
 
+  // Image by image, for bench's per-image results: the class the classifier
+  // sees in each image and its penultimate features (row-major, one row of
+  // feature_dim floats per image). Images of any class; the labels are not read.
+  struct Judgement {
+    std::vector<int64_t> predicted;
+    std::vector<float> features;
+    int64_t feature_dim = 0;
+  };
+  Judgement judge(const std::vector<RgbImage>& images) const;
+  // The held-out images' features as summed statistics (count 0 when there are
+  // none), for demo_fid_from_sums.
+  const FeatureSums& reference_sums() const;
+
  private:
   struct Impl;
   explicit DemoQualityJudge(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// demo-FID from summed statistics: the Gaussians' means and unbiased
+// covariances are sum / n and (outer - n mean mean^T) / (n - 1), computed in
+// float64. NaN when either set has fewer than 2 vectors. Throws
+// InvalidArgumentError when the feature sizes differ.
+double demo_fid_from_sums(const FeatureSums& images, const FeatureSums& reference);
 
 }  // namespace kvs

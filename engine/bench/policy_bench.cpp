@@ -15,6 +15,7 @@
 #include <system_error>
 
 #include "engine/bench/attribute_judge.h"
+#include "engine/bench/bench_shard.h"
 #include "engine/bench/demo_quality_judge.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/device.h"
@@ -105,13 +106,6 @@ class RunSink : public EventSink {
   const BenchProgressFn& progress_;
   const std::function<bool()>& cancelled_;
 };
-
-double mean(const std::vector<double>& v) {
-  if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
-  double s = 0;
-  for (double x : v) s += x;
-  return s / static_cast<double>(v.size());
-}
 
 nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
@@ -293,8 +287,19 @@ std::vector<BenchPrompt> read_prompt_file(const std::string& path) {
   return parse_prompt_file(text.str(), path, class_names);
 }
 
-std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const BenchProgressFn& progress,
-                                          const std::function<bool()>& cancelled) {
+namespace {
+
+// The bench: validation, the optional largest-batch search, then the runs of
+// options' shard that `results` lacks and `skip` does not name, added to
+// `results` one run at a time. Returns the search's results (empty without one).
+std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options, BenchResults& results,
+                                                     const std::set<int64_t>& skip, const BenchRunFn& on_run,
+                                                     const BenchProgressFn& progress,
+                                                     const std::function<bool()>& cancelled) {
+  if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
+    throw InvalidArgumentError("bench: shard " + std::to_string(options.shard_index) + " of " +
+                               std::to_string(options.shard_count) + " does not exist (shards 0.." +
+                               std::to_string(options.shard_count - 1) + ")");
   if (options.model_path.empty() == options.random_arch.empty())
     throw InvalidArgumentError("bench needs exactly one of a model folder or a random architecture");
   if (options.batch < 1 || options.batch > 256) throw InvalidArgumentError("bench: batch must be between 1 and 256");
@@ -417,6 +422,29 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     check.validate();
   }
 
+  // What this process makes: the shard's runs (run r belongs to shard r mod N)
+  // that are not done yet. Its results carry the bench's settings even when
+  // empty, so that an empty shard merges like any other.
+  const int64_t runs = bench_run_count(options.images, options.batch);
+  std::vector<int64_t> todo;
+  for (int64_t r = options.shard_index; r < runs; r += options.shard_count)
+    if (!results.runs.count(r) && !skip.count(r)) todo.push_back(r);
+  if (results.policies.empty()) {
+    for (const PolicySpec& spec : specs) results.policies.push_back({spec.text(), spec.params, {}, {}, 0, true, 0});
+  } else {
+    bool same = results.policies.size() == specs.size();
+    for (size_t pi = 0; same && pi < specs.size(); ++pi) same = results.policies[pi].policy == specs[pi].text();
+    if (!same) throw InvalidArgumentError("bench: the results to resume were made with other policies");
+  }
+  results.family = family.name();
+  results.images = options.images;
+  results.batch = options.batch;
+  results.rounds = options.rounds;
+  results.steps = takes_steps ? base.steps : 0;
+  results.text = text;
+  results.measures_flops = described.measures_flops;
+  if (todo.empty() && !search) return {};
+
   std::optional<TemporaryDir> temp;
   std::string model_path = options.model_path;
   if (random) {
@@ -436,7 +464,6 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
                                " is smaller than the model's weights alone (" + mebibytes(weights) + " at " +
                                dtype_name + "), so no batch fits");
 
-  const int64_t runs = (options.images + options.batch - 1) / options.batch;
   auto run_request = [&](int64_t r, const std::string& policy) {
     GenerationRequest req = base;
     req.policy = policy;
@@ -451,8 +478,31 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
     return req;
   };
 
+  // Each image's class (judged for class accuracy and demo-FID when the bundle
+  // ships a classifier; -1: none) and, for text families, what its prompt asks.
+  auto prompt_of = [&](int64_t i) -> const BenchPrompt& {
+    return prompts[static_cast<size_t>(i / options.batch) % prompts.size()];
+  };
+  auto label_of = [&](int64_t i) -> int64_t {
+    if (!text) return classes[static_cast<size_t>(i)];
+    const BenchPrompt& prompt = prompt_of(i);
+    return prompt.class_id ? *prompt.class_id : -1;
+  };
+  auto asked_of = [&](int64_t i) {
+    // With a class named, only what the measures can judge on that class.
+    const BenchPrompt& prompt = prompt_of(i);
+    std::optional<int> asked_class;
+    if (prompt.class_id) asked_class = static_cast<int>(*prompt.class_id);
+    return world::measurable_attributes(world::read_prompt_attributes(prompt.text), asked_class);
+  };
+  std::vector<int64_t> judged_labels;  // the whole bench's, whatever the shard
+  for (int64_t i = 0; i < options.images; ++i)
+    if (label_of(i) >= 0) judged_labels.push_back(label_of(i));
+  std::unique_ptr<DemoQualityJudge> judge;
+  bool judge_checked = false;
+
   GenerationSession session;
-  if (options.warmup) {
+  if (options.warmup && !todo.empty()) {
     BenchProgress p{"full (warm-up)", 0, static_cast<int64_t>(specs.size()), 0, 1};
     RunSink sink(session, p, progress, cancelled);
     session.run(bundle, run_request(0, "full"), &sink);
@@ -579,53 +629,37 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
       m->ratio_vs_full = full_speed > 0 ? m->tokens_per_s / full_speed : std::numeric_limits<double>::quiet_NaN();
   }
 
-  // Per policy: its record, tokens and images (first round), and each round's time.
-  struct PolicyRuns {
-    BenchRecord rec;
-    std::vector<std::vector<int32_t>> tokens;
-    std::vector<RgbImage> images;
-    double best_ms = 0;
-    double flops_sum = 0;  // families that count FLOPs: per-image FLOPs x images, first round
-  };
-  std::vector<PolicyRuns> all(specs.size());
-  for (int64_t round = 0; round < options.rounds; ++round) {
-    for (size_t pi = 0; pi < specs.size(); ++pi) {
-      const std::string policy = specs[pi].text();
-      PolicyRuns& pr = all[pi];
-      BenchRecord& rec = pr.rec;
-      const bool first_round = round == 0;
-      if (first_round) {
-        rec.policy = policy;
-        rec.params = specs[pi].params;
-        rec.images = options.images;
-        rec.batch = options.batch;
-      }
-      // Each policy's process peak is its own (the earlier policies' runs are not in it).
-      rec.process_peak_is_own = reset_process_peak_resident();
-      const int64_t rss_before = process_resident_bytes();
-      double round_ms = 0;
-      for (int64_t r = 0; r < runs; ++r) {
+  // Run by run, every policy in turn (full first), `rounds` times: a run's time
+  // is its fastest round; its images and memory come from the first round
+  // (runs are seeded). The run's images are judged at once and dropped, so a
+  // long bench keeps one run's images, and a shard's results are complete per run.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const int64_t r : todo) {
+    struct Made {
+      GenerationRequest request;
+      GenerationResult result;
+      double best_ms = 0;
+      int64_t allocated_peak = 0, device_peak = -1;
+    };
+    std::vector<Made> made(specs.size());
+    for (int64_t round = 0; round < options.rounds; ++round) {
+      for (size_t pi = 0; pi < specs.size(); ++pi) {
+        const std::string policy = specs[pi].text();
+        BenchPolicyResults& pr = results.policies[pi];
+        Made& m = made[pi];
+        const bool first_round = round == 0;
+        // Each policy's process peak is its own (the other policies' runs are not in it).
+        pr.process_peak_is_own = reset_process_peak_resident() && pr.process_peak_is_own;
+        const int64_t rss_before = process_resident_bytes();
         BenchProgress p{policy, static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()), r, runs};
         p.round = round;
         p.rounds = options.rounds;
         RunSink sink(session, p, progress, cancelled);
-        GenerationResult result = session.run(bundle, run_request(r, policy), &sink);
-        round_ms += sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
-        if (first_round) {
-          rec.kv_bytes_logical = std::max(rec.kv_bytes_logical, result.kv_bytes_logical_final);
-          rec.kv_bytes_allocated = std::max(rec.kv_bytes_allocated, sink.allocated_peak);
-          rec.kv_bytes_peak = std::max(rec.kv_bytes_peak, result.kv_bytes_peak);
-          rec.kv_bytes_full = std::max(rec.kv_bytes_full, result.kv_bytes_full);
-          rec.device_peak_bytes = std::max(rec.device_peak_bytes, sink.device_peak);
-          rec.model = result.model_name;
-          rec.device = result.device;
-          rec.dtype = dtype_name;
-          rec.grid_height = result.grid_height;
-          rec.grid_width = result.grid_width;
-          pr.flops_sum += result.flops * static_cast<double>(result.images.size());
-          for (auto& t : result.tokens) pr.tokens.push_back(std::move(t));
-          for (auto& im : result.images) pr.images.push_back(std::move(im));
-        }
+        GenerationRequest request = run_request(r, policy);
+        GenerationResult result = session.run(bundle, request, &sink);
+        const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
+        m.best_ms = first_round ? ms : std::min(m.best_ms, ms);
+        pr.process_peak_bytes = std::max(pr.process_peak_bytes, process_peak_resident_bytes());
         if (progress) {
           p.run_finished = true;
           p.tokens_done = p.tokens_total = result.grid_height * result.grid_width;
@@ -636,101 +670,111 @@ std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const Ben
           p.run_device_peak_bytes = sink.device_peak;
           progress(p);
         }
+        if (first_round) {
+          pr.process_rss_delta_bytes += process_resident_bytes() - rss_before;
+          m.request = std::move(request);
+          m.result = std::move(result);
+          m.allocated_peak = sink.allocated_peak;
+          m.device_peak = sink.device_peak;
+        }
       }
-      pr.best_ms = first_round ? round_ms : std::min(pr.best_ms, round_ms);
-      rec.process_peak_bytes = std::max(rec.process_peak_bytes, process_peak_resident_bytes());
-      if (first_round) rec.process_rss_delta_bytes = process_resident_bytes() - rss_before;
     }
-  }
 
-  // Quality in miniature, for bundles that ship an evaluation classifier: every
-  // image of a class model, the images of prompts that name a class.
-  std::vector<size_t> class_judged;
-  std::vector<int64_t> judged_labels;
-  std::vector<world::PromptAttributes> asked;  // text families: per image
-  for (int64_t i = 0; i < options.images; ++i) {
-    if (!text) {
-      class_judged.push_back(static_cast<size_t>(i));
-      judged_labels.push_back(classes[static_cast<size_t>(i)]);
-      continue;
+    const GenerationResult& ref = made[0].result;
+    results.model = ref.model_name;
+    results.device = ref.device;
+    results.dtype = dtype_name;
+    results.grid_height = ref.grid_height;
+    results.grid_width = ref.grid_width;
+    if (!judge_checked && !ref.images.empty()) {
+      // Every shard judges against the same held-out set: the one for the
+      // whole bench's labels.
+      judge_checked = true;
+      if (!judged_labels.empty()) judge = DemoQualityJudge::for_bundle(bundle, judged_labels, ref.images[0].width);
+      results.judged = judge != nullptr;
+      results.reference = judge ? judge->reference_sums() : FeatureSums{};
     }
-    const BenchPrompt& prompt = prompts[static_cast<size_t>(i / options.batch) % prompts.size()];
-    // With a class named, only what the measures can judge on that class.
-    std::optional<int> asked_class;
-    if (prompt.class_id) asked_class = static_cast<int>(*prompt.class_id);
-    asked.push_back(world::measurable_attributes(world::read_prompt_attributes(prompt.text), asked_class));
-    if (prompt.class_id) {
-      class_judged.push_back(static_cast<size_t>(i));
-      judged_labels.push_back(*prompt.class_id);
-    }
-  }
-  std::unique_ptr<DemoQualityJudge> judge;
-  if (!judged_labels.empty() && !all[0].images.empty())
-    judge = DemoQualityJudge::for_bundle(bundle, judged_labels, all[0].images[0].width);
-
-  std::vector<BenchRecord> records;
-  const std::vector<std::vector<int32_t>>& ref_tokens = all[0].tokens;
-  const std::vector<RgbImage>& ref_images = all[0].images;
-  for (size_t pi = 0; pi < specs.size(); ++pi) {
-    BenchRecord& rec = all[pi].rec;
-    const auto& tokens = all[pi].tokens;
-    const auto& images = all[pi].images;
-    rec.generation_ms = all[pi].best_ms;
-    rec.rounds = options.rounds;
-    const double image_tokens = static_cast<double>(options.images * rec.grid_height * rec.grid_width);
-    rec.tokens_per_s = rec.generation_ms > 0 ? image_tokens * 1000.0 / rec.generation_ms : 0;
-    std::vector<double> agreement, psnrs, ssims;
-    for (size_t i = 0; i < images.size(); ++i) {
-      const double p = psnr(images[i], ref_images[i]);
-      if (!described.discrete_tokens) {
-        // Continuous tokens (MAR): compare pixels (the "tokens" are the generation orders).
-        if (!std::isfinite(p)) ++rec.identical_images;
-      } else {
-        agreement.push_back(token_agreement(tokens[i], ref_tokens[i]));
-        if (tokens[i] == ref_tokens[i]) ++rec.identical_images;
+    const int64_t first = r * options.batch;
+    for (size_t pi = 0; pi < specs.size(); ++pi) {
+      const Made& m = made[pi];
+      const GenerationResult& res = m.result;
+      BenchPolicyResults& pr = results.policies[pi];
+      std::vector<BenchImageResult> lines(res.images.size());
+      std::vector<RgbImage> to_judge;
+      std::vector<size_t> judged_at;
+      const double run_tokens = static_cast<double>(res.images.size() * res.grid_height * res.grid_width);
+      for (size_t k = 0; k < res.images.size(); ++k) {
+        BenchImageResult& im = lines[k];
+        im.image = first + static_cast<int64_t>(k);
+        im.run = r;
+        im.seed = m.request.seed;
+        im.class_id = label_of(im.image);
+        if (text) im.prompt = m.request.prompt;
+        const double p = psnr(res.images[k], ref.images[k]);
+        if (!described.discrete_tokens) {
+          // Continuous tokens (MAR): compare pixels (the "tokens" are the generation orders).
+          im.identical = !std::isfinite(p);
+        } else {
+          im.token_agreement = token_agreement(res.tokens[k], ref.tokens[k]);
+          im.identical = res.tokens[k] == ref.tokens[k];
+        }
+        im.psnr = p;
+        im.ssim = ssim(res.images[k], ref.images[k]);
+        if (text) im.attributes = judge_attributes({res.images[k]}, {asked_of(im.image)});
+        im.flops = described.measures_flops ? res.flops : nan;
+        im.run_images = static_cast<int64_t>(res.images.size());
+        im.run_generation_ms = m.best_ms;
+        im.run_tokens_per_s = m.best_ms > 0 ? run_tokens * 1000.0 / m.best_ms : 0;
+        im.kv_bytes_logical = res.kv_bytes_logical_final;
+        im.kv_bytes_allocated = m.allocated_peak;
+        im.kv_bytes_peak = res.kv_bytes_peak;
+        im.kv_bytes_full = res.kv_bytes_full;
+        im.device_peak_bytes = m.device_peak;
+        if (options.save_images) im.png = bench_png_name(im.image, pr.policy);
+        if (judge && im.class_id >= 0) {
+          to_judge.push_back(res.images[k]);
+          judged_at.push_back(k);
+        }
       }
-      if (std::isfinite(p)) psnrs.push_back(p);
-      ssims.push_back(ssim(images[i], ref_images[i]));
+      if (!to_judge.empty()) {
+        // One classifier call per run and policy, the same in every shard.
+        const DemoQualityJudge::Judgement j = judge->judge(to_judge);
+        for (size_t t = 0; t < judged_at.size(); ++t) lines[judged_at[t]].predicted_class = j.predicted[t];
+        pr.features.add_rows(j.features.data(), static_cast<int64_t>(to_judge.size()), j.feature_dim);
+      }
+      pr.images.insert(pr.images.end(), lines.begin(), lines.end());
     }
-    rec.token_agreement = mean(agreement);  // NaN for continuous tokens (no agreement entries)
-    rec.family = family.name();
-    rec.steps = takes_steps ? base.steps : 0;
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    const bool counted = described.measures_flops;
-    rec.flops = counted && !images.empty() ? all[pi].flops_sum / static_cast<double>(images.size()) : nan;
-    rec.flops_vs_full = counted && all[0].flops_sum > 0 ? all[pi].flops_sum / all[0].flops_sum : nan;
-    rec.psnr = mean(psnrs);
-    rec.ssim = mean(ssims);
-    rec.class_accuracy = rec.demo_fid = std::numeric_limits<double>::quiet_NaN();
-    if (judge) {
-      std::vector<RgbImage> judged;
-      for (const size_t i : class_judged) judged.push_back(images[i]);
-      const DemoQualityJudge::Score q = judge->score(judged);
-      rec.class_accuracy = q.class_accuracy;
-      rec.demo_fid = q.demo_fid;
-      rec.quality_reference_images = judge->reference_images();
-      rec.class_judged = static_cast<int64_t>(judged.size());
+    results.runs.insert(r);
+    if (on_run) {
+      BenchRunOutput out;
+      out.run = r;
+      out.class_names = summary.class_names;
+      for (const Made& m : made) out.policies.push_back({&m.request, &m.result});
+      on_run(out, results);
     }
-    if (text) {
-      const AttributeScore a = judge_attributes(images, asked);
-      rec.time_accuracy = a.time.accuracy();
-      rec.time_judged = a.time.judged;
-      rec.light_side_accuracy = a.light_side.accuracy();
-      rec.light_side_judged = a.light_side.judged;
-      rec.light_height_accuracy = a.light_height.accuracy();
-      rec.light_height_judged = a.light_height.judged;
-      rec.colour_accuracy = a.colour.accuracy();
-      rec.colour_judged = a.colour.judged;
-      rec.attribute_accuracy = a.all().accuracy();
-      rec.attribute_judged = a.all().judged;
-    }
-    rec.max_memory = max_batches[pi];
-    rec.speedup_vs_full = records.empty()               ? 1.0
-                          : records[0].tokens_per_s > 0 ? rec.tokens_per_s / records[0].tokens_per_s
-                                                        : 0.0;
-    records.push_back(std::move(rec));
   }
+  return max_batches;
+}
+
+}  // namespace
+
+std::vector<BenchRecord> run_policy_bench(const BenchOptions& options, const BenchProgressFn& progress,
+                                          const std::function<bool()>& cancelled) {
+  if (options.shard_count != 1)
+    throw InvalidArgumentError("bench: a shard's results are kept with an output folder (run_bench_shard)");
+  BenchResults results;
+  const auto max_batches = run_bench(options, results, {}, {}, progress, cancelled);
+  std::vector<BenchRecord> records = summarize_bench(results);
+  for (size_t pi = 0; pi < records.size() && pi < max_batches.size(); ++pi) records[pi].max_memory = max_batches[pi];
   return records;
+}
+
+void run_bench_shard(const BenchOptions& options, BenchResults& results, const std::set<int64_t>& skip,
+                     const BenchRunFn& on_run, const BenchProgressFn& progress,
+                     const std::function<bool()>& cancelled) {
+  if (options.max_memory_bytes > 0)
+    throw InvalidArgumentError("bench: --max-memory runs in one process; it does not apply with --out or --shard");
+  run_bench(options, results, skip, on_run, progress, cancelled);
 }
 
 }  // namespace kvs

@@ -5,6 +5,10 @@
 // Torch-free header.
 //
 // Choices:
+// - Every run is made by every policy in turn, full first, and judged as soon
+//   as it is made; BenchRecords are sums and means over the images
+//   (engine/bench/bench_results.h, summarize_bench), so shards of a bench merge
+//   into the same records.
 // - "full" always runs first (it is the reference), whether listed or not; a spec
 //   listed twice runs once.
 // - Images are generated in runs of `batch` (the last run may be smaller); run r
@@ -20,7 +24,8 @@
 //   auto: bf16 on CUDA, f32 on the CPU); the kv_bytes_* fields are at its
 //   element size (bf16/f16 half of f32).
 // - tokens_per_s counts image tokens of every image over generation time only
-//   (up to the last token; excludes model loading and VQ decoding).
+//   (up to the last token; excludes model loading and VQ decoding), summed over
+//   the runs; with rounds, each run's time is its fastest round.
 // - psnr is the mean over the images whose pixels differ from the full cache's;
 //   identical images (PSNR +inf) are left out of the mean (identical_images counts
 //   the images whose tokens equal the full cache's), and psnr is NaN (JSON null)
@@ -125,6 +130,10 @@ struct BenchOptions {
   // > 0: also find each policy's largest batch under this many bytes (see above).
   int64_t max_memory_bytes = 0;
   int64_t max_batch_limit = 256;  // the largest batch the search tries (1..256)
+  // Shards (bench_shard.h): run r belongs to shard r mod shard_count.
+  // run_policy_bench makes every run (shard_count 1).
+  int64_t shard_index = 0, shard_count = 1;
+  bool save_images = false;  // name a PNG per image in the results (bench --out DIR --save-images)
 };
 
 // One run of the largest-batch search.
