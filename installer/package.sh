@@ -9,7 +9,7 @@
 #   build/package/packages/kvstudio-cuda-<version>-linux-x86_64.tar.gz
 #
 # usage: installer/package.sh [--no-cuda] [--only deb|tgz] [--jobs N] [--build-dir DIR]
-#   --no-cuda        leave out the CUDA part (3.4 GB of libraries; minutes to compress)
+#   --no-cuda        leave out the CUDA part (3.3 GiB of libraries; minutes to compress)
 #   --only G         make only the .deb files (deb) or only the tarballs (tgz)
 #   --build-dir DIR  build there instead of build/package, e.g. build/default:
 #                    the compile flags are the default build's, so its objects
