@@ -7,6 +7,7 @@
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
 #include "app/cli/default_paths.h"
+#include "engine/core/cuda_backend.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -94,6 +95,7 @@ int cmd_info(const std::vector<std::string>& args) {
     j["run_dtype"] = run_dtype_name(dtype);
     j["kv_bytes_per_token"] = kv_per_token;  // at run_dtype; 0 for models without a KV cache
     j["provenance"] = bundle.manifest.value("provenance", nlohmann::json::object());
+    j["device_auto"] = describe_auto_device();
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -107,6 +109,7 @@ int cmd_info(const std::vector<std::string>& args) {
                            (long long)kv_per_token, (long long)tokens, kv_per_token * tokens / 1048576.0));
   }
   print_provenance_and_quality(bundle);
+  print_line("device auto", describe_auto_device());
   return 0;
 }
 

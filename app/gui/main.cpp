@@ -16,6 +16,7 @@
 #include "app/cli/default_paths.h"
 #include "app/gui/run_once.h"
 #include "engine/bench/policy_bench.h"
+#include "engine/core/cuda_backend.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "ui/bridge/engine_types.h"
@@ -168,6 +169,8 @@ int main(int argc, char** argv) {
     }
   }
   applyDarkTheme(app);
+  // Which device "auto" uses and why (the CUDA part is a package of its own).
+  std::fprintf(stderr, "kvstudio: device auto: %s\n", kvs::describe_auto_device().c_str());
 
   kvs::ui::MainWindowOptions options;
   options.compareSchedule = schedule;

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "engine/core/cuda_backend.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 
@@ -72,7 +73,11 @@ RunDtype resolve_run_dtype(RunDtype dtype, DeviceKind kind) {
   return cuda ? RunDtype::Bf16 : RunDtype::F32;
 }
 
-bool cuda_available() { return at::hasCUDA() && at::globalContext().hasCUDA(); }
+bool cuda_available() {
+  // LibTorch decides once whether it has CUDA: the CUDA part must be loaded first.
+  load_cuda_backend();
+  return at::hasCUDA() && at::globalContext().hasCUDA();
+}
 
 int hardware_threads() {
   unsigned n = std::thread::hardware_concurrency();
@@ -131,6 +136,17 @@ std::vector<CudaDeviceInfo> cuda_devices() {
     devices = query_cuda_devices(count);
   });
   return devices;
+}
+
+std::string describe_auto_device() {
+  const CudaBackendStatus& backend = load_cuda_backend();
+  const std::vector<CudaDeviceInfo> gpus = cuda_devices();
+  std::string text = gpus.empty() ? "cpu" : "cuda:0 (" + gpus.front().name + ")";
+  text += "; " + describe_cuda_backend(backend);
+  const bool has_cuda_part = backend.state == CudaBackendStatus::State::Linked ||
+                             backend.state == CudaBackendStatus::State::Loaded;
+  if (gpus.empty() && has_cuda_part) text += "; no GPU found";
+  return text;
 }
 
 DeviceChoice choose_device(DeviceKind requested, int threads, RunDtype dtype) {

@@ -161,6 +161,14 @@ if demo_info=$("$cli" info) && grep -q "trained from scratch by kvstudio-train" 
 else
   fail demo-info-quality
 fi
+# info says what --device auto runs on and why (the CUDA part can be a package of
+# its own): a GPU, or the CPU with the state of LibTorch's CUDA part.
+if grep -Eq "^device auto: +(cuda:0 \(.+\); LibTorch's CUDA part (linked in|loaded from)|cpu; LibTorch's CUDA part (linked in; no GPU found|loaded from .+; no GPU found|not installed|failed to load))" <<<"$demo_info" &&
+   [[ "$("$cli" info --json | grep -c '"device_auto": ')" == 1 ]]; then
+  pass info-device-auto
+else
+  fail info-device-auto
+fi
 
 # A next-scale (VAR) model: info, generate scale by scale, reproducible ids, clear errors.
 if "$cli" create-random --preset var-demo --out "$work/var" --seed 2 >/dev/null &&
