@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/cache/policies/line_saliency.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
@@ -69,18 +70,9 @@ void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
 
 at::Tensor LinearPolicy::inter_line_saliency(const KvStore& store, int64_t layer, const ImageSlots& s,
                                              const at::Tensor& mid, int64_t decide) const {
-  // The finished line's queries against every slot's key, softmax restricted to
-  // the mid region, mean over queries (and grouped heads).
-  const int64_t n = context_.grid_width;
-  const double scale = 1.0 / std::sqrt(static_cast<double>(store.head_dim()));
-  const at::Tensor& q_line = line_queries_[layer];  // [rows, H, n, D]
-  const int64_t rows = store.rows(), kv = store.kv_heads(), group = context_.n_head / kv;
-  at::Tensor keys = store.keys(layer, s.length);  // [rows, kv, L, D]
-  at::Tensor q = q_line.narrow(0, 0, rows).reshape({rows, kv, group * n, store.head_dim()});
-  at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
-  at::Tensor mid_dev = mid.to(logits.device()).unsqueeze(2);
-  logits = logits.masked_fill(~mid_dev, -std::numeric_limits<float>::infinity());
-  at::Tensor saliency = at::nan_to_num(at::softmax(logits, -1, at::kFloat), 0.0).mean(2).to(at::kCPU);  // [rows, kv, L]
+  (void)s;  // the slots' length is mid's
+  const int64_t rows = store.rows();
+  at::Tensor saliency = line_saliency(store, layer, line_queries_[layer], mid);  // [rows, kv, L]
   at::Tensor score = saliency.narrow(0, 0, decide);
   if (decide_on_both_ && decide != rows) score = score + saliency.narrow(0, decide, decide);
   return score;
