@@ -28,15 +28,26 @@ std::map<std::string, at::Tensor> float_copies(const std::map<std::string, at::T
   return out;
 }
 
-std::string header_fingerprint(const io::SafetensorsReader& reader) {
-  std::string names;
-  for (const auto& [name, shape] : io::shapes_of(reader)) names += name + ";";
-  // The file size and names: a re-export of other weights changes the size of
-  // nothing, so the bytes of one decoder tensor are mixed in too.
-  at::Tensor probe = reader.tensor(reader.names().front()).to(at::kFloat).contiguous();
-  const float* p = probe.data_ptr<float>();
-  std::string bytes(reinterpret_cast<const char*>(p), static_cast<size_t>(std::min<int64_t>(probe.numel(), 4096)) * 4);
-  return std::to_string(std::hash<std::string>{}(names + bytes));
+// Identifies decoder weights by their values: a hash over every decoder tensor's
+// float32 bytes, in name order.
+std::string decoder_fingerprint(const std::map<std::string, at::Tensor>& decoder) {
+  std::string bytes;
+  for (const auto& [name, t] : decoder) {
+    bytes += name + ";";
+    bytes.append(reinterpret_cast<const char*>(t.data_ptr<float>()), static_cast<size_t>(t.numel()) * sizeof(float));
+  }
+  return std::to_string(std::hash<std::string>{}(bytes));
+}
+
+// The architecture of an open janus-pro bundle (ModelMismatchError for another
+// family, FormatError naming model.json for a bad section).
+janus::JanusConfig janus_architecture_of(const io::ModelBundle& bundle) {
+  io::require_family(bundle, "janus-pro");
+  janus::JanusConfig c;
+  io::parse_manifest_sections(bundle, "architecture.janus", [&] {
+    c = janus::janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+  });
+  return c;
 }
 
 }  // namespace
@@ -48,10 +59,7 @@ BundleVq read_bundle_vq(const std::string& bundle_dir) {
   const std::string family = bundle.family();
   std::string prefix;
   if (family == "janus-pro") {
-    janus::JanusConfig c;
-    io::parse_manifest_sections(bundle, "architecture.janus", [&] {
-      c = janus::janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
-    });
+    const janus::JanusConfig c = janus_architecture_of(bundle);
     out.config.arch = c.vq;
     out.image_size = static_cast<int>(c.image_size);
     prefix = "gen_vision_model.";
@@ -71,7 +79,7 @@ BundleVq read_bundle_vq(const std::string& bundle_dir) {
   out.decoder = float_copies(io::tensors_with_prefix(*weights, prefix),
                              llamagen::vq_decoder_expected_tensors(out.config.arch),
                              "file " + bundle.weights_path() + " (" + prefix + "*)");
-  out.fingerprint = header_fingerprint(*weights);
+  out.fingerprint = decoder_fingerprint(out.decoder);
 
   const auto files = bundle.manifest.value("files", nlohmann::json::object());
   if (files.contains("vq_encoder")) {
@@ -93,22 +101,12 @@ BundleVq read_bundle_vq(const std::string& bundle_dir) {
 }
 
 janus::JanusConfig janus_bundle_architecture(const std::string& bundle_dir) {
-  const io::ModelBundle bundle = io::ModelBundle::open(bundle_dir);
-  io::require_family(bundle, "janus-pro");
-  janus::JanusConfig c;
-  io::parse_manifest_sections(bundle, "architecture.janus", [&] {
-    c = janus::janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
-  });
-  return c;
+  return janus_architecture_of(io::ModelBundle::open(bundle_dir));
 }
 
 std::map<std::string, at::Tensor> read_janus_generator(const std::string& bundle_dir, nlohmann::json* architecture) {
   const io::ModelBundle bundle = io::ModelBundle::open(bundle_dir);
-  io::require_family(bundle, "janus-pro");
-  janus::JanusConfig c;
-  io::parse_manifest_sections(bundle, "architecture.janus", [&] {
-    c = janus::janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
-  });
+  const janus::JanusConfig c = janus_architecture_of(bundle);
   if (architecture) *architecture = bundle.manifest.at("architecture").at("janus");
   auto weights = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
   std::map<std::string, at::Tensor> all;

@@ -31,7 +31,7 @@ struct BundleVq {
   std::map<std::string, at::Tensor> decoder;  // quantize.embedding, post_quant_conv.*, decoder.* (float32, CPU)
   std::map<std::string, at::Tensor> encoder;  // encoder.*, quant_conv.* (empty when the bundle has none)
   std::string origin;                         // "bundle NAME (DIR)", for messages and run configs
-  std::string fingerprint;                    // identifies the decoder weights (hash of the weights file header)
+  std::string fingerprint;                    // identifies the decoder weights (a hash of their values)
 };
 
 // The VQ image tokenizer of a llamagen or janus-pro bundle. Throws
