@@ -14,7 +14,7 @@
 # night" --seed 3, or --model resources/models/llamagen-demo --class 7).
 # KVSTUDIO_HEADLESS=1 makes `run` use the command line even with a display.
 # Environment: KVSTUDIO_PRESET (default "default"; "headless" skips the GUI),
-#              KVSTUDIO_JOBS (build parallelism, default: all cores),
+#              KVSTUDIO_JOBS (build and test parallelism, default: all cores),
 #              KVSTUDIO_SKIP_ASAN=1 / KVSTUDIO_SKIP_FUZZ=1 (test: skip those stages).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -78,20 +78,20 @@ step "tests"
 status=0
 # The sources follow .clang-format (a listing of the files that differ, no changes).
 bash installer/check-format.sh || status=1
-ctest --preset "$preset" || status=1
+ctest --preset "$preset" -j "$jobs" || status=1
 
 if [[ "${KVSTUDIO_SKIP_ASAN:-0}" != "1" ]]; then
   step "the same tests under AddressSanitizer + UBSan (asan preset)"
   cmake --preset asan >/dev/null
   cmake --build --preset asan -j "$jobs"
-  ctest --preset asan || status=1
+  ctest --preset asan -j "$jobs" || status=1
 fi
 
 if [[ "${KVSTUDIO_SKIP_FUZZ:-0}" != "1" ]]; then
   step "fuzzing the parsers of outside files (checkpoints, pickles, safetensors, model.json, PNG, tokenizer, calibration and prompt files; libFuzzer + ASan/UBSan, 60 s each)"
   cmake --preset fuzz >/dev/null
   cmake --build --preset fuzz -j "$jobs"
-  ctest --preset fuzz || status=1
+  ctest --preset fuzz -j "$jobs" || status=1
 fi
 
 if [[ $status -ne 0 ]]; then echo "TESTS FAILED" >&2; else echo "all tests passed" >&2; fi
