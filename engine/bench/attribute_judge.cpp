@@ -24,7 +24,7 @@ double AttributeCount::accuracy() const {
 
 AttributeCount AttributeScore::all() const {
   AttributeCount pooled;
-  for (const AttributeCount* c : {&time, &light_side, &light_height, &colour}) {
+  for (const AttributeCount* c : {&time, &light_side, &light_height, &colour, &clouds}) {
     pooled.judged += c->judged;
     pooled.shown += c->shown;
   }
@@ -43,6 +43,7 @@ AttributeScore judge_attributes(const std::vector<RgbImage>& images,
     if (a.light_side) add(s.light_side, world::matches_light_side(images[i], *a.light_side));
     if (a.light_height) add(s.light_height, world::matches_light_height(images[i], *a.light_height));
     for (const world::ColourName c : a.colours) add(s.colour, world::matches_colour(images[i], c));
+    if (a.clouds) add(s.clouds, world::matches_cloud_cover(images[i], *a.clouds));
   }
   return s;
 }

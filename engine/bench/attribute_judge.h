@@ -1,7 +1,8 @@
 #pragma once
 // Whether generated images show what their prompts ask for, in the attributes
 // the procedural world's pixel measures can check (engine/world/scene_measures.h):
-// the time of day, the sun's or moon's side and height, and named colours, as
+// the time of day, the sun's or moon's side and height, named colours and a
+// clear or cloudy sky, as
 // read from each prompt by engine/world/prompt_attributes.h. bench reports the
 // accuracies per policy beside class accuracy. Torch-free.
 //
@@ -29,7 +30,7 @@ struct AttributeCount {
 };
 
 struct AttributeScore {
-  AttributeCount time, light_side, light_height, colour;
+  AttributeCount time, light_side, light_height, colour, clouds;
   AttributeCount all() const;  // every case pooled
 };
 

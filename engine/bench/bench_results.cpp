@@ -123,6 +123,7 @@ std::vector<BenchRecord> summarize_bench(const BenchResults& results) {
       add_count(attributes.light_side, im.attributes.light_side);
       add_count(attributes.light_height, im.attributes.light_height);
       add_count(attributes.colour, im.attributes.colour);
+      add_count(attributes.clouds, im.attributes.clouds);
     }
     const double image_tokens = static_cast<double>(rec.images * rec.grid_height * rec.grid_width);
     rec.tokens_per_s = rec.generation_ms > 0 ? image_tokens * 1000.0 / rec.generation_ms : 0;
@@ -148,6 +149,8 @@ std::vector<BenchRecord> summarize_bench(const BenchResults& results) {
       rec.light_height_judged = attributes.light_height.judged;
       rec.colour_accuracy = attributes.colour.accuracy();
       rec.colour_judged = attributes.colour.judged;
+      rec.clouds_accuracy = attributes.clouds.accuracy();
+      rec.clouds_judged = attributes.clouds.judged;
       rec.attribute_accuracy = attributes.all().accuracy();
       rec.attribute_judged = attributes.all().judged;
     }
@@ -239,7 +242,8 @@ nlohmann::json to_json(const BenchImageResult& im, const std::string& policy) {
     j["attributes"] = {{"time", count_json(a.time)},
                        {"light_side", count_json(a.light_side)},
                        {"light_height", count_json(a.light_height)},
-                       {"colour", count_json(a.colour)}};
+                       {"colour", count_json(a.colour)},
+                       {"clouds", count_json(a.clouds)}};
   j["flops"] = number_or_null(im.flops);
   j["run_images"] = im.run_images;
   j["run_generation_ms"] = im.run_generation_ms;
@@ -271,6 +275,8 @@ BenchImageResult bench_image_from_json(const nlohmann::json& j, const std::strin
       im.attributes.light_side = count_from_json(it->at("light_side"));
       im.attributes.light_height = count_from_json(it->at("light_height"));
       im.attributes.colour = count_from_json(it->at("colour"));
+      // Written since the cloud measure exists; older lines judged no clouds.
+      if (it->contains("clouds")) im.attributes.clouds = count_from_json(it->at("clouds"));
     }
     im.flops = double_or_nan(j, "flops");
     im.run_images = j.at("run_images").get<int64_t>();

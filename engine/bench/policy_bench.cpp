@@ -246,6 +246,8 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"light_height_judged", r.light_height_judged},
           {"colour_accuracy", number_or_null(r.colour_accuracy)},
           {"colour_judged", r.colour_judged},
+          {"clouds_accuracy", number_or_null(r.clouds_accuracy)},
+          {"clouds_judged", r.clouds_judged},
           {"attribute_accuracy", number_or_null(r.attribute_accuracy)},
           {"attribute_judged", r.attribute_judged},
           {"images", r.images},

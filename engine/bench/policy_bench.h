@@ -44,9 +44,10 @@
 //   (BenchPrompt::class_id), and demo_fid's held-out set follows those classes.
 //   Images whose prompt names no class are not judged for class or demo-FID
 //   (there is no class to draw a held-out set from); with none named both are NaN.
-// - Text families: time_accuracy, light_side_accuracy, light_height_accuracy and
-//   colour_accuracy are the fractions of what the prompts ask for (the time of
-//   day, the sun's or moon's side and height, named colours; read by
+// - Text families: time_accuracy, light_side_accuracy, light_height_accuracy,
+//   colour_accuracy and clouds_accuracy are the fractions of what the prompts ask
+//   for (the time of day, the sun's or moon's side and height, named colours, a
+//   clear or cloudy sky; read by
 //   engine/world/prompt_attributes.h) that each image shows by the world's pixel
 //   measures (engine/bench/attribute_judge.h); attribute_accuracy pools every
 //   case. *_judged count the cases; an accuracy is NaN (JSON null) when nothing
@@ -195,8 +196,9 @@ struct BenchRecord {
   // Text families: fractions of the prompted attributes shown (see above); NaN
   // when none was asked for. The counts are cases judged.
   double time_accuracy = kNotJudged, light_side_accuracy = kNotJudged, light_height_accuracy = kNotJudged,
-         colour_accuracy = kNotJudged, attribute_accuracy = kNotJudged;
-  int64_t time_judged = 0, light_side_judged = 0, light_height_judged = 0, colour_judged = 0, attribute_judged = 0;
+         colour_accuracy = kNotJudged, clouds_accuracy = kNotJudged, attribute_accuracy = kNotJudged;
+  int64_t time_judged = 0, light_side_judged = 0, light_height_judged = 0, colour_judged = 0, clouds_judged = 0,
+          attribute_judged = 0;
   double flops = 0;          // masked models: FLOPs per image (see above); NaN otherwise
   double flops_vs_full = 0;  // flops / the full run's flops; NaN when not counted
   int64_t steps = 0;         // masked models: decoding steps; 0 otherwise

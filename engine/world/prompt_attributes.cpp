@@ -120,6 +120,13 @@ const std::map<std::string, ColourName>& colour_words() {
   return kWords;
 }
 
+// A clear sky in plain English, beside the grammar's clouds.none phrasings.
+constexpr const char* kPlainClearSky[] = {"clear sky",     "clear skies",       "cloudless",      "without clouds",
+                                          "without a cloud", "not a single cloud", "no cloud",      "not a cloud",
+                                          "clear blue sky", "cloud free"};
+// Words that ask for clouds wherever they stand outside a clear-sky phrasing.
+constexpr const char* kCloudWords[] = {"cloud", "clouds", "cloudy", "overcast"};
+
 std::optional<TimeOfDay> time_named(const std::string& name) {
   for (const TimeOfDay t :
        {TimeOfDay::day, TimeOfDay::dawn, TimeOfDay::evening, TimeOfDay::sunset, TimeOfDay::dusk, TimeOfDay::night})
@@ -174,12 +181,17 @@ class Reader {
         times_.push_back({words_of(t.pattern), *time});
       } else if (t.group.rfind("light.", 0) == 0) {
         add_light_pattern(t.pattern);
+      } else if (t.group == "clouds.none") {
+        clear_sky_.push_back(words_of(t.pattern));
       } else if (fixed) {
         fixed_.push_back(words_of(t.pattern));
       }
     }
     for (const auto& [phrase, time] : plain_times()) times_.push_back({words_of(phrase), time});
     for (const char* p : kPlainLightPatterns) add_light_pattern(p);
+    for (const char* p : kPlainClearSky) clear_sky_.push_back(words_of(p));
+    std::stable_sort(clear_sky_.begin(), clear_sky_.end(),
+                     [](const Words& a, const Words& b) { return a.size() > b.size(); });
   }
 
   PromptAttributes read(const std::string& prompt) const {
@@ -235,6 +247,24 @@ class Reader {
       }
     if (sides.size() == 1) out.light_side = *sides.begin();
     if (heights.size() == 1) out.light_height = *heights.begin();
+
+    // Clouds: a clear-sky phrasing takes its words; a cloud word left over (not
+    // denied) asks for clouds.
+    std::vector<bool> sky(words.size(), false);
+    bool clear = false, cloudy = false;
+    for (std::size_t i = 0; i < words.size(); ++i)
+      for (const Words& phrase : clear_sky_)
+        if (!sky[i] && starts_at(words, i, phrase)) {
+          clear = true;
+          for (std::size_t k = 0; k < phrase.size(); ++k) sky[i + k] = true;
+        }
+    for (std::size_t i = 0; i < words.size(); ++i) {
+      if (sky[i] || std::find(std::begin(kCloudWords), std::end(kCloudWords), words[i]) == std::end(kCloudWords))
+        continue;
+      if (i > 0 && (words[i - 1] == "no" || words[i - 1] == "not" || words[i - 1] == "without")) continue;
+      cloudy = true;
+    }
+    if (clear != cloudy) out.clouds = clear ? CloudCover::clear : CloudCover::cloudy;
     return out;
   }
 
@@ -271,6 +301,7 @@ class Reader {
   std::vector<std::pair<Words, TimeOfDay>> times_;
   std::vector<Words> fixed_;  // the grammar's phrasings without placeholders (not times)
   std::vector<Words> light_;  // patterns of the sun or moon with slots
+  std::vector<Words> clear_sky_;  // phrasings of a clear sky, longest first
 };
 
 }  // namespace
@@ -286,6 +317,7 @@ PromptAttributes measurable_attributes(const PromptAttributes& asked, std::optio
   out.time = asked.time;
   if (light_side_measurable(*class_id)) out.light_side = asked.light_side;
   if (light_height_measurable(*class_id)) out.light_height = asked.light_height;
+  if (clouds_measurable(*class_id)) out.clouds = asked.clouds;
   if (colour_measurable(*class_id))
     for (const ColourName c : asked.colours)
       if (c <= ColourName::pink) {

@@ -189,6 +189,48 @@ bool matches_colour(const RgbImage& image, ColourName asked) {
   return colour_fraction(image, asked) >= kColourMinFraction;
 }
 
+const char* to_string(CloudCover c) { return c == CloudCover::clear ? "clear" : "cloudy"; }
+
+namespace {
+// How much whiter than its row's sky a pixel must be (smallest channel, 0..255),
+// and how grey (largest minus smallest channel over the largest) to count as cloud.
+constexpr int kCloudWhiteMargin = 40;
+constexpr int kCloudBandPercent = 25;
+constexpr float kCloudMaxSaturation = 0.3f;
+}  // namespace
+
+float cloud_fraction(const RgbImage& image) {
+  check_image(image);
+  const int w = image.width, rows = std::max(1, image.height * kCloudBandPercent / 100);
+  std::vector<int> whiteness(static_cast<std::size_t>(w));
+  std::size_t hits = 0;
+  for (int y = 0; y < rows; ++y) {
+    for (int x = 0; x < w; ++x) {
+      const uint8_t* p = &image.pixels[(static_cast<std::size_t>(y) * w + x) * 3];
+      whiteness[static_cast<std::size_t>(x)] = std::min({p[0], p[1], p[2]});
+    }
+    std::vector<int> sorted = whiteness;
+    std::nth_element(sorted.begin(), sorted.begin() + w / 4, sorted.end());
+    const int sky = sorted[static_cast<std::size_t>(w / 4)];
+    for (int x = 0; x < w; ++x) {
+      const uint8_t* p = &image.pixels[(static_cast<std::size_t>(y) * w + x) * 3];
+      const int hi = std::max({p[0], p[1], p[2]}), lo = whiteness[static_cast<std::size_t>(x)];
+      hits += lo >= sky + kCloudWhiteMargin && hi > 0 && static_cast<float>(hi - lo) <= kCloudMaxSaturation * hi;
+    }
+  }
+  return static_cast<float>(hits) / static_cast<float>(static_cast<std::size_t>(rows) * static_cast<std::size_t>(w));
+}
+
+bool matches_cloud_cover(const RgbImage& image, CloudCover asked) {
+  const bool cloudy = cloud_fraction(image) >= kCloudMinFraction;
+  return cloudy == (asked == CloudCover::cloudy);
+}
+
+std::optional<CloudCover> cloud_cover_of(const SceneFacts& facts) {
+  if (facts.clouds < 0) return std::nullopt;
+  return facts.clouds == 0 ? CloudCover::clear : CloudCover::cloudy;
+}
+
 namespace {
 bool is_one_of(int class_id, std::initializer_list<const char*> names) {
   for (const char* name : names)
@@ -204,5 +246,9 @@ bool light_side_measurable(int class_id) {
 bool light_height_measurable(int class_id) { return is_one_of(class_id, {"sunset_sea", "night_sky", "forest"}); }
 
 bool colour_measurable(int class_id) { return is_one_of(class_id, {"tiling"}); }
+
+bool clouds_measurable(int class_id) {
+  return is_one_of(class_id, {"mountains", "lake", "hills", "flower_fields"});
+}
 
 }  // namespace kvs::world

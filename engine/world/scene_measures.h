@@ -4,6 +4,7 @@
 // against their captions, so they look only at pixels (RgbImage, torch-free) and
 // are validated on the world's own pictures against the painters' facts
 // (tests/engine/test_scene_measures.cpp; accuracies in docs/training.md).
+#include <optional>
 #include <vector>
 
 #include "engine/image/rgb_image.h"
@@ -45,6 +46,23 @@ float colour_fraction(const RgbImage& image, ColourName colour);
 inline constexpr float kColourMinFraction = 0.1f;
 bool matches_colour(const RgbImage& image, ColourName asked);
 
+// ---- Clouds, from white puffs against the sky ---------------------------------
+// Whether the sky shows clouds: in the upper third of the picture (where the
+// world draws its clouds), the share of pixels much whiter than their row's sky.
+// Per row the sky's level is the lower quartile of the pixels' whiteness (the
+// smallest channel: white clouds are high in all three, a blue or orange sky is
+// low in one), so a sky that pales towards the horizon is not a cloud; a pixel
+// counts when it is kCloudWhiteMargin above that level and nearly grey.
+enum class CloudCover { clear, cloudy };
+const char* to_string(CloudCover c);
+float cloud_fraction(const RgbImage& image);
+// A picture shows clouds when at least this share of its upper third is cloud.
+inline constexpr float kCloudMinFraction = 0.01f;
+bool matches_cloud_cover(const RgbImage& image, CloudCover asked);
+// The cover a scene's facts describe (facts.clouds: 0 clear, 1 or more cloudy);
+// nullopt where the class has no sky (clouds < 0).
+std::optional<CloudCover> cloud_cover_of(const SceneFacts& facts);
+
 // ---- Where each measure is trusted ------------------------------------------------
 // The classes each measure was validated on (>= 95 % right against the facts,
 // tests/engine/test_scene_measures.cpp). On the others a picture can show the fact
@@ -56,5 +74,6 @@ bool matches_colour(const RgbImage& image, ColourName asked);
 bool light_side_measurable(int class_id);    // sunset_sea, night_sky, desert, forest
 bool light_height_measurable(int class_id);  // sunset_sea, night_sky, forest
 bool colour_measurable(int class_id);        // tiling (its first hue colour)
+bool clouds_measurable(int class_id);        // mountains, lake, hills, flower_fields
 
 }  // namespace kvs::world

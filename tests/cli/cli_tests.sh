@@ -439,7 +439,9 @@ assert r["class_judged"] == 0 and r["class_accuracy"] is None, r  # random weigh
 # on the forest only (not the desert sun), colours on neither (tilings only).
 assert r["time_judged"] == 4 and r["light_side_judged"] == 4 and r["light_height_judged"] == 2, r
 assert r["colour_judged"] == 0 and r["colour_accuracy"] is None, r
-assert r["attribute_judged"] == r["time_judged"] + r["light_side_judged"] + r["light_height_judged"] + r["colour_judged"], r
+assert r["clouds_judged"] == 0 and r["clouds_accuracy"] is None, r  # forest and desert skies are not judged for clouds
+assert r["attribute_judged"] == (r["time_judged"] + r["light_side_judged"] + r["light_height_judged"] + r["colour_judged"]
+                                 + r["clouds_judged"]), r
 assert 0 <= r["attribute_accuracy"] <= 1, r
 PY
 then

@@ -82,6 +82,14 @@ TEST(BenchPrompts, AttributeJudgeCountsEachCaseAsked) {
   EXPECT_EQ(s.colour.judged, 2);
   EXPECT_EQ(s.all().judged, 4);
   EXPECT_DOUBLE_EQ(s.all().accuracy(), static_cast<double>(s.all().shown) / 4.0);
+  // The hills always have clouds: a cloudy sky is shown, a clear one is not.
+  world::PromptAttributes cloudy, clear;
+  cloudy.clouds = world::CloudCover::cloudy;
+  clear.clouds = world::CloudCover::clear;
+  s = judge_attributes({images[1], images[1]}, {cloudy, clear});
+  EXPECT_EQ(s.clouds.judged, 2);
+  EXPECT_EQ(s.clouds.shown, 1);
+  EXPECT_EQ(s.all().judged, 2);
   EXPECT_THROW(judge_attributes(images, {nothing}), InvalidArgumentError);
 }
 
@@ -112,7 +120,7 @@ TEST(BenchPrompts, JanusBenchJudgesClassWhereNamedAndWhatEveryPromptAsks) {
   o.batch = 1;
   o.images = 3;  // runs 0 and 2 take the forest prompt, run 1 the unclassed one
   o.prompts = {{"a pine forest at night", world::scene_class_id("forest")},
-               {"the sun low on the left, red and blue tones", std::nullopt}};
+               {"the sun low on the left, red and blue tones, two clouds", std::nullopt}};
   o.device = "cpu";
   o.threads = 1;
   o.warmup = false;
@@ -128,18 +136,23 @@ TEST(BenchPrompts, JanusBenchJudgesClassWhereNamedAndWhatEveryPromptAsks) {
     EXPECT_EQ(r.light_side_judged, 1);
     EXPECT_EQ(r.light_height_judged, 1);
     EXPECT_EQ(r.colour_judged, 2);
-    EXPECT_EQ(r.attribute_judged, 6);
-    for (const double a : {r.time_accuracy, r.light_side_accuracy, r.light_height_accuracy, r.colour_accuracy}) {
+    EXPECT_EQ(r.clouds_judged, 1);  // the unclassed prompt: everything it asks is judged
+    EXPECT_EQ(r.attribute_judged, 7);
+    for (const double a :
+         {r.time_accuracy, r.light_side_accuracy, r.light_height_accuracy, r.colour_accuracy, r.clouds_accuracy}) {
       EXPECT_GE(a, 0.0);
       EXPECT_LE(a, 1.0);
     }
     const double pooled =
-        (r.time_accuracy * 2 + r.light_side_accuracy + r.light_height_accuracy + r.colour_accuracy * 2) / 6;
+        (r.time_accuracy * 2 + r.light_side_accuracy + r.light_height_accuracy + r.colour_accuracy * 2 +
+         r.clouds_accuracy) /
+        7;
     EXPECT_NEAR(r.attribute_accuracy, pooled, 1e-12);
     const nlohmann::json j = to_json(r);
     EXPECT_EQ(j["class_judged"], 2);
     EXPECT_EQ(j["colour_judged"], 2);
     EXPECT_TRUE(j["light_height_accuracy"].is_number());
+    EXPECT_EQ(j["clouds_judged"], 1);
     EXPECT_TRUE(j["attribute_accuracy"].is_number());
   }
 

@@ -61,7 +61,7 @@ std::set<ColourName> as_set(const std::vector<ColourName>& colours) { return {co
 }  // namespace
 
 TEST(PromptAttributes, ReadBackEveryCaptionsFacts) {
-  int captions = 0, times = 0, sides = 0, heights = 0, colours = 0;
+  int captions = 0, times = 0, sides = 0, heights = 0, colours = 0, clouds = 0;
   int wrong = 0;
   for (int c = 0; c < static_cast<int>(scene_classes().size()); ++c)
     for (uint64_t i = 0; i < kSeedsPerClass; ++i) {
@@ -74,7 +74,9 @@ TEST(PromptAttributes, ReadBackEveryCaptionsFacts) {
           std::optional<TimeOfDay> time;
           std::optional<Side> side;
           std::optional<Height> height;
+          std::optional<CloudCover> cover;
           if (mentions(cap, "time")) time = f.time;
+          if (mentions(cap, "clouds")) cover = cloud_cover_of(f);
           if (mentions(cap, "light.side")) side = f.light.side;
           if (mentions(cap, "light.height")) height = f.light.height;
           const std::set<ColourName> named = named_colours(f, cap);
@@ -82,23 +84,27 @@ TEST(PromptAttributes, ReadBackEveryCaptionsFacts) {
           sides += side.has_value();
           heights += height.has_value();
           colours += static_cast<int>(named.size());
+          clouds += cover.has_value();
           const bool right = a.time == time && a.light_side == side && a.light_height == height &&
-                             as_set(a.colours) == named && a.colours.size() == named.size();
+                             as_set(a.colours) == named && a.colours.size() == named.size() && a.clouds == cover;
           if (!right && ++wrong <= 20)
             ADD_FAILURE() << to_string(split) << " caption: " << cap.text << "\n  read time " << text_of(a.time)
                           << " side " << text_of(a.light_side) << " height " << text_of(a.light_height) << " colours "
                           << text_of(as_set(a.colours)) << "\n  facts time " << text_of(time) << " side "
-                          << text_of(side) << " height " << text_of(height) << " colours " << text_of(named);
+                          << text_of(side) << " height " << text_of(height) << " colours " << text_of(named)
+                          << "\n  clouds read " << (a.clouds ? to_string(*a.clouds) : "-") << ", facts "
+                          << (cover ? to_string(*cover) : "-");
         }
     }
-  std::printf("%d captions: %d times, %d sides, %d heights, %d colours read back; %d wrong\n", captions, times, sides,
-              heights, colours, wrong);
+  std::printf("%d captions: %d times, %d sides, %d heights, %d colours, %d cloud covers read back; %d wrong\n",
+              captions, times, sides, heights, colours, clouds, wrong);
   EXPECT_EQ(wrong, 0);
   // Every attribute was there to read, many times over.
   EXPECT_GT(times, 2000);
   EXPECT_GT(sides, 2000);
   EXPECT_GT(heights, 1000);
   EXPECT_GT(colours, 2000);
+  EXPECT_GT(clouds, 1000);
 }
 
 TEST(PromptAttributes, ReadPlainEnglish) {
@@ -136,6 +142,13 @@ TEST(PromptAttributes, ReadPlainEnglish) {
   EXPECT_EQ(read_prompt_attributes("a gray cat, violet flowers").colours,
             (std::vector<ColourName>{ColourName::grey, ColourName::purple}));
   EXPECT_TRUE(read_prompt_attributes("a bowl of ramen, studio lighting").empty());
+  EXPECT_EQ(read_prompt_attributes("a lake under a clear blue sky").clouds, CloudCover::clear);
+  EXPECT_EQ(read_prompt_attributes("hills without a cloud").clouds, CloudCover::clear);
+  EXPECT_EQ(read_prompt_attributes("a cloudless summer meadow").clouds, CloudCover::clear);
+  EXPECT_EQ(read_prompt_attributes("an overcast lake").clouds, CloudCover::cloudy);
+  EXPECT_EQ(read_prompt_attributes("mountains with 3 clouds").clouds, CloudCover::cloudy);
+  EXPECT_EQ(read_prompt_attributes("a cloudy day over the fields").clouds, CloudCover::cloudy);
+  EXPECT_FALSE(read_prompt_attributes("a lake at dawn").clouds);
 }
 
 TEST(PromptAttributes, AmbiguousPromptsClaimNothing) {
@@ -162,6 +175,9 @@ TEST(PromptAttributes, AmbiguousPromptsClaimNothing) {
   EXPECT_EQ(read_prompt_attributes("a green field, no red, not blue, without yellow").colours,
             std::vector<ColourName>{ColourName::green});
   EXPECT_TRUE(read_prompt_attributes("").empty());
+  // A clear sky and clouds in one prompt.
+  EXPECT_FALSE(read_prompt_attributes("a clear sky on the left, two clouds on the right").clouds);
+  EXPECT_FALSE(read_prompt_attributes("no clouds, just a cloud").clouds);
 }
 
 TEST(PromptAttributes, TheWorldsOwnPicturesShowWhatTheirCaptionsAsk) {
@@ -174,8 +190,9 @@ TEST(PromptAttributes, TheWorldsOwnPicturesShowWhatTheirCaptionsAsk) {
   // 100 %; with the class (a bench prompt line CLASS<TAB>PROMPT), only what the
   // measures can judge on that class is asked, and every attribute is >= 95 % right.
   for (const bool with_class : {false, true}) {
-    const double floors[4] = {0.95, with_class ? 0.95 : 0.7, with_class ? 0.95 : 0.65, with_class ? 0.95 : 0.7};
-    int asked[4] = {}, right[4] = {};
+    const double floors[5] = {0.95, with_class ? 0.95 : 0.7, with_class ? 0.95 : 0.65, with_class ? 0.95 : 0.7,
+                              with_class ? 0.95 : 0.7};
+    int asked[5] = {}, right[5] = {};
     for (int c = 0; c < static_cast<int>(scene_classes().size()); ++c)
       for (uint64_t i = 0; i < 30; ++i) {
         const RenderedScene p = render_scene_with_facts(c, kHeldOutSeedBase + i, 32);
@@ -186,9 +203,10 @@ TEST(PromptAttributes, TheWorldsOwnPicturesShowWhatTheirCaptionsAsk) {
         if (a.light_side) asked[1] += 1, right[1] += matches_light_side(p.image, *a.light_side);
         if (a.light_height) asked[2] += 1, right[2] += matches_light_height(p.image, *a.light_height);
         for (const ColourName colour : a.colours) asked[3] += 1, right[3] += matches_colour(p.image, colour);
+        if (a.clouds) asked[4] += 1, right[4] += matches_cloud_cover(p.image, *a.clouds);
       }
-    const char* names[4] = {"time", "light side", "light height", "colour"};
-    for (int k = 0; k < 4; ++k) {
+    const char* names[5] = {"time", "light side", "light height", "colour", "clouds"};
+    for (int k = 0; k < 5; ++k) {
       std::printf("world pictures %s, %s: %d/%d = %.3f\n", with_class ? "with class" : "without class", names[k],
                   right[k], asked[k], asked[k] ? static_cast<double>(right[k]) / asked[k] : 0.0);
       EXPECT_GT(asked[k], with_class ? 20 : 50) << names[k];

@@ -165,6 +165,43 @@ TEST(SceneMeasures, NamedColoursFromHue) {
   }
 }
 
+TEST(SceneMeasures, CloudsFromWhitePuffsAgainstTheSky) {
+  // Every class whose sky may show clouds; the measure is trusted on those
+  // clouds_measurable names (the sunset's streaks are lit in the sky's own
+  // colours, not white).
+  for (const int size : {32, 64}) {
+    Tally trusted, clear, cloudy;
+    std::map<std::string, std::pair<std::vector<float>, std::vector<float>>> fractions;  // per class: clear, cloudy
+    for (int c = 0; c < static_cast<int>(scene_classes().size()); ++c) {
+      for (int i = 0; i < 120; ++i) {
+        const RenderedScene p = render_scene_with_facts(c, seed_at(i), size);
+        const std::optional<CloudCover> cover = cloud_cover_of(p.facts);
+        if (!cover) continue;
+        auto& [clear_f, cloudy_f] = fractions[scene_classes()[static_cast<std::size_t>(c)].name];
+        (*cover == CloudCover::clear ? clear_f : cloudy_f).push_back(cloud_fraction(p.image));
+        if (!clouds_measurable(c)) continue;
+        const bool ok = matches_cloud_cover(p.image, *cover);
+        trusted.add(c, ok);
+        (*cover == CloudCover::clear ? clear : cloudy).add(c, ok);
+      }
+    }
+    for (auto& [name, f] : fractions) {
+      for (auto* v : {&f.first, &f.second}) std::sort(v->begin(), v->end());
+      auto q = [](const std::vector<float>& v, double at) {
+        return v.empty() ? -1.f : v[static_cast<std::size_t>(at * static_cast<double>(v.size() - 1))];
+      };
+      std::printf("  %s at %d px: clear %zu (max %.3f, 95%% %.3f), cloudy %zu (min %.3f, 5%% %.3f)\n", name.c_str(),
+                  size, f.first.size(), q(f.first, 1.0), q(f.first, 0.95), f.second.size(), q(f.second, 0.0),
+                  q(f.second, 0.05));
+    }
+    expect_accurate("clouds", size, trusted);
+    // Both answers are read, not one guessed: each is right on its own.
+    std::printf("clear skies at %d px: %.3f, cloudy: %.3f\n", size, clear.accuracy(), cloudy.accuracy());
+    EXPECT_GE(clear.accuracy(), kMinAccuracy);
+    EXPECT_GE(cloudy.accuracy(), kMinAccuracy);
+  }
+}
+
 TEST(SceneMeasures, RejectPicturesThatShowSomethingElse) {
   // A night picture is not day, a sun on the left is not on the right.
   const RenderedScene night = render_scene_with_facts(class_id("night_sky"), 2, 64);

@@ -60,7 +60,7 @@ PromptedImages generate_from_held_out_captions(const GenerationRequest& base, in
 }
 
 nlohmann::json judge_prompt_attributes(const PromptedImages& g) {
-  Tally time, side, height, colour;
+  Tally time, side, height, colour, clouds;
   for (size_t i = 0; i < g.images.size(); ++i) {
     const world::SceneFacts& f = g.facts[i];
     const world::Caption& c = g.captions[i];
@@ -78,11 +78,15 @@ nlohmann::json judge_prompt_attributes(const PromptedImages& g) {
                                     [](world::ColourName n) { return n <= world::ColourName::pink; });
       if (hue != f.colours.end()) colour.add(world::matches_colour(img, *hue));
     }
+    if (const auto cover = world::cloud_cover_of(f);
+        cover && world::clouds_measurable(f.class_id) && mentions(c, "clouds"))
+      clouds.add(world::matches_cloud_cover(img, *cover));
   }
   return {{"time_of_day", time.to_json()},
           {"light_side", side.to_json()},
           {"light_height", height.to_json()},
-          {"colour", colour.to_json()}};
+          {"colour", colour.to_json()},
+          {"clouds", clouds.to_json()}};
 }
 
 }  // namespace kvs::training

@@ -41,7 +41,7 @@ PromptedImages generate_from_held_out_captions(const GenerationRequest& base, in
                                                const std::function<void(int64_t, int64_t)>& progress = {});
 
 // {"time_of_day": {"accuracy", "judged"}, "light_side": …, "light_height": …,
-//  "colour": …}; accuracy null where nothing was judged.
+//  "colour": …, "clouds": …}; accuracy null where nothing was judged.
 nlohmann::json judge_prompt_attributes(const PromptedImages& generated);
 
 }  // namespace kvs::training
