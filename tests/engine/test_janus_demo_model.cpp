@@ -28,11 +28,11 @@ namespace {
 std::string janus_demo_dir() { return test::shipped_demo_dir("janus-pro-demo"); }
 
 // The gates this bundle meets, as `kvstudio-train evaluate` measured them into
-// model.json. Two more are the model's targets and not met yet (docs/training.md
-// has the figures): >= 85 % class accuracy for captions in the held-out wording
-// (74 %) and >= 80 % on three attributes (two: the time of day and the sun's or
-// moon's height; a tiling's colour 63 %, the sun's side 47 %). They are printed,
-// not asserted.
+// model.json, among them >= 80 % on at least three attributes measured from
+// pixels (the time of day, the sun's or moon's height, a clear or cloudy sky).
+// One more is the model's target and not met yet (docs/training.md has the
+// figures): >= 85 % class accuracy for captions in the held-out wording. It is
+// printed, not asserted.
 TEST(JanusDemoModel, IsTrainedOnCaptionsAndPassesItsGates) {
   const io::ModelBundle bundle = io::ModelBundle::open(janus_demo_dir());
   ASSERT_EQ(bundle.family(), "janus-pro");
@@ -46,17 +46,20 @@ TEST(JanusDemoModel, IsTrainedOnCaptionsAndPassesItsGates) {
   std::printf("class accuracy %.3f (train wording %.3f, held-out wording %.3f)\n",
               q["generated_class_accuracy"].get<double>(), q["generated_class_accuracy_train_wording"].get<double>(),
               q["generated_class_accuracy_held_out_wording"].get<double>());
-  // Attributes measured from pixels: the time of day and the height of the sun or
-  // moon follow the words.
+  // Attributes measured from pixels: the time of day, the height of the sun or
+  // moon and the clouds follow the words, each judged on 100 images or more.
+  int followed = 0;
   for (const auto& [name, a] : q["attributes"].items()) {
     ASSERT_TRUE(a.contains("judged")) << name;
     std::printf("attribute %s: %s of %lld judged\n", name.c_str(), a["accuracy"].dump().c_str(),
                 static_cast<long long>(a["judged"].get<int64_t>()));
+    followed += a["judged"].get<int64_t>() >= 100 && a["accuracy"].is_number() && a["accuracy"].get<double>() >= 0.8;
   }
-  EXPECT_GE(q["attributes"]["time_of_day"]["judged"].get<int64_t>(), 100);
-  EXPECT_GE(q["attributes"]["time_of_day"]["accuracy"].get<double>(), 0.8);
-  EXPECT_GE(q["attributes"]["light_height"]["judged"].get<int64_t>(), 100);
-  EXPECT_GE(q["attributes"]["light_height"]["accuracy"].get<double>(), 0.8);
+  EXPECT_GE(followed, 3);
+  for (const char* name : {"time_of_day", "light_height", "clouds"}) {
+    EXPECT_GE(q["attributes"][name]["judged"].get<int64_t>(), 100) << name;
+    EXPECT_GE(q["attributes"][name]["accuracy"].get<double>(), 0.8) << name;
+  }
   std::vector<std::string> names;
   for (const auto& c : world::scene_classes()) names.push_back(c.name);
   EXPECT_EQ(bundle.class_names(), names);
