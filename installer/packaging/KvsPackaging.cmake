@@ -147,11 +147,13 @@ set(CPACK_DEBIAN_CUDA_PACKAGE_DEPENDS "kvstudio (= ${PROJECT_VERSION}), libc6 (>
 set(CPACK_DEBIAN_CUDA_PACKAGE_SUGGESTS "nvidia-driver")
 set(CPACK_DEBIAN_CUDA_PACKAGE_SECTION non-free/graphics)  # the NVIDIA licence
 
-# Tarballs: one per component, each unpacking into a folder of its name; the CUDA
-# part goes into the main one with --strip-components=1 (docs/installing.md).
+# Tarballs: one per component, both unpacking into kvstudio-VERSION-linux-x86_64/
+# (CPackOptions.cmake), so the CUDA part unpacks into the main installation
+# (docs/installing.md).
 set(CPACK_ARCHIVE_COMPONENT_INSTALL ON)
 set(CPACK_ARCHIVE_KVSTUDIO_FILE_NAME "kvstudio-${PROJECT_VERSION}-linux-x86_64")
 set(CPACK_ARCHIVE_CUDA_FILE_NAME "kvstudio-cuda-${PROJECT_VERSION}-linux-x86_64")
+set(CPACK_PROJECT_CONFIG_FILE "${CMAKE_CURRENT_LIST_DIR}/CPackOptions.cmake")
 
 set(CPACK_GENERATOR DEB TGZ)
 include(CPack)
