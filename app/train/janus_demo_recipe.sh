@@ -38,7 +38,9 @@ run janus --steps 9000 --batch 8 --lr 5e-4 --warmup 100 --layers 6 --eval-every 
 run janus --steps 14000 --batch 8 --lr 8e-4 --warmup 100 --layers 6 --eval-every 1000 --checkpoint-every 100 \
           --train-per-class 1000 --eval-per-class 20 --captions-per-image 4
 echo "== $(date -u +%FT%TZ) export"
-"$T" export --family janus-pro --work "$W" --out "$OUT" --classifier "$CLASSIFIER" || exit $?
+# CFG 3, not Janus-Pro's official 5: chosen on a validation set of held-out
+# pictures (docs/training.md, "Guidance scale chosen on a validation set").
+"$T" export --family janus-pro --work "$W" --out "$OUT" --classifier "$CLASSIFIER" --cfg 3 || exit $?
 echo "== $(date -u +%FT%TZ) evaluate"
 "$T" evaluate --bundle "$OUT" --work "$W" --threads "$THREADS" --samples "$SAMPLES" || exit $?
 echo "== $(date -u +%FT%TZ) done"
