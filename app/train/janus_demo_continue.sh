@@ -33,7 +33,7 @@ cp "$BUNDLE/tokenizer/"* "$W/text-tokenizer/" || exit $?
 run janus --init-from "$BUNDLE" --mirror --steps "$STEPS" --batch 8 --lr "$LR" --warmup "$WARMUP" --eval-every 1000 \
           --checkpoint-every 100 --train-per-class 1000 --eval-per-class 20 --captions-per-image 4
 echo "== $(date -u +%FT%TZ) export"
-"$T" export --family janus-pro --work "$W" --out "$OUT" --classifier "$CLASSIFIER" || exit $?
+"$T" export --family janus-pro --work "$W" --out "$OUT" --classifier "$CLASSIFIER" --cfg 3 || exit $?
 echo "== $(date -u +%FT%TZ) evaluate"
 "$T" evaluate --bundle "$OUT" --work "$W" --threads "$THREADS" --samples "$SAMPLES" || exit $?
 echo "== $(date -u +%FT%TZ) done"
