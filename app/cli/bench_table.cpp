@@ -133,10 +133,11 @@ void print_bench_table(const std::vector<BenchRecord>& records) {
     std::printf("class accuracy and demo-FID on %lld images (demo-FID against %lld held-out images)\n",
                 static_cast<long long>(r.class_judged), static_cast<long long>(r.quality_reference_images));
   if (!attributes.empty())
-    std::printf("prompted attributes judged: time %lld, sun side %lld, sun height %lld, colour %lld, clouds %lld cases\n",
-                static_cast<long long>(r.time_judged), static_cast<long long>(r.light_side_judged),
-                static_cast<long long>(r.light_height_judged), static_cast<long long>(r.colour_judged),
-                static_cast<long long>(r.clouds_judged));
+    std::printf(
+        "prompted attributes judged: time %lld, sun side %lld, sun height %lld, colour %lld, clouds %lld cases\n",
+        static_cast<long long>(r.time_judged), static_cast<long long>(r.light_side_judged),
+        static_cast<long long>(r.light_height_judged), static_cast<long long>(r.colour_judged),
+        static_cast<long long>(r.clouds_judged));
 }
 
 // The largest batch under --max-memory, per policy.

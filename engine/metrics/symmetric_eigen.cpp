@@ -19,7 +19,8 @@ std::vector<double> symmetric_eigen(const std::vector<double>& matrix, int64_t n
   for (size_t i = 0; i < m; ++i)
     for (size_t j = i; j < m; ++j) {
       const double v = matrix[i * m + j];
-      if (!std::isfinite(v)) throw InvalidArgumentError("symmetric eigenvalues: the matrix has a value that is not finite");
+      if (!std::isfinite(v))
+        throw InvalidArgumentError("symmetric eigenvalues: the matrix has a value that is not finite");
       a[i * m + j] = a[j * m + i] = v;
     }
   std::vector<double> v;

@@ -121,9 +121,9 @@ const std::map<std::string, ColourName>& colour_words() {
 }
 
 // A clear sky in plain English, beside the grammar's clouds.none phrasings.
-constexpr const char* kPlainClearSky[] = {"clear sky",     "clear skies",       "cloudless",      "without clouds",
-                                          "without a cloud", "not a single cloud", "no cloud",      "not a cloud",
-                                          "clear blue sky", "cloud free"};
+constexpr const char* kPlainClearSky[] = {"clear sky",       "clear skies",        "cloudless", "without clouds",
+                                          "without a cloud", "not a single cloud", "no cloud",  "not a cloud",
+                                          "clear blue sky",  "cloud free"};
 // Words that ask for clouds wherever they stand outside a clear-sky phrasing.
 constexpr const char* kCloudWords[] = {"cloud", "clouds", "cloudy", "overcast"};
 
@@ -299,8 +299,8 @@ class Reader {
 
   std::map<std::string, std::vector<Alternative>> slots_;
   std::vector<std::pair<Words, TimeOfDay>> times_;
-  std::vector<Words> fixed_;  // the grammar's phrasings without placeholders (not times)
-  std::vector<Words> light_;  // patterns of the sun or moon with slots
+  std::vector<Words> fixed_;      // the grammar's phrasings without placeholders (not times)
+  std::vector<Words> light_;      // patterns of the sun or moon with slots
   std::vector<Words> clear_sky_;  // phrasings of a clear sky, longest first
 };
 

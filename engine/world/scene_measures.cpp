@@ -247,8 +247,6 @@ bool light_height_measurable(int class_id) { return is_one_of(class_id, {"sunset
 
 bool colour_measurable(int class_id) { return is_one_of(class_id, {"tiling"}); }
 
-bool clouds_measurable(int class_id) {
-  return is_one_of(class_id, {"mountains", "lake", "hills", "flower_fields"});
-}
+bool clouds_measurable(int class_id) { return is_one_of(class_id, {"mountains", "lake", "hills", "flower_fields"}); }
 
 }  // namespace kvs::world

@@ -143,10 +143,9 @@ TEST(BenchPrompts, JanusBenchJudgesClassWhereNamedAndWhatEveryPromptAsks) {
       EXPECT_GE(a, 0.0);
       EXPECT_LE(a, 1.0);
     }
-    const double pooled =
-        (r.time_accuracy * 2 + r.light_side_accuracy + r.light_height_accuracy + r.colour_accuracy * 2 +
-         r.clouds_accuracy) /
-        7;
+    const double pooled = (r.time_accuracy * 2 + r.light_side_accuracy + r.light_height_accuracy +
+                           r.colour_accuracy * 2 + r.clouds_accuracy) /
+                          7;
     EXPECT_NEAR(r.attribute_accuracy, pooled, 1e-12);
     const nlohmann::json j = to_json(r);
     EXPECT_EQ(j["class_judged"], 2);
