@@ -202,14 +202,14 @@ constexpr float kCloudMaxSaturation = 0.3f;
 float cloud_fraction(const RgbImage& image) {
   check_image(image);
   const int w = image.width, rows = std::max(1, image.height * kCloudBandPercent / 100);
-  std::vector<int> whiteness(static_cast<std::size_t>(w));
+  std::vector<int> whiteness(static_cast<std::size_t>(w)), sorted;  // sorted: one row's copy, reused
   std::size_t hits = 0;
   for (int y = 0; y < rows; ++y) {
     for (int x = 0; x < w; ++x) {
       const uint8_t* p = &image.pixels[(static_cast<std::size_t>(y) * w + x) * 3];
       whiteness[static_cast<std::size_t>(x)] = std::min({p[0], p[1], p[2]});
     }
-    std::vector<int> sorted = whiteness;
+    sorted = whiteness;
     std::nth_element(sorted.begin(), sorted.begin() + w / 4, sorted.end());
     const int sky = sorted[static_cast<std::size_t>(w / 4)];
     for (int x = 0; x < w; ++x) {
