@@ -175,6 +175,17 @@ void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor&
                      const std::vector<int64_t>& positions) {
   Layer& layer = layers_.at(layer_index);
   const int64_t t = k.size(2);
+  write_after(layer, k, v, positions);
+  layer.appended += t;
+  layer.max_position_before_tail = layer.max_position;
+  layer.tail_positions = positions;
+  for (int64_t p : positions) layer.max_position = std::max(layer.max_position, p);
+  update_peak();
+}
+
+void KvStore::write_after(Layer& layer, const at::Tensor& k, const at::Tensor& v,
+                          const std::vector<int64_t>& positions) {
+  const int64_t t = k.size(2);
   if (static_cast<int64_t>(positions.size()) != t) throw Error("KvStore::append: positions do not match tokens");
   if (k.size(0) != rows_ || k.size(1) != kv_heads_ || k.size(3) != head_dim_)
     throw Error("KvStore::append: keys have the wrong shape");
@@ -221,12 +232,66 @@ void KvStore::append(int64_t layer_index, const at::Tensor& k, const at::Tensor&
       for (int64_t j = 0; j < t; ++j) pos[s * stride + len[s] + j] = positions[static_cast<size_t>(j)];
   }
   layer.lengths += t;
-  layer.appended += t;
   if (layer.device_lengths.defined()) layer.device_lengths.add_(t);
-  layer.max_position_before_tail = layer.max_position;
-  layer.tail_positions = positions;
-  for (int64_t p : positions) layer.max_position = std::max(layer.max_position, p);
+}
+
+void KvStore::set_aside(int64_t layer_index, const at::Tensor& aside_in) {
+  Layer& layer = layers_.at(layer_index);
+  if (layer.aside_k.defined())
+    throw Error("KvStore::set_aside: layer " + std::to_string(layer_index) +
+                " already has entries set aside (bring them back first)");
+  const int64_t max_len = max_length_of(layer);
+  at::Tensor aside = aside_in.to(at::kCPU, at::kBool).contiguous();
+  if (aside.dim() != 3 || aside.size(0) != rows_ || aside.size(1) != kv_heads_ || aside.size(2) < max_len)
+    throw Error("KvStore::set_aside: mask must be [rows, kv_heads, >= max length]");
+  // Every segment's flagged slots, which must name segment 0's positions in order.
+  const int64_t segments = rows_ * kv_heads_;
+  const bool* flags = aside.data_ptr<bool>();
+  const int64_t* len = layer.lengths.data_ptr<int64_t>();
+  const int64_t* off = layer.offsets.data_ptr<int64_t>();
+  const int64_t* pos = layer.positions.data_ptr<int64_t>();
+  const int64_t stride = layer.positions.size(2), flag_stride = aside.size(2);
+  std::vector<int64_t> first_positions, slots;
+  for (int64_t s = 0; s < segments; ++s) {
+    size_t n = 0;
+    for (int64_t j = 0; j < len[s]; ++j) {
+      if (!flags[s * flag_stride + j]) continue;
+      const int64_t p = pos[s * stride + j];
+      if (s == 0) first_positions.push_back(p);
+      else if (n >= first_positions.size() || first_positions[n] != p)
+        throw Error("KvStore::set_aside: every segment must set aside the same positions in the same order");
+      slots.push_back(off[s] + j);
+      ++n;
+    }
+    if (n != first_positions.size())
+      throw Error("KvStore::set_aside: every segment must set aside the same positions in the same order");
+  }
+  if (first_positions.empty()) return;
+  const auto n = static_cast<int64_t>(first_positions.size());
+  const at::Tensor index = at::tensor(slots, kCpuLong).to(layer.k.device());
+  layer.aside_k = layer.k.index_select(0, index).view({rows_, kv_heads_, n, head_dim_});
+  layer.aside_v = layer.v.index_select(0, index).view({rows_, kv_heads_, n, head_dim_});
+  layer.aside_positions = std::move(first_positions);
+  update_peak();  // the copies and the entries they came from exist together here
+  const int64_t evicted = layer.evicted_first_row;
+  retain(layer_index, ~aside);
+  layer.evicted_first_row = evicted;  // hidden, not evicted
+}
+
+void KvStore::bring_back(int64_t layer_index) {
+  Layer& layer = layers_.at(layer_index);
+  if (!layer.aside_k.defined()) return;
+  write_after(layer, layer.aside_k, layer.aside_v, layer.aside_positions);
+  // The segments no longer end with the last append (see tail_positions).
+  layer.tail_positions.clear();
+  layer.aside_k = at::Tensor();
+  layer.aside_v = at::Tensor();
+  layer.aside_positions.clear();
   update_peak();
+}
+
+int64_t KvStore::set_aside_count(int64_t layer) const {
+  return static_cast<int64_t>(layers_.at(layer).aside_positions.size());
 }
 
 void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
@@ -464,6 +529,8 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
 void KvStore::keep_rows(int64_t first_row, int64_t row_count) {
   if (first_row < 0 || row_count <= 0 || first_row + row_count > rows_)
     throw Error("KvStore::keep_rows: rows out of range");
+  for (const auto& layer : layers_)
+    if (layer.aside_k.defined()) throw Error("KvStore::keep_rows: entries are set aside; bring them back first");
   for (auto& layer : layers_) {
     // Whole segments (all their slots) of the kept rows, in order.
     at::Tensor capacities = layer.capacities.narrow(0, first_row, row_count).contiguous();
@@ -490,8 +557,12 @@ std::vector<KvMemoryStats> KvStore::memory_per_layer() const {
   const int64_t per_entry = bytes_per_entry();
   for (const auto& layer : layers_) {
     KvMemoryStats s;
-    s.bytes_logical = layer.lengths.sum().item<int64_t>() * per_entry;
+    // Entries set aside are held, not freed: they count as retained and allocated.
+    const int64_t aside = rows_ * kv_heads_ * static_cast<int64_t>(layer.aside_positions.size());
+    s.bytes_logical = (layer.lengths.sum().item<int64_t>() + aside) * per_entry;
     s.bytes_allocated = static_cast<int64_t>(layer.k.nbytes() + layer.v.nbytes());
+    if (layer.aside_k.defined())
+      s.bytes_allocated += static_cast<int64_t>(layer.aside_k.nbytes() + layer.aside_v.nbytes());
     s.bytes_full_equivalent = rows_ * kv_heads_ * layer.appended * per_entry;
     out.push_back(s);
   }
@@ -529,7 +600,10 @@ std::vector<std::vector<int64_t>> KvStore::retained_per_head() const {
 
 void KvStore::update_peak(int64_t transient_bytes) {
   int64_t allocated = transient_bytes;
-  for (const auto& layer : layers_) allocated += static_cast<int64_t>(layer.k.nbytes() + layer.v.nbytes());
+  for (const auto& layer : layers_) {
+    allocated += static_cast<int64_t>(layer.k.nbytes() + layer.v.nbytes());
+    if (layer.aside_k.defined()) allocated += static_cast<int64_t>(layer.aside_k.nbytes() + layer.aside_v.nbytes());
+  }
   bytes_peak_ = std::max(bytes_peak_, allocated);
 }
 

@@ -96,8 +96,24 @@ class KvStore {
                      bool want_probs = false, bool want_key_mass = false) const;
 
   // Keeps only batch rows [first_row, first_row + row_count) (e.g. drops the
-  // unconditional half once CFG ends).
+  // unconditional half once CFG ends). Refused while entries are set aside.
   void keep_rows(int64_t first_row, int64_t row_count);
+
+  // Hides entries from attention without dropping them, for probes that hide a
+  // group of entries for a while and show it again (AMS-KV's "Remove Local": a
+  // scale is hidden while it is recent and seen again once it is older). The
+  // flagged entries (aside: bool [rows, kv_heads, >= max length], CPU) leave their
+  // segments as with retain(), but the store keeps them: they still count in its
+  // logical and allocated bytes (the memory is not saved), they are not counted as
+  // evicted, and bring_back() puts them after each segment's entries again (slot
+  // order then differs from position order, which only a causal mask would
+  // notice: positions still identify every entry). Every segment must flag the
+  // same positions in the same order (a full cache's segments do); one group per
+  // layer at a time.
+  void set_aside(int64_t layer, const at::Tensor& aside);
+  void bring_back(int64_t layer);
+  // Entries per segment set aside in `layer` (0 when none).
+  int64_t set_aside_count(int64_t layer) const;
 
   // Entries a segment still receives before the next policy boundary (>= 0; see
   // Capacity above). Until it is called: grow by doubling, never shrink.
@@ -170,6 +186,9 @@ class KvStore {
     // of queries at those positions then needs only a bottom-right aligned mask.
     std::vector<int64_t> tail_positions;
     int64_t max_position_before_tail = -1;
+    // Entries set aside (set_aside): [rows, kv_heads, n, head_dim] and their n positions.
+    at::Tensor aside_k, aside_v;
+    std::vector<int64_t> aside_positions;
     // Device copies of the segment starts and lengths (int32) for the GPU kernels;
     // append() advances the lengths on the device, retain/repack drop the copies.
     mutable at::Tensor device_starts, device_lengths;
@@ -180,6 +199,9 @@ class KvStore {
   bool packed_path(const Layer& layer, int64_t t, const std::vector<int64_t>& query_positions, bool causal,
                    bool* needs_mask) const;
   static int64_t max_length_of(const Layer& layer);
+  // Writes k, v [rows, kv_heads, T, head_dim] after every segment's entries,
+  // growing segments that lack room (append() without its bookkeeping).
+  void write_after(Layer& layer, const at::Tensor& k, const at::Tensor& v, const std::vector<int64_t>& positions);
   // Moves every segment's first `keep_slots[s]` source slots (given as flat source
   // slot indices, in order) into a layout with the given capacities.
   void repack(Layer& layer, const at::Tensor& new_capacities, const std::vector<std::vector<int64_t>>& kept);

@@ -159,6 +159,71 @@ TEST(KvStore, AttentionOverAnIrregularLayoutEqualsTheDenseLayout) {
       at::allclose(packed.attend(0, q1, {tokens}, true).out, regular.attend(0, q1, {tokens}, true).out, 1e-5, 1e-6));
 }
 
+// Entries set aside are out of attention's view and back after bring_back(),
+// with their values, while the memory figures keep counting them.
+TEST(KvStore, EntriesSetAsideAreHiddenFromAttentionCountedAndBroughtBack) {
+  at::manual_seed(5);
+  const int64_t rows = 2, kv = 2, d = 8, n_head = 4, tokens = 10;
+  KvStore store(2, rows, kv, d, tokens, kFloat), without(2, rows, kv, d, tokens, kFloat);
+  store.set_unit_headroom(0);
+  append_tokens(store, 1, 0, tokens);  // layer 1: recognisable entries
+  at::Tensor k = at::randn({rows, kv, tokens, d}), v = at::randn({rows, kv, tokens, d});
+  std::vector<int64_t> all;
+  for (int64_t p = 0; p < tokens; ++p) all.push_back(p);
+  store.append(0, k, v, all);
+  // The store without positions 3..5, for the reference attention.
+  const std::vector<int64_t> shown = {0, 1, 2, 6, 7, 8, 9};
+  const at::Tensor shown_index = at::tensor(shown, at::kLong);
+  without.append(0, k.index_select(2, shown_index), v.index_select(2, shown_index), shown);
+  const KvMemoryStats before = store.memory();
+
+  at::Tensor aside = at::zeros({rows, kv, tokens}, at::kBool);
+  aside.narrow(2, 3, 3).fill_(true);
+  store.set_aside(0, aside);
+  EXPECT_EQ(store.set_aside_count(0), 3);
+  EXPECT_EQ(store.positions(0, 1, 1), shown);
+  const at::Tensor q = at::randn({rows, n_head, 2, d});
+  EXPECT_TRUE(at::allclose(store.attend(0, q, {tokens, tokens}, false).out,
+                           without.attend(0, q, {tokens, tokens}, false).out, 1e-5, 1e-6));
+  // Hidden, not freed and not evicted.
+  EXPECT_EQ(store.memory().bytes_logical, before.bytes_logical);
+  EXPECT_GE(store.memory().bytes_allocated, before.bytes_logical);
+  EXPECT_EQ(store.evicted_first_row()[0], 0);
+  EXPECT_THROW(store.set_aside(0, aside), Error) << "one group at a time";
+  EXPECT_THROW(store.keep_rows(0, 1), Error);
+
+  store.bring_back(0);
+  EXPECT_EQ(store.set_aside_count(0), 0);
+  EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{0, 1, 2, 6, 7, 8, 9, 3, 4, 5}));
+  KvStore full(1, rows, kv, d, tokens, kFloat);
+  full.append(0, k, v, all);
+  EXPECT_TRUE(at::allclose(store.attend(0, q, {tokens, tokens}, false).out,
+                           full.attend(0, q, {tokens, tokens}, false).out, 1e-5, 1e-6));
+  EXPECT_EQ(store.memory().bytes_logical, before.bytes_logical);
+  EXPECT_EQ(store.evicted_first_row()[0], 0);
+
+  // Another layer's entries keep their values through a set-aside and back.
+  at::Tensor odd = at::zeros({rows, kv, tokens}, at::kBool);
+  for (int64_t p = 1; p < tokens; p += 2) odd.select(2, p).fill_(true);
+  store.set_aside(1, odd);
+  expect_entries_intact(store, 1);
+  store.bring_back(1);
+  expect_entries_intact(store, 1);
+  EXPECT_EQ(store.length(1, 1, 0), tokens);
+
+  // Segments that would hide different positions are refused.
+  at::Tensor uneven = at::zeros({rows, kv, tokens}, at::kBool);
+  uneven[0][0][2] = true;
+  uneven[1][1][3] = true;
+  try {
+    store.set_aside(1, uneven);
+    ADD_FAILURE() << "uneven set-aside accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the same positions in the same order"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(store.length(1, 0, 0), tokens) << "a refused set-aside changes nothing";
+}
+
 // Slots past a segment's length used to hold leftovers (on a GPU: whatever the
 // allocator had, NaN included), and the dense attention path multiplied them by a
 // probability of 0 — NaN all the same. Readers now see zeros there, and a half-

@@ -5,6 +5,8 @@
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -302,9 +304,61 @@ TEST(ScaleGroups, RemovesTheIntermediateOrTheCondensedScalesBeforeEachScaleAtten
   EXPECT_NE(test::policy_error("scale_groups:remove=condensed,cds=0", c).find("needs cds >= 1"), std::string::npos);
   EXPECT_NE(test::policy_error("scale_groups:cds=5", c).find("cds 5 condensed scales is impossible (0..4"),
             std::string::npos);
-  EXPECT_NE(test::policy_error("scale_groups:remove=local", c)
-                .find("parameter remove must be one of intermediate, condensed, got 'local'"),
+  EXPECT_NE(test::policy_error("scale_groups:remove=local,local=0", c).find("remove=local needs local >= 1"),
             std::string::npos);
+  EXPECT_NE(test::policy_error("scale_groups:remove=recent", c)
+                .find("parameter remove must be one of intermediate, condensed, local, got 'recent'"),
+            std::string::npos);
+}
+
+// Table 1's "Remove Local": while scale i attends, the local scales before it
+// (not the condensed ones) are out of view; once it has attended they are back,
+// so a later scale sees them as intermediate scales. Nothing is evicted.
+TEST(ScaleGroups, RemoveLocalHidesTheRecentScalesOnlyWhileTheyAreLocal) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});
+  auto sorted = [](std::vector<int64_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  auto run = [&](const PolicyContext& context, const std::string& spec) {
+    auto policy = make_policy(spec, context);
+    EXPECT_EQ(policy->budget_tokens(), 55) << "nothing is evicted";
+    EXPECT_EQ(policy->max_entries(), 55);
+    KvStore store = store_for(context);
+    const int64_t rows = context.cfg ? 2 * context.batch : context.batch;
+    std::vector<std::vector<int64_t>> seen;
+    std::vector<int64_t> after;
+    for (int64_t u = 0; u < 5; ++u) {
+      seen.push_back(
+          sorted(run_unit(*policy, store, context, u, random_keys(rows, 2, context.unit_tokens[u], 70 + u), &after)));
+      EXPECT_EQ(sorted(after), range(0, context.unit_begin(u) + context.unit_tokens[u])) << spec << " after " << u;
+      EXPECT_EQ(store.set_aside_count(0), 0);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t h = 0; h < 2; ++h) EXPECT_EQ(store.positions(0, r, h), after) << "every row and head alike";
+    }
+    EXPECT_EQ(store.evicted_first_row()[0], 0);
+    return seen;
+  };
+  // Two local scales (the default): scale 3 does not see scale 2; scale 4 sees
+  // neither 2 nor 3, but the condensed scales 0 and 1 stay in view throughout.
+  auto two = run(c, "scale_groups:remove=local");
+  EXPECT_EQ(two[0], range(0, 1));
+  EXPECT_EQ(two[1], range(0, 5));
+  EXPECT_EQ(two[2], range(0, 14));
+  EXPECT_EQ(two[3], concat(range(0, 5), range(14, 30)));
+  EXPECT_EQ(two[4], concat(range(0, 5), range(30, 55)));
+  // One local scale: scale 4 sees scale 2 again (now intermediate), not scale 3.
+  auto one = run(c, "scale_groups:remove=local,local=1");
+  EXPECT_EQ(one[3], concat(range(0, 5), range(14, 30)));
+  EXPECT_EQ(one[4], concat(range(0, 14), range(30, 55)));
+  // One condensed scale: scale 1 is local to scale 2.
+  auto cds1 = run(c, "scale_groups:remove=local,cds=1,local=1");
+  EXPECT_EQ(cds1[2], concat(range(0, 1), range(5, 14)));
+  EXPECT_TRUE(dynamic_cast<ScaleGroupsPolicy&>(*make_policy("scale_groups:remove=local", c)).removed(3, 4));
+  EXPECT_FALSE(dynamic_cast<ScaleGroupsPolicy&>(*make_policy("scale_groups:remove=local", c)).removed(1, 4));
+  // CFG pairs hide the same scales in both halves.
+  const PolicyContext pairs = scale_context({1, 4, 9, 16, 25}, 1, 2, /*batch=*/1, /*cfg=*/true);
+  EXPECT_EQ(run(pairs, "scale_groups:remove=local")[4], concat(range(0, 5), range(30, 55)));
 }
 
 TEST(StreamingScales, SinkScalesAndTheNewestTokensWithinTheBudget) {

@@ -13,9 +13,11 @@
 //   newest scales and scale i itself.
 // - remove=condensed: before scale i attends, every layer evicts the scales s < cds
 //   (s < i); the first cds scales attend only to themselves.
-// The paper's third row, "Remove Local", hides a scale only while it is local
-// and shows it again once it has become intermediate. A KV cache can only evict,
-// so an entry hidden once is gone for good: that row has no policy here.
+// - remove=local: before scale i attends, every layer sets aside (KvStore::
+//   set_aside) the scales s with max(cds, i - local) <= s < i and brings them back
+//   once scale i has attended (after_unit_layer): a scale is hidden while it is
+//   local and seen again once it has become intermediate. Nothing is evicted and
+//   no memory is saved: the row measures what the local scales contribute.
 // The paper does not say how many scales are local; local= sets it (default 2).
 // Choices where the paper is silent: docs/policies.md#scale_groups
 #include <vector>
@@ -24,7 +26,7 @@
 
 namespace kvs {
 
-enum class ScaleGroup { Condensed, Intermediate };
+enum class ScaleGroup { Condensed, Intermediate, Local };
 
 class ScaleGroupsPolicy : public CachePolicy {
  public:
@@ -38,8 +40,10 @@ class ScaleGroupsPolicy : public CachePolicy {
 
   bool supports_units() const override { return true; }
   void before_unit_attention(KvStore& store, int64_t layer, int64_t unit) override;
+  void after_unit_layer(KvStore& store, int64_t layer, int64_t unit) override;
 
-  // Whether scale `scale` is evicted by the time scale `unit` attends.
+  // Whether scale `scale` is out of the view of scale `unit`'s queries: evicted
+  // by then (intermediate, condensed) or set aside while `unit` attends (local).
   bool removed(int64_t scale, int64_t unit) const;
 
  private:
