@@ -46,6 +46,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/segment_scoring.h"
+
 namespace kvs {
 
 struct KvMemoryStats {
@@ -94,6 +96,23 @@ class KvStore {
   // key_mass (float32) on request.
   KvAttention attend(int64_t layer, const at::Tensor& queries, const std::vector<int64_t>& query_positions, bool causal,
                      bool want_probs = false, bool want_key_mass = false) const;
+
+  // One score per retained entry of the first `rows_scored` rows of `layer`, read
+  // from the packed buffers in place by the scoring kernels
+  // (kernels/segment_scoring.h): per segment, the softmax of the queries
+  // [>= rows_scored, n_head, T, head_dim] (any float dtype; widened to float32)
+  // over the entries flagged in `candidates` (bool [>= rows_scored, kv_heads,
+  // >= stride], CPU; undefined: every entry), combined by `reduction`. Returns
+  // float32 CPU [rows_scored, kv_heads, stride], 0 for entries outside the
+  // candidates and past a segment's length; stride >= max_length(layer). The CUDA
+  // kernel runs when the buffers are on a GPU and the kernels are usable there
+  // (key_scores_in_place()), the CPU twin otherwise (a GPU store without them is
+  // copied to the host first). Sits in kv_store_key_scores.cpp.
+  at::Tensor key_scores(int64_t layer, const at::Tensor& queries, const at::Tensor& candidates,
+                        kernels::KeyScoreReduction reduction, double scale, int64_t rows_scored, int64_t stride) const;
+  // Whether key_scores() reads the buffers where they are: always on the CPU; on a
+  // GPU when the CUDA scoring kernels are built and find a device.
+  bool key_scores_in_place() const;
 
   // Keeps only batch rows [first_row, first_row + row_count) (e.g. drops the
   // unconditional half once CFG ends). Refused while entries are set aside.
@@ -165,6 +184,8 @@ class KvStore {
   int64_t bytes_per_entry() const;  // head_dim x 2 x dtype size
   // The buffers' scalar type (the run-time dtype the model chose: f32, bf16, f16).
   at::ScalarType dtype() const { return c10::typeMetaToScalarType(options_.dtype()); }
+  // The buffers' device.
+  at::Device device() const { return options_.device(); }
   // The path attend() takes for a layer: "cpu-ragged", "flash", "memory-efficient"
   // or "dense" (for a decode step: one query, no probs, no key mass).
   std::string attention_path(int64_t layer) const;

@@ -9,26 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/float_dot.h"
 #include "kernels/kernel_error.h"
 
 namespace kvs::kernels {
 namespace {
-
-// GCC may not reorder a float reduction without -ffast-math, so a plain `sum +=
-// a[i] * b[i]` loop stays scalar. Eight independent partial sums (one per SIMD
-// lane) give the vectoriser a straight-line body it turns into vector FMAs, and
-// the fixed summation order keeps results independent of the thread count.
-constexpr int64_t kLanes = 8;
-
-inline float dot(const float* a, const float* b, int64_t n) {
-  float acc[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int64_t l = 0; l < kLanes; ++l) acc[l] += a[i + l] * b[i + l];
-  float tail = 0.0f;
-  for (; i < n; ++i) tail += a[i] * b[i];
-  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7])) + tail;
-}
 
 // bf16 -> float32 (a bf16 is the upper half of a float32).
 void widen_bf16(const uint16_t* in, int64_t n, float* out) {
@@ -128,7 +113,7 @@ void attend_segment(const RaggedKvView& kv, const RaggedAttentionArgs& args, int
 
   for (int64_t j = 0; j < length; ++j) {
     const float* k = keys + j * d;
-    for (int64_t i = 0; i < n_query; ++i) w[i * length + j] = dot(queries + i * d, k, d) * args.scale;
+    for (int64_t i = 0; i < n_query; ++i) w[i * length + j] = float_dot(queries + i * d, k, d) * args.scale;
   }
 
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();

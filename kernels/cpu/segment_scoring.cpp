@@ -1,5 +1,7 @@
 #include "kernels/cpu/segment_scoring.h"
 
+#include <ATen/Parallel.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -7,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/float_dot.h"
 #include "kernels/segment_scoring_checks.h"
 
 namespace kvs::kernels {
@@ -56,51 +59,75 @@ float widen_element(const void* data, int64_t index, ScoreElementType type) {
   return 0.0f;
 }
 
+namespace {
+
+// One segment's scores: its group of n_head / kv_heads query heads, T queries
+// each, is one [G*T, head_dim] block of `queries` (the heads sharing a kv head
+// are adjacent), so every key is widened and read once for all of them.
+// `k`, `logits` and `mass` are the calling thread's scratch.
+void score_segment(const SegmentKeys& keys, const KeyScoreArgs& args, int64_t s, float weight, std::vector<float>& k,
+                   std::vector<float>& logits, std::vector<double>& mass) {
+  const int64_t stride = keys.stride, d = keys.head_dim;
+  const int64_t row = s / keys.kv_heads, head = s % keys.kv_heads, length = keys.lengths[s];
+  float* scores = args.scores + s * stride;
+  std::fill(scores, scores + stride, 0.0f);
+  if (length == 0) return;
+  const int64_t group = args.n_head / keys.kv_heads, n_query = group * args.T;
+  const int64_t* positions = keys.positions ? keys.positions + s * stride : nullptr;
+  const uint8_t* candidates = args.candidates ? args.candidates + s * stride : nullptr;
+  const float* queries = args.queries + (row * args.n_head + head * group) * args.T * d;
+  k.resize(static_cast<size_t>(length * d));
+  if (keys.element_type == ScoreElementType::f32) {
+    const float* from = static_cast<const float*>(keys.keys) + keys.starts[s] * d;
+    std::copy(from, from + length * d, k.begin());
+  } else {
+    for (int64_t i = 0; i < length * d; ++i) k[i] = widen_element(keys.keys, keys.starts[s] * d + i, keys.element_type);
+  }
+  // logits [n_query, length]; -inf where the query does not see the entry.
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  logits.assign(static_cast<size_t>(n_query * length), kNegInf);
+  for (int64_t j = 0; j < length; ++j) {
+    if (candidates != nullptr && candidates[j] == 0) continue;
+    for (int64_t i = 0; i < n_query; ++i) {
+      if (args.causal && positions[j] > args.query_positions[i % args.T]) continue;
+      logits[i * length + j] = float_dot(queries + i * d, k.data() + j * d, d) * args.scale;
+    }
+  }
+  mass.assign(static_cast<size_t>(length), 0.0);
+  for (int64_t i = 0; i < n_query; ++i) {
+    float* w = logits.data() + i * length;
+    float top = kNegInf;
+    for (int64_t j = 0; j < length; ++j) top = std::max(top, w[j]);
+    if (top == kNegInf) continue;  // sees nothing: zeros (nan_to_num)
+    float sum = 0.0f;
+    for (int64_t j = 0; j < length; ++j) sum += (w[j] = w[j] == kNegInf ? 0.0f : std::exp(w[j] - top));
+    for (int64_t j = 0; j < length; ++j) mass[j] += w[j] / sum;
+  }
+  for (int64_t j = 0; j < length; ++j) scores[j] = static_cast<float>(mass[j]) * weight;
+}
+
+}  // namespace
+
 void attention_key_scores_cpu(const SegmentKeys& keys, const KeyScoreArgs& args) {
   detail::check_key_score_sizes(keys, args);
-  const int64_t segments = keys.segments(), stride = keys.stride, d = keys.head_dim;
+  const int64_t segments = keys.segments(), stride = keys.stride;
   check_segments("attention key scores", keys.starts, keys.lengths, segments, stride, keys.total_slots);
   if (segments == 0 || stride == 0) return;
-  std::fill(args.scores, args.scores + segments * stride, 0.0f);
   const int64_t group = args.n_head / keys.kv_heads, queries = group * args.T;
   const float weight = args.reduction == KeyScoreReduction::Mean && queries > 0 ? 1.0f / static_cast<float>(queries)
                                                                                 : 1.0f;
-  std::vector<float> k, logits;
-  std::vector<double> mass;
-  std::vector<uint8_t> visible;
-  for (int64_t s = 0; s < segments; ++s) {
-    const int64_t row = s / keys.kv_heads, head = s % keys.kv_heads, length = keys.lengths[s];
-    if (length == 0) continue;
-    k.resize(static_cast<size_t>(length * d));
-    for (int64_t i = 0; i < length * d; ++i) k[i] = widen_element(keys.keys, keys.starts[s] * d + i, keys.element_type);
-    logits.assign(static_cast<size_t>(length), 0.0f);
-    visible.assign(static_cast<size_t>(length), 0);
-    mass.assign(static_cast<size_t>(length), 0.0);
-    const int64_t* positions = keys.positions ? keys.positions + s * stride : nullptr;
-    const uint8_t* candidates = args.candidates ? args.candidates + s * stride : nullptr;
-    for (int64_t g = 0; g < group; ++g) {
-      for (int64_t t = 0; t < args.T; ++t) {
-        const float* q = args.queries + ((row * args.n_head + head * group + g) * args.T + t) * d;
-        float top = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < length; ++j) {
-          visible[j] = (candidates == nullptr || candidates[j] != 0) &&
-                       (!args.causal || positions[j] <= args.query_positions[t]);
-          if (!visible[j]) continue;
-          float dot = 0.0f;
-          for (int64_t i = 0; i < d; ++i) dot += q[i] * k[j * d + i];
-          logits[j] = dot * args.scale;
-          top = std::max(top, logits[j]);
-        }
-        if (top == -std::numeric_limits<float>::infinity()) continue;  // sees nothing: zeros (nan_to_num)
-        float sum = 0.0f;
-        for (int64_t j = 0; j < length; ++j)
-          if (visible[j]) sum += (logits[j] = std::exp(logits[j] - top));
-        for (int64_t j = 0; j < length; ++j)
-          if (visible[j]) mass[j] += logits[j] / sum;
-      }
-    }
-    for (int64_t j = 0; j < length; ++j) args.scores[s * stride + j] = static_cast<float>(mass[j]) * weight;
-  }
+  // Segments write disjoint rows of scores, so they run in parallel without
+  // synchronisation; each segment's arithmetic is the same on any thread. The
+  // grain (ATen's usual 32768 multiply-adds per task) keeps small problems on the
+  // calling thread.
+  constexpr int64_t kGrainWork = 32768;
+  const int64_t work_per_segment = std::max<int64_t>(1, queries * stride * keys.head_dim);
+  const int64_t grain = std::max<int64_t>(1, kGrainWork / work_per_segment);
+  at::parallel_for(0, segments, grain, [&](int64_t begin, int64_t end) {
+    std::vector<float> k, logits;
+    std::vector<double> mass;
+    for (int64_t s = begin; s < end; ++s) score_segment(keys, args, s, weight, k, logits, mass);
+  });
 }
 
 void pool_candidate_scores_cpu(const PoolArgs& args) {

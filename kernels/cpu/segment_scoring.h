@@ -3,7 +3,9 @@
 // the same descriptors (kernels/segment_scoring.h), plain loops, float32 arithmetic
 // (bf16 / f16 keys widened as they are read). They are the reference the GPU
 // kernels are tested against, and are themselves tested against the policies'
-// own tensor code (tests/engine/test_segment_scoring.cpp).
+// own tensor code (tests/engine/test_segment_scoring.cpp). The key scores also
+// serve the policies on the CPU (KvStore::key_scores): their dot products are
+// vectorised and their segments run on LibTorch's threads (at::parallel_for).
 //
 // All functions validate what they can read on the host (sizes, buffers, every
 // segment's start and length) and throw kvs::kernels::KernelArgumentError before

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 
+#include "engine/cache/policies/line_saliency.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
@@ -17,15 +18,6 @@ std::string number_text(double v) {
   std::ostringstream out;
   out << v;
   return out.str();
-}
-
-// Saliency of every slot within `part` (bool [rows, kv, L], CPU): softmax of the
-// buffered queries' logits over the part's keys only, mean over the queries and the
-// grouped query heads. logits: [rows, kv, queries, L]. Returns float CPU [rows, kv, L].
-at::Tensor part_saliency(const at::Tensor& logits, const at::Tensor& part) {
-  at::Tensor mask = part.to(logits.device()).unsqueeze(2);
-  at::Tensor masked = logits.masked_fill(~mask, -std::numeric_limits<float>::infinity());
-  return at::nan_to_num(at::softmax(masked, -1), 0.0).mean(2).to(at::kCPU, at::kFloat);
 }
 
 }  // namespace
@@ -252,15 +244,13 @@ void HeadKvPolicy::compress(KvStore& store, int64_t layer, int64_t token_index) 
     at::Tensor hist_mask = is_image & (rank < history.unsqueeze(-1)) & global.unsqueeze(-1);
     at::Tensor long_mask = hist_mask & (rank < long_len.unsqueeze(-1));
     at::Tensor near_mask = hist_mask & ~long_mask;
-    const int64_t group_size = context_.n_head / kv;
-    const double scale = 1.0 / std::sqrt(static_cast<double>(store.head_dim()));
-    at::Tensor q =
-        line_queries_[layer].narrow(0, 0, rows).to(at::kFloat).reshape({rows, kv, group_size * n, store.head_dim()});
-    at::Tensor keys = store.keys(layer, s.length).to(at::kFloat);
-    at::Tensor logits = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*n, L]
-    auto all_rows = [&](const at::Tensor& m) { return decide == rows ? m : at::cat({m, m}, 0); };
+    // The saliency of each part: the buffered line's queries, softmax over the
+    // part's keys only, mean over the queries and grouped heads (line_saliency,
+    // LineAR's formula), on the rows that decide.
+    const int64_t scored = options_.decide_on_both ? rows : decide;
+    auto all_rows = [&](const at::Tensor& m) { return scored == decide ? m : at::cat({m, m}, 0); };
     auto score = [&](const at::Tensor& part) {
-      at::Tensor sal = part_saliency(logits, all_rows(part));
+      at::Tensor sal = line_saliency(store, layer, line_queries_[layer], all_rows(part), scored);
       at::Tensor out = sal.narrow(0, 0, decide);
       if (options_.decide_on_both && decide != rows) out = out + sal.narrow(0, decide, decide);
       return out;

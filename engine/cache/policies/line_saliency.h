@@ -1,7 +1,12 @@
 #pragma once
 // LineAR's inter-line saliency (Qin et al., §3.3, Eq. 8-9), the score its line-end
-// eviction ranks the mid tokens by; a function of its own so that the scoring
-// kernels' CPU twin can be checked against exactly what the policy computes.
+// eviction ranks the mid tokens by, and HeadKV's stratified-eviction saliency (the
+// same formula over the long-range or the near part of a global head's history).
+//
+// Two formulations compute it: the scoring kernels over the packed cache
+// (KvStore::key_scores: one score per entry, the keys read in place) and the
+// LibTorch one (a padded key copy, the [rows, kv, queries, L] logits, masked
+// softmax, mean), kept as the reference. Which one runs is policy_scoring().
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
@@ -10,12 +15,32 @@
 
 namespace kvs {
 
-// The saliency of every slot of `layer` for all rows of the store, float CPU
-// [rows, kv_heads, L] with L = mid.size(-1): the line's queries line_queries
-// [>= rows, n_head, n, head_dim] (post-RoPE, the cache's dtype) against every
-// slot's key, softmax over the mid slots only (mid: bool [rows, kv_heads, L]
-// CPU), mean over the n queries and the grouped query heads; 0 outside the mid
-// region and where a segment has none.
-at::Tensor line_saliency(const KvStore& store, int64_t layer, const at::Tensor& line_queries, const at::Tensor& mid);
+enum class PolicyScoring {
+  Automatic,  // the kernels on a GPU that has them; on the CPU the faster path there (line_saliency.cpp)
+  Kernels,    // KvStore::key_scores everywhere
+  Torch,      // the LibTorch formulation everywhere
+};
+
+// The path the policies' saliency takes: KVSTUDIO_POLICY_SCORING=torch or
+// =kernels, read once at the first call (anything else, or unset: Automatic),
+// unless set_policy_scoring() chose one (tests compare both paths in one process).
+PolicyScoring policy_scoring();
+void set_policy_scoring(PolicyScoring scoring);
+
+// The saliency of every slot of `layer` for the first `rows_scored` rows of the
+// store (default: all), float CPU [rows_scored, kv_heads, L] with L =
+// candidates.size(-1) >= the layer's longest segment: the queries
+// [>= rows_scored, n_head, n, head_dim] (post-RoPE, any float dtype; the keys and
+// queries are widened to float32) against every slot's key, softmax over the
+// candidate slots only (candidates: bool [>= rows_scored, kv_heads, L] CPU), mean
+// over the n queries and the grouped query heads; 0 outside the candidates and
+// where a segment has none. Runs the path policy_scoring() picks for the store.
+at::Tensor line_saliency(const KvStore& store, int64_t layer, const at::Tensor& line_queries,
+                         const at::Tensor& candidates, int64_t rows_scored = -1);
+
+// The LibTorch formulation of the same, whatever policy_scoring() says: the
+// reference the kernel path is tested against.
+at::Tensor line_saliency_torch(const KvStore& store, int64_t layer, const at::Tensor& line_queries,
+                               const at::Tensor& candidates, int64_t rows_scored = -1);
 
 }  // namespace kvs

@@ -72,7 +72,9 @@ at::Tensor LinearPolicy::inter_line_saliency(const KvStore& store, int64_t layer
                                              const at::Tensor& mid, int64_t decide) const {
   (void)s;  // the slots' length is mid's
   const int64_t rows = store.rows();
-  at::Tensor saliency = line_saliency(store, layer, line_queries_[layer], mid);  // [rows, kv, L]
+  // Only the rows that decide are scored (both halves of a CFG pair with cfg_decision=both).
+  const int64_t scored = decide_on_both_ ? rows : decide;
+  at::Tensor saliency = line_saliency(store, layer, line_queries_[layer], mid, scored);  // [scored, kv, L]
   at::Tensor score = saliency.narrow(0, 0, decide);
   if (decide_on_both_ && decide != rows) score = score + saliency.narrow(0, decide, decide);
   return score;
