@@ -23,7 +23,8 @@ PolicyScoring scoring_from_environment() {
 // -1: not chosen yet (the environment decides at the first call).
 std::atomic<int> chosen_scoring{-1};
 
-// Automatic on the CPU: which path is faster there (see kCpuPrefersKernels).
+// Automatic on the CPU: the kernels' twin. Not yet measured against the LibTorch
+// matmul on a quiet machine (docs/benchmarks.md); flip this if that is faster.
 constexpr bool kCpuPrefersKernels = true;
 
 bool kernels_for(const KvStore& store) {
