@@ -23,9 +23,10 @@ PolicyScoring scoring_from_environment() {
 // -1: not chosen yet (the environment decides at the first call).
 std::atomic<int> chosen_scoring{-1};
 
-// Automatic on the CPU: the kernels' twin. Not yet measured against the LibTorch
-// matmul on a quiet machine (docs/benchmarks.md); flip this if that is faster.
-constexpr bool kCpuPrefersKernels = true;
+// Automatic on the CPU: the LibTorch matmul. In a first, loaded measurement of
+// LineAR at batch 8 the kernels' CPU twin made the run 2.6x slower than the full
+// cache (docs/benchmarks.md), so the CPU keeps the BLAS path; GPUs use the kernels.
+constexpr bool kCpuPrefersKernels = false;
 
 bool kernels_for(const KvStore& store) {
   switch (policy_scoring()) {
