@@ -3,6 +3,8 @@
 #include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/core/errors.h"
+#include "engine/models/var/var_calibration.h"
 
 namespace kvs::var {
 
@@ -43,6 +45,18 @@ const FamilyDescription& var_description() {
                                   "drafter and refiner layers from 10 classes"},
                                  {"hack", "HACK", kHeadVarianceProfileFile,
                                   "contextual and structural heads from 10 classes"}};
+    auto& heatkv = f.calibrated_on_first_use.front();
+    heatkv.images_param = "calibration_images";
+    heatkv.images_work = [](int64_t images) {
+      return "S-CAS head scores on " + std::to_string(images) + (images == 1 ? " class" : " classes");
+    };
+    heatkv.file_serves = [](const std::string& bundle_dir, int64_t num_classes, int64_t images) {
+      try {
+        return stored_scale_attention_on(bundle_dir, spread_classes(num_classes, images)) != nullptr;
+      } catch (const Error&) {
+        return false;  // a corrupt file: the run says so
+      }
+    };
     return f;
   }();
   return d;
