@@ -31,6 +31,7 @@
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
+#include "engine/session/model_family.h"
 #include "test_helpers.h"
 #include "tests/engine/scale_context.h"
 #include "tests/engine/tiny_var.h"
@@ -783,6 +784,7 @@ TEST(HeatKvCalibration, CalibrationImagesMeasuresOnThatManyClassesOncePerN) {
   SmallVar var;
   GenerationRequest r;
   r.class_ids = {2};
+  r.cfg_scale = 4.0;  // not calibrate's 1.5: N > 0 measures as `calibrate` does
   RunContext ctx;
   ctx.bundle_dir = var.dir.path().string();
   VarCalibrations kept;
@@ -795,7 +797,7 @@ TEST(HeatKvCalibration, CalibrationImagesMeasuresOnThatManyClassesOncePerN) {
   EXPECT_EQ(three->classes, (std::vector<int64_t>{0, 1, 3}));
   EXPECT_EQ(three->samples, 3);
   EXPECT_EQ(three->seed, 0u);
-  EXPECT_DOUBLE_EQ(three->cfg, r.cfg_scale);  // the run's CFG
+  EXPECT_DOUBLE_EQ(three->cfg, CalibrationRequest{}.cfg);  // calibrate's CFG, not the run's
   EXPECT_EQ(measured.count(), 1);
   // The same N again (another budget too): kept, not measured again.
   EXPECT_EQ(heatkv_calibration_for(var.model, kept, "heatkv:budget=0.5,calibration_images=3", r, ctx), three);
@@ -843,7 +845,7 @@ TEST(HeatKvCalibration, CalibrationImagesMeasuresOnThatManyClassesOncePerN) {
   EXPECT_EQ(measured.count(), 2);
   const auto measured_two = heatkv_calibration_for(var.model, fresh, spec + "2", r, ctx);
   EXPECT_EQ(measured_two->classes, (std::vector<int64_t>{0, 2}));
-  EXPECT_DOUBLE_EQ(measured_two->cfg, r.cfg_scale);
+  EXPECT_DOUBLE_EQ(measured_two->cfg, CalibrationRequest{}.cfg);
   EXPECT_EQ(measured.count(), 3);
   // The default takes the bundle's file whatever its classes.
   EXPECT_DOUBLE_EQ(heatkv_calibration_for(var.model, fresh, "heatkv", r, ctx)->cfg, 9.5);

@@ -21,6 +21,7 @@
 #include "engine/models/var/hack_calibration.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scalekv_calibration.h"
+#include "engine/session/model_family.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/event_snapshots.h"
@@ -148,8 +149,15 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
              " classes (HeatKV calibration_images=" + std::to_string(images) + ", first use)");
   }
   ScaleParams params;
-  params.cfg = request.cfg_scale;
-  params.sampling = request.sampling;
+  if (images == 0) {
+    params.cfg = request.cfg_scale;
+    params.sampling = request.sampling;
+  } else {
+    // Measured as `kvstudio-cli calibrate --policy heatkv --images N` measures
+    // (its default CFG, the default sampler), so that every N of a comparison is
+    // ranked the same way as the bundle's own file, which that command made.
+    params.cfg = CalibrationRequest{}.cfg;
+  }
   params.seed = 0;
   slot = std::make_shared<const ScaleAttentionProfile>(
       calibrate_scale_attention(model, classes, params, ctx.cancelled));
