@@ -21,10 +21,10 @@
 #include "engine/models/var/hack_calibration.h"
 #include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scalekv_calibration.h"
-#include "engine/session/model_family.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/event_snapshots.h"
+#include "engine/session/model_family.h"
 #include "engine/session/request_checks.h"
 
 namespace kvs::var {
