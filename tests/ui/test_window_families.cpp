@@ -65,8 +65,10 @@ class TestWindowFamilies : public QObject {
     QVERIFY(w.setPolicySpec(QStringLiteral("scale_groups")));
     auto* removed = w.parameters()->findChild<QComboBox*>(QStringLiteral("param_remove"));
     QVERIFY(removed != nullptr);
-    QCOMPARE(removed->count(), 2);
+    QCOMPARE(removed->count(), 3);  // intermediate, condensed, local (hidden while local)
     QCOMPARE(removed->currentText(), QStringLiteral("intermediate"));
+    removed->setCurrentText(QStringLiteral("local"));
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("scale_groups:remove=local"));
     removed->setCurrentText(QStringLiteral("condensed"));
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("scale_groups:remove=condensed"));
     auto* local = w.parameters()->findChild<QSpinBox*>(QStringLiteral("param_local"));
