@@ -126,6 +126,8 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
   auto log = module_logger("session");
   const std::string path = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
   std::vector<int64_t> classes;
+  ScaleParams params;
+  params.seed = 0;
   if (images == 0) {
     std::error_code ec;
     if (!ctx.bundle_dir.empty() && std::filesystem::exists(path, ec)) {
@@ -136,6 +138,8 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
     classes = spread_classes(num_classes, 2);
     log.warn("model " + model.name + " has no scale-attention calibration (" + std::string(kScaleAttentionProfileFile) +
              "): calibrating on 2 classes now; 'kvstudio-cli calibrate --policy heatkv --model DIR' stores one");
+    params.cfg = request.cfg_scale;
+    params.sampling = request.sampling;
   } else {
     // The classes `kvstudio-cli calibrate --policy heatkv --images N` picks.
     classes = spread_classes(num_classes, images);
@@ -147,18 +151,11 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
     }
     log.info("measuring the scale-attention calibration of " + model.name + " on " + std::to_string(images) +
              " classes (HeatKV calibration_images=" + std::to_string(images) + ", first use)");
-  }
-  ScaleParams params;
-  if (images == 0) {
-    params.cfg = request.cfg_scale;
-    params.sampling = request.sampling;
-  } else {
     // Measured as `kvstudio-cli calibrate --policy heatkv --images N` measures
     // (its default CFG, the default sampler), so that every N of a comparison is
     // ranked the same way as the bundle's own file, which that command made.
     params.cfg = CalibrationRequest{}.cfg;
   }
-  params.seed = 0;
   slot = std::make_shared<const ScaleAttentionProfile>(
       calibrate_scale_attention(model, classes, params, ctx.cancelled));
   return slot;

@@ -59,8 +59,9 @@ std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::stri
                                                                  const std::string& bundle_dir);
 
 // HeatKV's calibration for a heatkv `spec` (its calibration_images): the one
-// kept in `calibrations`, else read or measured now (with the request's CFG and
-// sampling, seed 0) and kept there. An impossible calibration_images is an
+// kept in `calibrations`, else read or measured now and kept there: the default
+// (N = 0) with the request's CFG and sampling, N > 0 as `kvstudio-cli calibrate
+// --images N` measures (its CFG, the default sampler); seed 0. An impossible calibration_images is an
 // InvalidArgumentError naming it, before any work; measuring checks
 // ctx.cancelled between layers.
 std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarModel& model,
