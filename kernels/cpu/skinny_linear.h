@@ -31,6 +31,19 @@ bool skinny_linear_bf16_available();
 // Whether the bf16 kernel uses the BF16 dot-product instruction (for reports).
 bool skinny_linear_bf16_native();
 
+// Whether this CPU multiplies bf16 matrices in AMX tiles and Linux lets this
+// process use them (the permission LibTorch's oneDNN asks for itself). Where it
+// does, oneDNN's AMX matmul (at::linear) beats the bf16 kernel above
+// kSkinnyLinearBf16RowsBesideAmx rows: the kernel's dot-product instruction
+// does 32 multiply-adds where an AMX tile multiply does 16 rows of 512, so once
+// a step has more than a few rows the kernel is bound by arithmetic, not by the
+// weights' stream. Measured on a 2-core Sapphire Rapids Xeon (LlamaGen-B's
+// projections, two threads, per decode step): 2 rows 3.5 ms kernel / 10.0 ms
+// oneDNN, 8 rows 9.0 / 9.9, 12 rows 13.0 / 10.7, 16 rows 17.1 / 10.3. f32 has no
+// AMX path: there the kernel wins at every row count (16 rows 17.2 / 25.6 ms).
+bool cpu_has_amx_bf16();
+constexpr int64_t kSkinnyLinearBf16RowsBesideAmx = 8;
+
 // y[m * y_stride + n] = sum_k x[m * x_stride + k] * w[n * in_features + k] for
 // m in [0, rows), n in [out_begin, out_end); w holds whole rows of in_features
 // values (row-major [out_features, in_features]). Sums are f32. rows must be in
