@@ -41,10 +41,10 @@ bool skinny_linear_bf16_native();
 // LlamaGen-B's projections with every layer's own weights, so they stream from
 // memory as in a run; two threads; per decode step, kernel / oneDNN): 2 rows
 // 17.4 / 20.5 ms, 4 rows 26.0 / 20.2, 8 rows 26.2 / 18.8, 16 rows 19.7 / 18.9;
-// end to end (one pair of runs), a batch of 8 (16 rows) of LlamaGen-B@384 ran 9 % faster with the
-// full cache and 21 % faster with LineAR at 1/6 on oneDNN. f32 has no AMX path:
-// there the kernel is faster at every row count (2 rows 22.0 / 23.5 ms, 16 rows
-// 39.6 / 52.8).
+// end to end (one pair of runs), a batch of 8 (16 rows) of LlamaGen-B@384 ran
+// 9 % faster with the full cache and 21 % faster with LineAR at 1/6 on oneDNN.
+// f32 has no AMX path: there the kernel is faster at every row count (2 rows
+// 22.0 / 23.5 ms, 16 rows 39.6 / 52.8).
 bool cpu_has_amx_bf16();
 constexpr int64_t kSkinnyLinearBf16RowsBesideAmx = 2;
 

@@ -56,8 +56,7 @@ for t in "${targets[@]}"; do
       unit=$(ls -t "long/$t"/timeout-* 2>/dev/null | head -1)
       if [[ -n "$unit" ]]; then
         /usr/bin/time -o "long/$t.replay" -f "%U %S" timeout 120 "./${t}_fuzzer" -runs=1 "$unit" > /dev/null 2>&1
-        replay_cpu=$(tail -1 "long/$t.replay" | awk '{printf "%d", $1 + $2 + 0.5}')
-        if [[ -n "$replay_cpu" ]] && ((replay_cpu < 1)); then
+        if tail -1 "long/$t.replay" | awk 'NF == 2 { exit !($1 + $2 < 1) } { exit 1 }'; then
           mv "$unit" "long/$t/false-$(basename "$unit")"
           echo "$t false timeout (replays in under a CPU-second) at cpu_s=$spent, resuming $(date -u +%FT%TZ)" >> long/progress.txt
           continue
