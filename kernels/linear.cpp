@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "kernels/cpu/skinny_linear.h"
 
@@ -37,7 +38,14 @@ bool decode_kernel_enabled() { return enabled_flag().load(); }
 const char* decode_kernel_description(bool bf16) {
   if (!decode_kernel_enabled()) return "off";
   if (!skinny_linear_f32_available()) return "not available on this CPU";
-  return bf16 && skinny_linear_bf16_native() ? "AVX-512 BF16" : "AVX-512";
+  if (!bf16) return "AVX-512";
+  if (cpu_has_amx_bf16()) {
+    static const std::string with_amx = std::string(skinny_linear_bf16_native() ? "AVX-512 BF16" : "AVX-512") +
+                                        " up to " + std::to_string(kSkinnyLinearBf16RowsBesideAmx) +
+                                        " rows, oneDNN AMX above";
+    return with_amx.c_str();
+  }
+  return skinny_linear_bf16_native() ? "AVX-512 BF16" : "AVX-512";
 }
 
 bool linear_uses_decode_kernel(const at::Tensor& input, const at::Tensor& weight) {
@@ -50,6 +58,8 @@ bool linear_uses_decode_kernel(const at::Tensor& input, const at::Tensor& weight
   // The kernel records no autograd graph: training keeps at::linear.
   if (c10::GradMode::is_enabled() && (input.requires_grad() || weight.requires_grad())) return false;
   const int64_t rows = input.numel() / input.size(-1);
+  // bf16 on an AMX CPU: oneDNN's tile matmul is faster past a few rows (skinny_linear.h).
+  if (bf16 && rows > kSkinnyLinearBf16RowsBesideAmx && cpu_has_amx_bf16()) return false;
   return rows >= 1 && rows <= kSkinnyLinearMaxRows;
 }
 

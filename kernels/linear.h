@@ -12,7 +12,9 @@ namespace kvs::kernels {
 // [out_features] -> [..., out_features], as at::linear. The kernel runs when the
 // tensors are on the CPU, input and weight are both f32 or both bf16, input has at
 // most kSkinnyLinearMaxRows rows (the product of its leading sizes), no gradient
-// is being recorded for them, the CPU has AVX-512, and the kernel is enabled.
+// is being recorded for them, the CPU has AVX-512, and the kernel is enabled;
+// bf16 with more than kSkinnyLinearBf16RowsBesideAmx rows stays at::linear on a
+// CPU with AMX, where oneDNN's tile matmul is faster.
 at::Tensor linear(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias = {});
 
 // Whether linear() would take the decode kernel for this call (for tests and reports).

@@ -552,6 +552,12 @@ void KvStore::keep_rows(int64_t first_row, int64_t row_count) {
   rows_ = row_count;
 }
 
+int64_t KvStore::allocated_bytes(const Layer& layer) {
+  int64_t bytes = static_cast<int64_t>(layer.k.nbytes() + layer.v.nbytes());
+  if (layer.aside_k.defined()) bytes += static_cast<int64_t>(layer.aside_k.nbytes() + layer.aside_v.nbytes());
+  return bytes;
+}
+
 std::vector<KvMemoryStats> KvStore::memory_per_layer() const {
   std::vector<KvMemoryStats> out;
   const int64_t per_entry = bytes_per_entry();
@@ -560,9 +566,7 @@ std::vector<KvMemoryStats> KvStore::memory_per_layer() const {
     // Entries set aside are held, not freed: they count as retained and allocated.
     const int64_t aside = rows_ * kv_heads_ * static_cast<int64_t>(layer.aside_positions.size());
     s.bytes_logical = (layer.lengths.sum().item<int64_t>() + aside) * per_entry;
-    s.bytes_allocated = static_cast<int64_t>(layer.k.nbytes() + layer.v.nbytes());
-    if (layer.aside_k.defined())
-      s.bytes_allocated += static_cast<int64_t>(layer.aside_k.nbytes() + layer.aside_v.nbytes());
+    s.bytes_allocated = allocated_bytes(layer);
     s.bytes_full_equivalent = rows_ * kv_heads_ * layer.appended * per_entry;
     out.push_back(s);
   }
@@ -600,10 +604,7 @@ std::vector<std::vector<int64_t>> KvStore::retained_per_head() const {
 
 void KvStore::update_peak(int64_t transient_bytes) {
   int64_t allocated = transient_bytes;
-  for (const auto& layer : layers_) {
-    allocated += static_cast<int64_t>(layer.k.nbytes() + layer.v.nbytes());
-    if (layer.aside_k.defined()) allocated += static_cast<int64_t>(layer.aside_k.nbytes() + layer.aside_v.nbytes());
-  }
+  for (const auto& layer : layers_) allocated += allocated_bytes(layer);
   bytes_peak_ = std::max(bytes_peak_, allocated);
 }
 

@@ -220,6 +220,8 @@ class KvStore {
   bool packed_path(const Layer& layer, int64_t t, const std::vector<int64_t>& query_positions, bool causal,
                    bool* needs_mask) const;
   static int64_t max_length_of(const Layer& layer);
+  // The layer's buffers plus its entries set aside (both held by the store).
+  static int64_t allocated_bytes(const Layer& layer);
   // Writes k, v [rows, kv_heads, T, head_dim] after every segment's entries,
   // growing segments that lack room (append() without its bookkeeping).
   void write_after(Layer& layer, const at::Tensor& k, const at::Tensor& v, const std::vector<int64_t>& positions);

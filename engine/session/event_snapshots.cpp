@@ -171,6 +171,8 @@ void apply_policy_change(const RunContext& context, int64_t unit_index, std::str
     install(*change);
     policy_spec = *change;
     context.emit(PolicyChangedEvent{unit_index, policy_spec, true, ""});
+  } catch (const CancelledError&) {
+    throw;  // cancelled while the new policy calibrated: the run stops, the change is not refused
   } catch (const Error& e) {
     context.emit(PolicyChangedEvent{unit_index, policy_spec, false, e.what()});
   }

@@ -4,6 +4,8 @@
 // (engine/models/<family>/<family>_family.cpp) and listed by the family registry
 // (engine/models/family_registry.h). Code outside a family folder asks here
 // instead of comparing family names.
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,13 @@ struct FamilyDescription {
     std::string label;   // how the window names it ("HeatKV")
     std::string file;    // the bundle file that makes it unnecessary
     std::string work;    // what it measures, for the window ("S-CAS head scores on 2 classes")
+    // The policy's parameter that names its own calibration set (HeatKV's
+    // calibration_images; empty: none). N > 0 is measured on first use per N,
+    // on N classes spread over the model's, unless the bundle's file was
+    // measured on exactly those (file_serves).
+    std::string images_param;
+    std::function<std::string(int64_t images)> images_work;  // `work` for N > 0
+    std::function<bool(const std::string& bundle_dir, int64_t num_classes, int64_t images)> file_serves;
   };
   std::vector<FirstUseCalibration> calibrated_on_first_use;
 

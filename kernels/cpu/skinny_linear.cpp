@@ -15,6 +15,11 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #define KVS_SKINNY_X86 1
+#if defined(__linux__)
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #else
 #define KVS_SKINNY_X86 0
 #endif
@@ -232,6 +237,25 @@ bool skinny_linear_bf16_native() {
   return native;
 }
 
+bool cpu_has_amx_bf16() {
+#if defined(__linux__)
+  static const bool amx = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+    const bool tile = (edx >> 24) & 1u, bf16 = (edx >> 22) & 1u;
+    if (!tile || !bf16) return false;
+    // Linux hands out the tile registers' state only on request
+    // (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA); oneDNN asks the same way, and
+    // without it oneDNN runs its AVX-512 path, which the kernel beats.
+    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+  }();
+  return amx;
+#else
+  return false;
+#endif
+}
+
 void skinny_linear_f32(const float* x, int64_t rows, int64_t x_stride, int64_t in_features, const float* w,
                        int64_t out_begin, int64_t out_end, float* y, int64_t y_stride) {
   check_arguments("skinny_linear_f32", x, rows, x_stride, in_features, w, out_begin, out_end, y, y_stride);
@@ -258,6 +282,7 @@ void skinny_linear_bf16_widened(const uint16_t* x, int64_t rows, int64_t x_strid
 bool skinny_linear_f32_available() { return false; }
 bool skinny_linear_bf16_available() { return false; }
 bool skinny_linear_bf16_native() { return false; }
+bool cpu_has_amx_bf16() { return false; }
 void skinny_linear_f32(const float*, int64_t, int64_t, int64_t, const float*, int64_t, int64_t, float*, int64_t) {
   throw KernelArgumentError("skinny_linear_f32: needs an x86-64 CPU with AVX-512");
 }

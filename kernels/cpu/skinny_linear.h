@@ -31,6 +31,23 @@ bool skinny_linear_bf16_available();
 // Whether the bf16 kernel uses the BF16 dot-product instruction (for reports).
 bool skinny_linear_bf16_native();
 
+// Whether this CPU multiplies bf16 matrices in AMX tiles and Linux lets this
+// process use them (the permission LibTorch's oneDNN asks for itself). Where it
+// does, oneDNN's AMX matmul (at::linear) is at least as fast as the bf16 kernel
+// above kSkinnyLinearBf16RowsBesideAmx rows: the kernel's dot-product
+// instruction does 32 multiply-adds where an AMX tile multiply does 16 rows of
+// 512, so past a batch of one (two rows with CFG) the kernel stops keeping up
+// with the weights' stream. Measured on a 2-core Sapphire Rapids Xeon (all of
+// LlamaGen-B's projections with every layer's own weights, so they stream from
+// memory as in a run; two threads; per decode step, kernel / oneDNN): 2 rows
+// 17.4 / 20.5 ms, 4 rows 26.0 / 20.2, 8 rows 26.2 / 18.8, 16 rows 19.7 / 18.9;
+// end to end (one pair of runs), a batch of 8 (16 rows) of LlamaGen-B@384 ran
+// 9 % faster with the full cache and 21 % faster with LineAR at 1/6 on oneDNN.
+// f32 has no AMX path: there the kernel is faster at every row count (2 rows
+// 22.0 / 23.5 ms, 16 rows 39.6 / 52.8).
+bool cpu_has_amx_bf16();
+constexpr int64_t kSkinnyLinearBf16RowsBesideAmx = 2;
+
 // y[m * y_stride + n] = sum_k x[m * x_stride + k] * w[n * in_features + k] for
 // m in [0, rows), n in [out_begin, out_end); w holds whole rows of in_features
 // values (row-major [out_features, in_features]). Sums are f32. rows must be in

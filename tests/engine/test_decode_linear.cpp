@@ -2,7 +2,7 @@
 // against a float64 reference: every row count it takes (1..16), widths with
 // and without a vector tail, f32 and bf16 (rounded as LibTorch rounds), bias,
 // thread splits; the cases that must stay at::linear (more rows, f16, autograd,
-// switched off); and the core's argument errors.
+// switched off, bf16 past a few rows on an AMX CPU); and the core's argument errors.
 #include <ATen/Functions.h>
 #include <ATen/Parallel.h>
 #include <ATen/TensorOperators.h>
@@ -38,6 +38,17 @@ at::Tensor reference(const at::Tensor& x, const at::Tensor& w, const at::Tensor&
 // these tests check that fallback instead (the message says which ran).
 bool kernel_here() { return kernels::skinny_linear_f32_available(); }
 
+const uint16_t* bf16_bits(const at::Tensor& t) { return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()); }
+
+// skinny_linear_bf16 over all of x's rows and w's outputs (contiguous tensors).
+at::Tensor bf16_kernel(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t rows = x.size(0), in = x.size(1), out = w.size(0);
+  at::Tensor y = at::empty({rows, out}, x.options());
+  kernels::skinny_linear_bf16(bf16_bits(x), rows, in, in, bf16_bits(w), 0, out,
+                              reinterpret_cast<uint16_t*>(y.data_ptr<at::BFloat16>()), out);
+  return y;
+}
+
 }  // namespace
 
 TEST(DecodeLinear, F32MatchesFloat64ForEveryRowCountAndWidth) {
@@ -68,9 +79,9 @@ TEST(DecodeLinear, Bf16IsTheRoundedF32SumLikeLibTorch) {
     at::Tensor w = at::randn({130, in}).to(at::kBFloat16);
     for (int64_t rows : {1, 2, 3, 8, 16}) {
       at::Tensor x = at::randn({rows, in}).to(at::kBFloat16);
-      ASSERT_TRUE(kernels::linear_uses_decode_kernel(x, w));
-      at::Tensor y = kernels::linear(x, w);
-      ASSERT_EQ(y.scalar_type(), at::kBFloat16);
+      // The kernel itself at every row count, also where linear() would hand
+      // the call to oneDNN's AMX matmul (checked in the next test).
+      at::Tensor y = bf16_kernel(x, w);
       // The exact sum rounded once to bf16: the kernel may differ from it by the
       // f32 accumulation's error, which can move the rounding by one bf16 step.
       at::Tensor exact = reference(x, w);
@@ -90,6 +101,24 @@ TEST(DecodeLinear, Bf16IsTheRoundedF32SumLikeLibTorch) {
   }
 }
 
+TEST(DecodeLinear, Bf16LeavesManyRowsToOneDnnOnAmxCpus) {
+  if (!kernel_here()) GTEST_SKIP() << "this CPU has no AVX-512: linear() is at::linear here";
+  at::manual_seed(8);
+  at::Tensor w = at::randn({64, 96}).to(at::kBFloat16);
+  const bool amx = kernels::cpu_has_amx_bf16();
+  for (int64_t rows = 1; rows <= kernels::kSkinnyLinearMaxRows; ++rows) {
+    at::Tensor x = at::randn({rows, 96}).to(at::kBFloat16);
+    const bool kernel = !amx || rows <= kernels::kSkinnyLinearBf16RowsBesideAmx;
+    EXPECT_EQ(kernels::linear_uses_decode_kernel(x, w), kernel) << "rows " << rows << ", AMX " << amx;
+    // Whichever runs, the numbers are the kernel's or LibTorch's bit for bit.
+    EXPECT_TRUE(at::equal(kernels::linear(x, w), kernel ? bf16_kernel(x, w) : at::linear(x, w))) << "rows " << rows;
+    // f32 has no AMX path: the kernel takes every row count.
+    EXPECT_TRUE(kernels::linear_uses_decode_kernel(x.to(at::kFloat), w.to(at::kFloat))) << "rows " << rows;
+  }
+  const std::string described = kernels::decode_kernel_description(true);
+  EXPECT_EQ(described.find("oneDNN AMX") != std::string::npos, amx) << described;
+}
+
 TEST(DecodeLinear, Bf16WithoutTheDotProductInstructionGivesTheSameSums) {
   if (!kernel_here()) GTEST_SKIP() << "this CPU has no AVX-512: linear() is at::linear here";
   at::manual_seed(6);
@@ -98,14 +127,13 @@ TEST(DecodeLinear, Bf16WithoutTheDotProductInstructionGivesTheSameSums) {
     for (int64_t rows : {1, 5, 16}) {
       at::Tensor x = at::randn({rows, in}).to(at::kBFloat16);
       at::Tensor y = at::empty({rows, 70}, x.options());
-      auto bits = [](const at::Tensor& t) { return reinterpret_cast<const uint16_t*>(t.data_ptr<at::BFloat16>()); };
-      kernels::skinny_linear_bf16_widened(bits(x), rows, in, in, bits(w), 0, 70,
+      kernels::skinny_linear_bf16_widened(bf16_bits(x), rows, in, in, bf16_bits(w), 0, 70,
                                           reinterpret_cast<uint16_t*>(y.data_ptr<at::BFloat16>()), 70);
       at::Tensor exact = reference(x, w);
       at::Tensor step = exact.abs().clamp_min(1e-3) * (1.0 / 128.0);
       EXPECT_TRUE(((y.to(at::kDouble) - exact).abs() <= step).all().item<bool>()) << "in " << in << " rows " << rows;
       // The same products as the native path, summed in another order.
-      EXPECT_TRUE(((y.to(at::kDouble) - kernels::linear(x, w).to(at::kDouble)).abs() <= 2 * step).all().item<bool>());
+      EXPECT_TRUE(((y.to(at::kDouble) - bf16_kernel(x, w).to(at::kDouble)).abs() <= 2 * step).all().item<bool>());
     }
   }
 }

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <functional>
@@ -22,13 +22,16 @@
 #include "engine/cache/policies/scale_groups_policy.h"
 #include "engine/cache/policies/streaming_policy.h"
 #include "engine/core/errors.h"
+#include "engine/core/logging.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/generation_session.h"
 #include "engine/models/var/hack_calibration.h"
 #include "engine/models/var/scale_generation.h"
+#include "engine/models/var/scale_session.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
+#include "engine/session/model_family.h"
 #include "test_helpers.h"
 #include "tests/engine/scale_context.h"
 #include "tests/engine/tiny_var.h"
@@ -754,4 +757,142 @@ TEST(HeatKvCalibration, BetaRowsAreAttentionDistributionsAndTheSessionCalibrates
     EXPECT_NE(std::string(e.what()).find("heatkv_calibration.json: not a scale-attention calibration"),
               std::string::npos);
   }
+}
+
+namespace {
+
+// Counts the log lines that contain `needle` while alive.
+class LogCounter {
+ public:
+  explicit LogCounter(std::string needle) : needle_(std::move(needle)) {
+    id_ = add_log_listener([this](LogLevel, const std::string&, const std::string& message) {
+      if (message.find(needle_) != std::string::npos) ++count_;
+    });
+  }
+  ~LogCounter() { remove_log_listener(id_); }
+  int count() const { return count_; }
+
+ private:
+  std::string needle_;
+  std::atomic<int> count_{0};
+  int id_ = 0;
+};
+
+}  // namespace
+
+TEST(HeatKvCalibration, CalibrationImagesMeasuresOnThatManyClassesOncePerN) {
+  SmallVar var;
+  GenerationRequest r;
+  r.class_ids = {2};
+  r.cfg_scale = 4.0;  // not calibrate's 1.5: N > 0 measures as `calibrate` does
+  RunContext ctx;
+  ctx.bundle_dir = var.dir.path().string();
+  VarCalibrations kept;
+  const LogCounter measured("HeatKV calibration_images=");
+  const std::string spec = "heatkv:budget=0.3,sinks=2,calibration_images=";
+
+  // N = 3 of the 5 classes, spread as `calibrate --images 3` spreads them.
+  const auto three = heatkv_calibration_for(var.model, kept, spec + "3", r, ctx);
+  EXPECT_EQ(three->classes, spread_classes(5, 3));
+  EXPECT_EQ(three->classes, (std::vector<int64_t>{0, 1, 3}));
+  EXPECT_EQ(three->samples, 3);
+  EXPECT_EQ(three->seed, 0u);
+  EXPECT_DOUBLE_EQ(three->cfg, CalibrationRequest{}.cfg);  // calibrate's CFG, not the run's
+  EXPECT_EQ(measured.count(), 1);
+  // The same N again (another budget too): kept, not measured again.
+  EXPECT_EQ(heatkv_calibration_for(var.model, kept, "heatkv:budget=0.5,calibration_images=3", r, ctx), three);
+  EXPECT_EQ(measured.count(), 1);
+  // Another N: its own classes and ranking, kept beside the first.
+  const auto one = heatkv_calibration_for(var.model, kept, spec + "1", r, ctx);
+  EXPECT_EQ(one->classes, (std::vector<int64_t>{0}));
+  EXPECT_NE(one->beta, three->beta);
+  EXPECT_EQ(measured.count(), 2);
+  EXPECT_EQ(heatkv_calibration_for(var.model, kept, spec + "3", r, ctx), three);
+  EXPECT_EQ(heatkv_calibration_for(var.model, kept, spec + "1", r, ctx), one);
+  EXPECT_EQ(measured.count(), 2);
+  // The default (no calibration_images, no bundle file): the 2-class first-use one, its own slot.
+  const auto fallback = heatkv_calibration_for(var.model, kept, "heatkv:budget=0.3,sinks=2", r, ctx);
+  EXPECT_EQ(fallback->classes, spread_classes(5, 2));
+  EXPECT_EQ(kept.attention.size(), 3u);
+
+  // Impossible values name the parameter and measure nothing.
+  VarCalibrations none;
+  try {
+    heatkv_calibration_for(var.model, none, spec + "6", r, ctx);
+    FAIL() << "6 calibration images of a 5-class model must be refused";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("calibration_images 6 is impossible"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("5 classes"), std::string::npos) << e.what();
+  }
+  try {
+    heatkv_calibration_for(var.model, none, spec + "-1", r, ctx);
+    FAIL() << "a negative calibration_images must be refused";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("calibration_images -1 is impossible"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(none.attention.empty());
+  EXPECT_EQ(measured.count(), 2);
+
+  // A bundle file measured on exactly the N classes is used as it is (marked
+  // here by its CFG); one on other classes does not serve N.
+  ScaleAttentionProfile stored = *three;
+  stored.cfg = 9.5;
+  stored.save(ctx.bundle_dir + "/" + kScaleAttentionProfileFile);
+  VarCalibrations fresh;
+  const auto from_file = heatkv_calibration_for(var.model, fresh, spec + "3", r, ctx);
+  EXPECT_DOUBLE_EQ(from_file->cfg, 9.5);
+  EXPECT_EQ(from_file->beta, three->beta);
+  EXPECT_EQ(measured.count(), 2);
+  const auto measured_two = heatkv_calibration_for(var.model, fresh, spec + "2", r, ctx);
+  EXPECT_EQ(measured_two->classes, (std::vector<int64_t>{0, 2}));
+  EXPECT_DOUBLE_EQ(measured_two->cfg, CalibrationRequest{}.cfg);
+  EXPECT_EQ(measured.count(), 3);
+  // The default takes the bundle's file whatever its classes.
+  EXPECT_DOUBLE_EQ(heatkv_calibration_for(var.model, fresh, "heatkv", r, ctx)->cfg, 9.5);
+}
+
+TEST(HeatKvCalibration, ASessionKeepsEachNAndAPolicyChangeGetsItsOwn) {
+  SmallVar var;
+  GenerationRequest r;
+  r.model_path = var.dir.path().string();
+  r.class_ids = {2};
+  r.device = "cpu";
+  r.threads = 1;
+  r.policy = "heatkv:budget=0.3,sinks=2,calibration_images=1";
+  const LogCounter measured("HeatKV calibration_images=");
+  const LogCounter measured_three("HeatKV calibration_images=3");
+  GenerationSession session;
+  const GenerationResult a = session.run(r);
+  EXPECT_LT(a.kv_bytes_logical_final, a.kv_bytes_full);
+  EXPECT_EQ(measured.count(), 1);
+  const GenerationResult again = session.run(r);
+  EXPECT_EQ(measured.count(), 1);  // kept with the loaded model
+  EXPECT_EQ(again.images.front().pixels, a.images.front().pixels);
+
+  // A change to another N mid-run builds the new policy on that N's calibration.
+  struct Switcher : EventSink {
+    GenerationSession* session = nullptr;
+    std::vector<PolicyChangedEvent> changes;
+    void on_event(const GenerationEvent& e) override {
+      if (auto* u = std::get_if<UnitDoneEvent>(&e); u && u->unit_index == 1)
+        session->request_policy_change("heatkv:budget=0.3,sinks=2,calibration_images=3");
+      if (auto* c = std::get_if<PolicyChangedEvent>(&e)) changes.push_back(*c);
+    }
+  } sink;
+  sink.session = &session;
+  session.run(r, &sink);
+  ASSERT_EQ(sink.changes.size(), 1u);
+  EXPECT_TRUE(sink.changes[0].accepted) << sink.changes[0].message;
+  EXPECT_EQ(measured_three.count(), 1);
+  EXPECT_EQ(measured.count(), 2);
+
+  // Too many classes: refused before the run starts, naming the parameter.
+  r.policy = "heatkv:budget=0.3,sinks=2,calibration_images=6";
+  try {
+    session.run(r);
+    FAIL() << "6 calibration images of a 5-class model must be refused";
+  } catch (const InvalidArgumentError& e) {
+    EXPECT_NE(std::string(e.what()).find("calibration_images 6 is impossible"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(measured.count(), 2);
 }

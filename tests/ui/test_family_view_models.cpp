@@ -214,8 +214,15 @@ class TestFamilyViewModels : public QObject {
     QVERIFY(policyFamilyProblem(QStringLiteral("full"), mar).isEmpty());
     const auto* heatkv = firstUseCalibration(QStringLiteral("heatkv:budget=0.1"), var);
     QVERIFY(heatkv && heatkv->label == "HeatKV" && heatkv->file == "heatkv_calibration.json");
+    // HeatKV's own calibration set: calibration_images=N (0 or absent: the default calibration).
+    QCOMPARE(calibrationImages(QStringLiteral("heatkv:budget=0.1,calibration_images=5"), *heatkv), int64_t{5});
+    QCOMPARE(calibrationImages(QStringLiteral("heatkv:budget=0.1"), *heatkv), int64_t{0});
+    QCOMPARE(calibrationImages(QStringLiteral("heatkv:calibration_images=0"), *heatkv), int64_t{0});
+    QVERIFY(heatkv->images_work && heatkv->images_work(1) == "S-CAS head scores on 1 class" &&
+            heatkv->images_work(5) == "S-CAS head scores on 5 classes");
     const auto* scalekv = firstUseCalibration(QStringLiteral("scalekv:rho=1/4"), var);
     QVERIFY(scalekv && scalekv->label == "ScaleKV" && scalekv->file == "scalekv_calibration.json");
+    QCOMPARE(calibrationImages(QStringLiteral("scalekv:rho=1/4,calibration_images=5"), *scalekv), int64_t{0});
     const auto* hack = firstUseCalibration(QStringLiteral("hack:rho=1/4"), var);
     QVERIFY(hack && hack->label == "HACK" && hack->file == "hack_calibration.json");
     QVERIFY(!firstUseCalibration(QStringLiteral("streaming"), var) &&

@@ -18,6 +18,7 @@
 
 #include <cmath>
 
+#include "engine/cache/policies/scale_attention_profile.h"
 #include "tests/ui/window_test_support.h"
 #include "ui/viewmodel/compare_view_model.h"
 #include "ui/viewmodel/run_view_model.h"
@@ -64,8 +65,10 @@ class TestWindowFamilies : public QObject {
     QVERIFY(w.setPolicySpec(QStringLiteral("scale_groups")));
     auto* removed = w.parameters()->findChild<QComboBox*>(QStringLiteral("param_remove"));
     QVERIFY(removed != nullptr);
-    QCOMPARE(removed->count(), 2);
+    QCOMPARE(removed->count(), 3);  // intermediate, condensed, local (hidden while local)
     QCOMPARE(removed->currentText(), QStringLiteral("intermediate"));
+    removed->setCurrentText(QStringLiteral("local"));
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("scale_groups:remove=local"));
     removed->setCurrentText(QStringLiteral("condensed"));
     QCOMPARE(w.parameters()->policySpec(), QStringLiteral("scale_groups:remove=condensed"));
     auto* local = w.parameters()->findChild<QSpinBox*>(QStringLiteral("param_local"));
@@ -188,6 +191,85 @@ class TestWindowFamilies : public QObject {
     QVERIFY(!w.run()->calibrating());
     QVERIFY(done.wait(120000));
     QVERIFY(w.run()->memory().back().kv_bytes_logical < w.run()->memory().back().kv_bytes_full);
+  }
+
+  void varHeatKvCalibrationImagesIsAnnouncedOncePerN() {
+    MainWindow w(options(KVSTUDIO_VAR_DEMO));
+    w.show();
+    QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1")));
+    // The policy form offers the calibration set (built from the registry).
+    auto* images = w.parameters()->findChild<QSpinBox*>(QStringLiteral("param_calibration_images"));
+    QVERIFY(images != nullptr);
+    QCOMPARE(images->value(), 0);
+    images->setValue(2);
+    QCOMPARE(w.parameters()->policySpec(), QStringLiteral("heatkv:budget=0.1,calibration_images=2"));
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    auto generateWhenIdle = [&] {
+      bool started = false;  // Generate is refused until the worker has wound down the last run
+      for (int i = 0; i < 200 && !(started = w.generate()); ++i) QTest::qWait(50);
+      return started;
+    };
+    QVERIFY(generateWhenIdle());
+    QVERIFY(w.run()->calibrating());
+    QVERIFY(w.findChild<QProgressBar*>()->format().contains(QStringLiteral("Calibrating HeatKV")));
+    QCOMPARE(w.run()->pendingCalibration()->work, std::string("S-CAS head scores on 2 classes"));
+    QVERIFY(done.wait(120000));
+    // The same N again: the loaded model keeps it, no notice.
+    QVERIFY(generateWhenIdle());
+    QVERIFY(!w.run()->calibrating());
+    QVERIFY(done.wait(120000));
+    // Another N is measured (and announced) on its own.
+    images->setValue(3);
+    QVERIFY(generateWhenIdle());
+    QVERIFY(w.run()->calibrating());
+    QCOMPARE(w.run()->pendingCalibration()->work, std::string("S-CAS head scores on 3 classes"));
+    QVERIFY(done.wait(120000));
+    QVERIFY(w.run()->memory().back().kv_bytes_logical < w.run()->memory().back().kv_bytes_full);
+  }
+
+  void varHeatKvCalibrationImagesTakesTheBundlesFileOnThoseClasses() {
+    // A copy of the bundle with a heatkv_calibration.json measured on the 3
+    // classes calibration_images=3 picks (uniform attention, the model's geometry).
+    QTemporaryDir copy;
+    QVERIFY(copy.isValid());
+    const QDir source(QString::fromUtf8(KVSTUDIO_VAR_DEMO));
+    for (const QString& f : source.entryList(QDir::Files))
+      QVERIFY(QFile::copy(source.filePath(f), QDir(copy.path()).filePath(f)));
+    MainWindow w(test::windowOptions(copy.path()));
+    w.show();
+    const kvs::ModelSummary& m = w.model();
+    QVERIFY(m.num_classes >= 3 && !m.scale_sides.empty());
+    kvs::ScaleAttentionProfile p;
+    p.model = m.name;
+    p.layers = m.n_layer;
+    p.heads = m.kv_heads;
+    for (int64_t side : m.scale_sides) p.unit_tokens.push_back(side * side);
+    for (int64_t i = 0; i < 3; ++i) p.classes.push_back(i * m.num_classes / 3);
+    p.samples = 3;
+    const int64_t k = p.scales();
+    p.beta.assign(static_cast<size_t>(p.layers * p.heads * k * k), 0.0);
+    for (int64_t l = 0; l < p.layers; ++l)
+      for (int64_t h = 0; h < p.heads; ++h)
+        for (int64_t k1 = 0; k1 < k; ++k1) {
+          int64_t seen = 0;
+          for (int64_t k2 = 0; k2 <= k1; ++k2) seen += p.unit_tokens[static_cast<size_t>(k2)];
+          for (int64_t k2 = 0; k2 <= k1; ++k2)
+            p.beta_at(l, h, k1, k2) = static_cast<double>(p.unit_tokens[static_cast<size_t>(k2)]) / seen;
+        }
+    p.save(QDir(copy.path()).filePath(QStringLiteral("heatkv_calibration.json")).toStdString());
+
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1,calibration_images=3")));
+    QVERIFY(w.generate());
+    QVERIFY(!w.run()->calibrating());  // the file serves N = 3: nothing to measure
+    QVERIFY(done.wait(120000));
+    // N = 2 is other classes: the run measures them, and says so.
+    QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1,calibration_images=2")));
+    bool started = false;
+    for (int i = 0; i < 200 && !(started = w.generate()); ++i) QTest::qWait(50);
+    QVERIFY2(started, qPrintable(w.banner()->message()));
+    QVERIFY(w.run()->calibrating());
+    QVERIFY(done.wait(120000));
   }
 
   void janusGeneratesFromAPromptWithItsWordsUnderTheCanvas() {

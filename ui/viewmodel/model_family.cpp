@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "engine/cache/policies/policy_catalog.h"
+#include "engine/core/number_parsing.h"
 #include "engine/models/family_registry.h"
 
 namespace kvs::ui {
@@ -80,6 +81,19 @@ const kvs::FamilyDescription::FirstUseCalibration* firstUseCalibration(const QSt
   for (const auto& c : family.calibrated_on_first_use)
     if (c.policy == name) return &c;
   return nullptr;
+}
+
+int64_t calibrationImages(const QString& spec, const kvs::FamilyDescription::FirstUseCalibration& calibration) {
+  if (calibration.images_param.empty()) return 0;
+  try {
+    const auto params = kvs::split_policy_spec(spec.trimmed().toStdString()).params;
+    const auto it = params.find(calibration.images_param);
+    if (it == params.end()) return 0;
+    const auto n = kvs::parse_number_text(it->second);
+    return n && *n > 0 ? static_cast<int64_t>(*n) : 0;  // the run refuses an impossible value itself
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return !family.discrete_tokens; }

@@ -44,6 +44,10 @@ QStringList comparePresets(const kvs::FamilyDescription& family);
 // read), or null.
 const kvs::FamilyDescription::FirstUseCalibration* firstUseCalibration(const QString& spec,
                                                                        const kvs::FamilyDescription& family);
+// The N of the calibration's images_param in `spec` (HeatKV's
+// calibration_images=N: its own calibration set); 0 when the spec leaves it out
+// or the calibration has no such parameter (the default calibration).
+int64_t calibrationImages(const QString& spec, const kvs::FamilyDescription::FirstUseCalibration& calibration);
 
 // Whether the family samples continuous tokens (no token ids: top-k / top-p do
 // not apply, and GenerationResult::tokens holds the generation order).

@@ -291,7 +291,8 @@ void MainWindow::buildUi() {
   });
   connect(run_, &RunViewModel::finished, this, [this] {
     if (const auto* c = firstUseCalibration(QString::fromStdString(run_->request().policy), run_->family()))
-      calibrated_models_.insert(calibrationKey(QString::fromStdString(run_->request().model_path), *c));
+      calibrated_models_.insert(calibrationKey(QString::fromStdString(run_->request().model_path),
+                                               QString::fromStdString(run_->request().policy), *c));
     history_->addResult(run_->request(), run_->result(), model_.class_names);
     Q_EMIT runFinished(true);
   });
@@ -459,7 +460,8 @@ bool MainWindow::generate() {
   if (debug_) debug_->setRun(run_);
   const quint64 job = worker_->submit(request);
   run_->setModel(model_);
-  run_->setCalibrationPending(needsCalibration(s.policy));
+  const auto calibration = needsCalibration(s.policy);
+  run_->setCalibrationPending(calibration ? &*calibration : nullptr);
   run_->track(worker_, job, request);
   panel_->setLastSeed(s.seed);
   if (s.text) panel_->rememberPrompt(s.prompt);
@@ -492,7 +494,8 @@ bool MainWindow::runCompare(const QStringList& specs) {
   }
   for (int i = 0; i < compare_->paneCount(); ++i) {
     compare_->pane(i)->setModel(model_);
-    compare_->pane(i)->setCalibrationPending(needsCalibration(compare_->specs().value(i)));
+    const auto calibration = needsCalibration(compare_->specs().value(i));
+    compare_->pane(i)->setCalibrationPending(calibration ? &*calibration : nullptr);
   }
   panel_->setRunning(true);
   banner_->hide();
@@ -596,17 +599,29 @@ bool MainWindow::setPolicySpec(const QString& spec) {
 
 // A calibrated policy (HeatKV ranks heads, ScaleKV picks drafter layers from a
 // calibration): a bundle without its file gets one made by the session before
-// the first unit (once per model and policy in this process).
-const kvs::FamilyDescription::FirstUseCalibration* MainWindow::needsCalibration(const QString& spec) const {
+// the first unit (once per model and policy in this process). HeatKV's
+// calibration_images=N is measured once per N unless the bundle's file was
+// measured on exactly those N classes; the notice names the N.
+std::optional<kvs::FamilyDescription::FirstUseCalibration> MainWindow::needsCalibration(const QString& spec) const {
   const auto* c = firstUseCalibration(spec, family());
-  if (!c) return nullptr;
+  if (!c) return std::nullopt;
   const QString dir = QString::fromStdString(model_.dir);
-  if (calibrated_models_.contains(calibrationKey(dir, *c))) return nullptr;
-  return QFileInfo::exists(QDir(dir).filePath(QString::fromStdString(c->file))) ? nullptr : c;
+  if (calibrated_models_.contains(calibrationKey(dir, spec, *c))) return std::nullopt;
+  if (const int64_t images = calibrationImages(spec, *c); images > 0) {
+    if (c->file_serves && c->file_serves(model_.dir, model_.num_classes, images)) return std::nullopt;
+    kvs::FamilyDescription::FirstUseCalibration sized = *c;
+    if (c->images_work) sized.work = c->images_work(images);
+    return sized;
+  }
+  if (QFileInfo::exists(QDir(dir).filePath(QString::fromStdString(c->file)))) return std::nullopt;
+  return *c;
 }
 
-QString MainWindow::calibrationKey(const QString& modelDir, const kvs::FamilyDescription::FirstUseCalibration& c) {
-  return modelDir + QLatin1Char('\n') + QString::fromStdString(c.policy);
+// One key per model, policy and calibration set (HeatKV's N; 0: the default).
+QString MainWindow::calibrationKey(const QString& modelDir, const QString& spec,
+                                   const kvs::FamilyDescription::FirstUseCalibration& c) {
+  return modelDir + QLatin1Char('\n') + QString::fromStdString(c.policy) + QLatin1Char('\n') +
+         QString::number(calibrationImages(spec, c));
 }
 
 // Everything that depends on the model's family besides the parameter panel

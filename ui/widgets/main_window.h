@@ -118,8 +118,9 @@ class MainWindow : public QMainWindow {
   void applyOverlayControls();
   void refreshMaskChoices();
   void applyFamily();
-  const kvs::FamilyDescription::FirstUseCalibration* needsCalibration(const QString& spec) const;
-  static QString calibrationKey(const QString& modelDir, const kvs::FamilyDescription::FirstUseCalibration& c);
+  std::optional<kvs::FamilyDescription::FirstUseCalibration> needsCalibration(const QString& spec) const;
+  static QString calibrationKey(const QString& modelDir, const QString& spec,
+                                const kvs::FamilyDescription::FirstUseCalibration& c);
   void placeDebugOverlay();
   void showError(const QString& message);
   void showNotice(const QString& message);

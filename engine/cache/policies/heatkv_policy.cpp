@@ -35,6 +35,9 @@ HeatKvPolicy::HeatKvPolicy(const PolicyContext& context, const HeatKvOptions& op
     throw InvalidArgumentError("policy heatkv: sinks " + std::to_string(options.sinks) + " is impossible (0.." +
                                std::to_string(scales_ - 2) + " sink scales for " + std::to_string(scales_) +
                                " scales)");
+  if (options.calibration_images < 0)
+    throw InvalidArgumentError("policy heatkv: calibration_images " + std::to_string(options.calibration_images) +
+                               " is impossible (0: the default calibration, N > 0: N calibration classes)");
   sink_tokens_ = context.unit_begin(options.sinks);
   const int64_t cached = context.unit_begin(scales_ - 1);  // c_{K-1}
   const double per_head = options.budget * static_cast<double>(cached);
@@ -258,6 +261,9 @@ PolicyInfo heatkv_policy_info() {
       choice_param("pruning", "greedy", {"greedy", "naive"},
                    "greedy: evict early only what keeps the budget after every layer; naive: evict all of a scale's "
                    "pruning before it starts"),
+      integer_param("calibration_images", "0", 0, 1e6,
+                    "classes the S-CAS ranking is calibrated on: 0 = the bundle's heatkv_calibration.json (else 2 "
+                    "classes on first use); N = N classes spread over the model's, measured on first use per N"),
   };
   return {{"heatkv",
            "HeatKV: calibrated per-head scale importance, pruned to a strict budget after every layer",
@@ -270,8 +276,21 @@ PolicyInfo heatkv_policy_info() {
             o.sinks = p.integer("sinks");
             o.binary = p.text("variant") == "binary";
             o.naive = p.text("pruning") == "naive";
+            o.calibration_images = p.integer("calibration_images");
             return std::make_unique<HeatKvPolicy>(c, o);
           }};
+}
+
+int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes) {
+  const PolicySpec parsed = parse_policy_spec(spec);
+  if (parsed.name != "heatkv") return 0;
+  const PolicyInfo& info = find_policy(parsed.name);
+  const int64_t images = PolicyParams(parsed.params, info.params, info.name).integer("calibration_images");
+  if (images < 0 || images > num_classes)
+    throw InvalidArgumentError("policy heatkv: calibration_images " + std::to_string(images) +
+                               " is impossible (0: the default calibration, else 1.." + std::to_string(num_classes) +
+                               ": the model has " + std::to_string(num_classes) + " classes)");
+  return images;
 }
 
 }  // namespace kvs

@@ -19,6 +19,9 @@ struct HeatKvOptions {
   int64_t sinks = 3;    // s, in scales
   bool binary = false;  // Binary-HeatKV (whole heads) instead of head-scales
   bool naive = false;   // E_k = G_k \ G_{k-1}
+  // Classes of the S-CAS calibration the session gives the policy (0: the
+  // bundle's file, else the first-use one); the policy only checks it.
+  int64_t calibration_images = 0;
 };
 
 class HeatKvPolicy : public CachePolicy {
@@ -61,5 +64,10 @@ class HeatKvPolicy : public CachePolicy {
 };
 
 PolicyInfo heatkv_policy_info();
+
+// The calibration_images of a heatkv spec (0 when unset: the default
+// calibration), checked before any work: InvalidArgumentError naming the
+// parameter for a negative value or more than the model's `num_classes`.
+int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes);
 
 }  // namespace kvs

@@ -88,7 +88,8 @@ PolicyInfo scale_groups_policy_info() {
                    "the local scales and seen again later (nothing evicted)"),
       integer_param("cds", "2", 0, 1e6, "condensed scales: the first scales (AMS-KV: the first two)"),
       integer_param("local", "2", 0, 1e6,
-                    "local scales: the newest scales before the one being generated (remove=intermediate keeps them)"),
+                    "local scales: the newest non-condensed scales before the one being generated "
+                    "(remove=intermediate keeps them, remove=local hides them)"),
   };
   return {{"scale_groups",
            "AMS-KV's scale-group probe: the full cache without its intermediate, local or condensed scales",

@@ -11,6 +11,7 @@
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/hack_policy.h"
 #include "engine/cache/policies/head_variance_profile.h"
+#include "engine/cache/policies/heatkv_policy.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
@@ -23,6 +24,7 @@
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/event_snapshots.h"
+#include "engine/session/model_family.h"
 #include "engine/session/request_checks.h"
 
 namespace kvs::var {
@@ -48,33 +50,6 @@ bool serves_scales(const std::string& name) {
   } catch (const InvalidArgumentError&) {
     return false;  // an unknown name: make_policy's message lists the known ones
   }
-}
-
-// The model's calibration: the one kept with the loaded model, the bundle's
-// file, or a fresh one on a few classes (kept for later runs).
-std::shared_ptr<const ScaleAttentionProfile> scale_profile_for(const VarModel& model,
-                                                               std::shared_ptr<const ScaleAttentionProfile>& slot,
-                                                               const GenerationRequest& request,
-                                                               const RunContext& ctx) {
-  if (slot) return slot;
-  auto log = module_logger("session");
-  const std::string path = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
-  std::error_code ec;
-  if (!ctx.bundle_dir.empty() && std::filesystem::exists(path, ec)) {
-    slot = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
-    log.info("loaded the scale-attention calibration " + path);
-    return slot;
-  }
-  const std::vector<int64_t> classes = spread_classes(model.transformer->config().num_classes, 2);
-  log.warn("model " + model.name + " has no scale-attention calibration (" + std::string(kScaleAttentionProfileFile) +
-           "): calibrating on 2 classes now; 'kvstudio-cli calibrate --policy heatkv --model DIR' stores one");
-  ScaleParams params;
-  params.cfg = request.cfg_scale;
-  params.sampling = request.sampling;
-  params.seed = 0;
-  slot = std::make_shared<const ScaleAttentionProfile>(
-      calibrate_scale_attention(model, classes, params, ctx.cancelled));
-  return slot;
 }
 
 // ScaleKV's calibration for K' = top_k: the one kept with the loaded model, the
@@ -138,6 +113,53 @@ std::shared_ptr<const HeadVarianceProfile> head_variance_for(const VarModel& mod
 }
 
 }  // namespace
+
+std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarModel& model,
+                                                                    VarCalibrations& calibrations,
+                                                                    const std::string& spec,
+                                                                    const GenerationRequest& request,
+                                                                    const RunContext& ctx) {
+  const int64_t num_classes = model.transformer->config().num_classes;
+  const int64_t images = heatkv_calibration_images(spec, num_classes);
+  std::shared_ptr<const ScaleAttentionProfile>& slot = calibrations.attention[images];
+  if (slot) return slot;
+  auto log = module_logger("session");
+  const std::string path = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
+  std::vector<int64_t> classes;
+  ScaleParams params;
+  params.seed = 0;
+  if (images == 0) {
+    std::error_code ec;
+    if (!ctx.bundle_dir.empty() && std::filesystem::exists(path, ec)) {
+      slot = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
+      log.info("loaded the scale-attention calibration " + path);
+      return slot;
+    }
+    classes = spread_classes(num_classes, 2);
+    log.warn("model " + model.name + " has no scale-attention calibration (" + std::string(kScaleAttentionProfileFile) +
+             "): calibrating on 2 classes now; 'kvstudio-cli calibrate --policy heatkv --model DIR' stores one");
+    params.cfg = request.cfg_scale;
+    params.sampling = request.sampling;
+  } else {
+    // The classes `kvstudio-cli calibrate --policy heatkv --images N` picks.
+    classes = spread_classes(num_classes, images);
+    if (auto stored = stored_scale_attention_on(ctx.bundle_dir, classes)) {
+      log.info("loaded the scale-attention calibration " + path + " (measured on the " + std::to_string(images) +
+               " classes calibration_images=" + std::to_string(images) + " asks)");
+      slot = stored;
+      return slot;
+    }
+    log.info("measuring the scale-attention calibration of " + model.name + " on " + std::to_string(images) +
+             " classes (HeatKV calibration_images=" + std::to_string(images) + ", first use)");
+    // Measured as `kvstudio-cli calibrate --policy heatkv --images N` measures
+    // (its default CFG, the default sampler), so that every N of a comparison is
+    // ranked the same way as the bundle's own file, which that command made.
+    params.cfg = CalibrationRequest{}.cfg;
+  }
+  slot = std::make_shared<const ScaleAttentionProfile>(
+      calibrate_scale_attention(model, classes, params, ctx.cancelled));
+  return slot;
+}
 
 std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
                                                                  const std::string& bundle_dir) {
@@ -204,9 +226,11 @@ GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& ca
   params.seed = request.seed;
 
   PolicyContext context = scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
+  // Each heatkv spec gets the calibration its calibration_images asks (a policy
+  // change to another N included).
   auto context_for = [&](const std::string& spec) {
-    if (needs_scale_profile(spec) && !context.scale_profile)
-      context.scale_profile = scale_profile_for(model, calibrations.attention, request, ctx);
+    if (needs_scale_profile(spec))
+      context.scale_profile = heatkv_calibration_for(model, calibrations, spec, request, ctx);
     if (!calibrations.similarity) calibrations.similarity = bundle_amskv_calibration(spec, ctx.bundle_dir);
     context.amskv_calibration = calibrations.similarity;
     return context;

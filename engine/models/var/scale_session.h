@@ -5,6 +5,7 @@
 // attention of the scale's queries, and a preview decoded from the current
 // f_hat: after any scale the whole image is there, coarse), PolicyChangedEvent
 // at scale boundaries; returns the images and the run's memory.
+#include <map>
 #include <memory>
 #include <string>
 
@@ -32,9 +33,11 @@ std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const Po
 
 // The loaded model's calibrations, kept for later runs.
 struct VarCalibrations {
-  // HeatKV's scale-attention calibration: the bundle's file when a policy first
-  // needs it, else calibrated once on a few classes.
-  std::shared_ptr<const ScaleAttentionProfile> attention;
+  // HeatKV's scale-attention calibrations by calibration_images: 0 (the
+  // default) is the bundle's file when a policy first needs it, else calibrated
+  // once on 2 classes; N > 0 is measured once on N classes spread over the
+  // model's, or is the bundle's file when it was measured on exactly those.
+  std::map<int64_t, std::shared_ptr<const ScaleAttentionProfile>> attention;
   // AMS-KV's threshold profiling: the bundle's file, when it has one, once an
   // amskv run without theta= needs it (none is made on the way: without it the
   // paper's theta stays).
@@ -54,6 +57,18 @@ struct VarCalibrations {
 // when the policy is made).
 std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
                                                                  const std::string& bundle_dir);
+
+// HeatKV's calibration for a heatkv `spec` (its calibration_images): the one
+// kept in `calibrations`, else read or measured now and kept there: the default
+// (N = 0) with the request's CFG and sampling, N > 0 as `kvstudio-cli calibrate
+// --images N` measures (its CFG, the default sampler); seed 0. An impossible calibration_images is an
+// InvalidArgumentError naming it, before any work; measuring checks
+// ctx.cancelled between layers.
+std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarModel& model,
+                                                                    VarCalibrations& calibrations,
+                                                                    const std::string& spec,
+                                                                    const GenerationRequest& request,
+                                                                    const RunContext& ctx);
 
 GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& calibrations,
                                       const GenerationRequest& request, const RunContext& context);

@@ -3,6 +3,8 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <filesystem>
+
 #include "engine/core/errors.h"
 #include "engine/models/var/var_model.h"
 
@@ -13,6 +15,15 @@ std::vector<int64_t> spread_classes(int64_t num_classes, int64_t count) {
   const int64_t n = std::max<int64_t>(1, std::min(count, num_classes));
   for (int64_t i = 0; i < n; ++i) classes.push_back(i * num_classes / n);
   return classes;
+}
+
+std::shared_ptr<const ScaleAttentionProfile> stored_scale_attention_on(const std::string& bundle_dir,
+                                                                       const std::vector<int64_t>& classes) {
+  const std::string path = bundle_dir + "/" + kScaleAttentionProfileFile;
+  std::error_code ec;
+  if (bundle_dir.empty() || !std::filesystem::exists(path, ec)) return nullptr;
+  auto stored = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
+  return stored->classes == classes ? stored : nullptr;
 }
 
 ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std::vector<int64_t>& classes,

@@ -3,6 +3,8 @@
 #include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/core/errors.h"
+#include "engine/models/var/var_calibration.h"
 
 namespace kvs::var {
 
@@ -38,11 +40,22 @@ const FamilyDescription& var_description() {
         "  [--image-size 256|512 (default: the official one, 512 for d36)] [--classes N] [--seed N] [--dtype ...]\n"
         "  A randomly initialised VAR bundle (next-scale) with the official VQVAE (vae_ch160v4096z32).";
     f.calibrated_policies = {"heatkv", "amskv", "scalekv", "hack"};
-    f.calibrated_on_first_use = {{"heatkv", "HeatKV", kScaleAttentionProfileFile, "S-CAS head scores on 2 classes"},
-                                 {"scalekv", "ScaleKV", kScaleKvCalibrationFile,
-                                  "drafter and refiner layers from 10 classes"},
-                                 {"hack", "HACK", kHeadVarianceProfileFile,
-                                  "contextual and structural heads from 10 classes"}};
+    // HeatKV's calibration_images=N asks for its own calibration set (docs/policies.md#heatkv).
+    auto images_work = [](int64_t images) {
+      return "S-CAS head scores on " + std::to_string(images) + (images == 1 ? " class" : " classes");
+    };
+    auto file_serves = [](const std::string& bundle_dir, int64_t num_classes, int64_t images) {
+      try {
+        return stored_scale_attention_on(bundle_dir, spread_classes(num_classes, images)) != nullptr;
+      } catch (const Error&) {
+        return false;  // a corrupt file: the run says so
+      }
+    };
+    f.calibrated_on_first_use = {
+        {"heatkv", "HeatKV", kScaleAttentionProfileFile, "S-CAS head scores on 2 classes", "calibration_images",
+         images_work, file_serves},
+        {"scalekv", "ScaleKV", kScaleKvCalibrationFile, "drafter and refiner layers from 10 classes", "", {}, {}},
+        {"hack", "HACK", kHeadVarianceProfileFile, "contextual and structural heads from 10 classes", "", {}, {}}};
     return f;
   }();
   return d;

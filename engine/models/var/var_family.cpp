@@ -8,6 +8,7 @@
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
 #include "engine/cache/policies/head_variance_profile.h"
+#include "engine/cache/policies/heatkv_policy.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/cache/policies/scalekv_policy.h"
@@ -262,6 +263,8 @@ class VarFamily : public ModelFamily {
     // AMS-KV's calibration is the bundle's own: a corrupt or mismatched one is refused now.
     context.amskv_calibration = bundle_amskv_calibration(spec, bundle.dir);
     make_scale_policy(spec, context);
+    // HeatKV's calibration_images needs the model's classes.
+    heatkv_calibration_images(spec, config.num_classes);
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,
