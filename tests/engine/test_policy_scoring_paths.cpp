@@ -1,8 +1,8 @@
 // The two paths of the policies' saliency (engine/cache/policies/line_saliency.h):
 // KvStore::key_scores, the scoring kernels over the packed cache, against the
 // LibTorch formulation kept as the reference. On random ragged stores the scores
-// agree to float rounding; on a real generation LineAR and HeadKV keep exactly
-// the same positions in every layer and head whichever path scores. The path is
+// agree to float rounding; on a real generation LineAR and HeadKV keep the same
+// positions in every layer and head whichever path scores, up to a near-tie. The path is
 // chosen with set_policy_scoring() (what KVSTUDIO_POLICY_SCORING sets for a run).
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -184,8 +184,22 @@ std::vector<at::Tensor> positions_of_a_run(const llamagen::LlamaGenModel& model,
   return seen;
 }
 
-// Both paths on a real generation of the demo bundle: exactly the same retained
-// positions in every layer after every token, f32 and bf16.
+// The positions one snapshot keeps in segment (row, head) that the other does not.
+int64_t positions_only_in(const at::Tensor& a, const at::Tensor& b, int64_t row, int64_t head) {
+  const at::Tensor kept_a = a[row][head], kept_b = b[row][head];
+  const at::Tensor in_b = at::isin(kept_a, kept_b.masked_select(kept_b >= 0));
+  return ((kept_a >= 0) & ~in_b).sum().item<int64_t>();
+}
+
+// Both paths on a real generation of the demo bundle: the same retained positions
+// in every layer after every token, f32 and bf16, but for near-ties. The two paths
+// round differently (the kernels sum in a fixed order, the BLAS matmul in its
+// own), so two entries whose scores agree to the last bits can swap ranks, and
+// the runs part from there on. What a near-tie looks like is checked at the first
+// snapshot where the runs part: one decision (a segment, with its CFG partner when
+// evictions are mirrored) keeps one position the other path does not. A wrong
+// score (a head, row or mask mixed up) parts the runs at the first line end in
+// many segments at once.
 void expect_same_positions_on_both_paths(const std::vector<std::string>& specs) {
   ScoringPathGuard guard;
   const io::ModelBundle bundle = io::ModelBundle::open(std::string(KVSTUDIO_SOURCE_DIR) +
@@ -200,9 +214,24 @@ void expect_same_positions_on_both_paths(const std::vector<std::string>& specs) 
       EXPECT_GT(evicted_kernels, 0) << "the policy should have evicted entries";
       EXPECT_EQ(evicted_kernels, evicted_torch);
       ASSERT_EQ(kernels.size(), torch.size());
-      int64_t differing = 0;
-      for (size_t i = 0; i < kernels.size(); ++i) differing += !at::equal(kernels[i], torch[i]);
-      EXPECT_EQ(differing, 0) << "of " << kernels.size() << " layer snapshots";
+      size_t first = 0;
+      while (first < kernels.size() && at::equal(kernels[first], torch[first])) ++first;
+      if (first == kernels.size()) continue;
+      const at::Tensor& a = kernels[first];
+      const at::Tensor& b = torch[first];
+      ASSERT_EQ(a.sizes(), b.sizes()) << "snapshot " << first;
+      const int64_t rows = a.size(0), half = rows / 2;
+      int64_t decisions = 0;
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t h = 0; h < a.size(1); ++h) {
+          if (at::equal(a[r][h], b[r][h])) continue;
+          // A CFG partner row mirrors its conditional row's decision.
+          const bool mirror = r >= half && at::equal(a[r][h], a[r - half][h]) && at::equal(b[r][h], b[r - half][h]);
+          decisions += !mirror;
+          EXPECT_EQ(positions_only_in(a, b, r, h), 1) << "snapshot " << first << ", row " << r << ", head " << h;
+          EXPECT_EQ(positions_only_in(b, a, r, h), 1) << "snapshot " << first << ", row " << r << ", head " << h;
+        }
+      EXPECT_EQ(decisions, 1) << "the paths part at snapshot " << first << " of " << kernels.size();
     }
   }
 }
