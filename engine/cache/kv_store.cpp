@@ -314,6 +314,8 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
   layer.tail_positions.clear();
   drop_device_segments(layer.device_starts, layer.device_lengths);
 
+  at::Tensor capacities = layer.capacities;
+  bool shrink = false;
   if (fitted_) {
     // Shrink segments that now hold far less than their room (HeadKV's local heads,
     // VAR layers after their last scale).
@@ -321,10 +323,14 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
     for (int64_t s = 0; s < segments; ++s)
       new_lengths.data_ptr<int64_t>()[s] = static_cast<int64_t>(kept[static_cast<size_t>(s)].size());
     at::Tensor fitted = new_lengths + headroom_;
-    if ((layer.capacities > fitted).any().item<bool>()) {
-      repack(layer, at::where(layer.capacities > fitted, fitted, layer.capacities), kept);
-      return;
-    }
+    shrink = (layer.capacities > fitted).any().item<bool>();
+    if (shrink) capacities = at::where(layer.capacities > fitted, fitted, layer.capacities);
+  }
+  // A GPU store compacts on the device (kv_store_compaction.cpp), shrinking or not.
+  if (layer.k.is_cuda() && compact_on_device(layer, keep, kept, capacities)) return;
+  if (shrink) {
+    repack(layer, capacities, kept);
+    return;
   }
   // In place: survivors move to the front of their own segment (slot j <= its
   // source slot, so an ascending gather never overwrites a pending source).
@@ -477,13 +483,18 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
     return result;
   }
   bool mask = false;
-  if (!want_probs && !want_key_mass && packed_path(layer, t, query_positions, causal, &mask)) {
+  // On a GPU the key mass (H2O's, the scale policies') comes from the scoring
+  // kernel beside the packed attention; without the kernels it takes the dense path.
+  if (!want_probs && (!want_key_mass || (layer.k.is_cuda() && cuda_kernels_usable())) &&
+      packed_path(layer, t, query_positions, causal, &mask)) {
     const Layer& l = with_device_segments(layer);
     kernels::PackedSegments segments{l.device_starts, l.device_lengths, hi};
     try {
       result.out = kernels::packed_attention(queries.to(layer.k.scalar_type()).contiguous(), layer.k, layer.v, segments,
                                              kv_heads_, mask, scale)
                        .to(queries.scalar_type());
+      // `mask`: some entries are later than some query (a block attending itself).
+      if (want_key_mass) result.key_mass = key_mass_on_device(layer, queries, query_positions, mask);
       return result;
     } catch (const kernels::KernelArgumentError& e) {
       throw InvalidArgumentError(e.what());

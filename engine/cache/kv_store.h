@@ -85,12 +85,13 @@ class KvStore {
   // query's. With float32 or bf16 buffers on the CPU it always runs the ragged
   // kernel (kernels/cpu), which reads only each segment's valid entries, also
   // when all segments have equal length (decode attention is memory-bound, so it
-  // beats a dense matmul there). On a GPU, when neither probs nor key mass is
-  // asked for, LibTorch's variable-length attention kernels read the packed
-  // segments in place (kernels/cuda/packed_attention.h; segment starts and
-  // lengths are kept on the device, so a decode step uploads nothing). Elsewhere
-  // (probs or key mass wanted, f16 on the CPU, a mask only the dense path
-  // applies, or KVSTUDIO_CUDA_ATTENTION=dense) it runs a dense matmul over
+  // beats a dense matmul there). On a GPU, when no probs are asked for,
+  // LibTorch's variable-length attention kernels read the packed segments in
+  // place (kernels/cuda/packed_attention.h; segment starts and lengths are kept
+  // on the device, so a decode step uploads nothing), and the key mass, if asked
+  // for, comes from the CUDA scoring kernel over the same segments. Elsewhere
+  // (probs wanted, key mass without the CUDA kernels, f16 on the CPU, a mask only
+  // the dense path applies, or KVSTUDIO_CUDA_ATTENTION=dense) it runs a dense matmul over
   // [0, longest segment), masking slots past a segment's length and, if causal,
   // later positions; its softmax runs in float32 for bf16/f16 buffers. probs /
   // key_mass (float32) on request.
@@ -216,6 +217,20 @@ class KvStore {
   };
   // The layer's segments on the buffers' device (uploaded once after a change).
   const Layer& with_device_segments(const Layer& layer) const;
+  // Whether the CUDA scoring kernels are built and find a device (checked once).
+  static bool cuda_kernels_usable();
+  // attend()'s key mass on a GPU from the scoring kernel, the keys read in place:
+  // float32 [rows, kv_heads, max length] on the device, no probability tensor.
+  // Undefined where the kernels are not usable (kv_store_key_scores.cpp).
+  at::Tensor key_mass_on_device(const Layer& layer, const at::Tensor& queries,
+                                const std::vector<int64_t>& query_positions, bool causal) const;
+  // retain() on a GPU through the compaction kernel: the flagged entries of every
+  // segment move, in order, into new buffers with `new_capacities`; the keep flags
+  // are uploaded once and the new lengths stay on the device for the attention
+  // kernels. False (nothing done) where the kernels are not usable or
+  // KVSTUDIO_CUDA_COMPACTION=off (kv_store_compaction.cpp).
+  bool compact_on_device(Layer& layer, const at::Tensor& keep, const std::vector<std::vector<int64_t>>& kept,
+                         const at::Tensor& new_capacities);
   // The packed kernels apply to this call (see attend()).
   bool packed_path(const Layer& layer, int64_t t, const std::vector<int64_t>& query_positions, bool causal,
                    bool* needs_mask) const;

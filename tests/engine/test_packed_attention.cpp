@@ -5,7 +5,9 @@
 // operations run on a CUDA store and a CPU float32 store holding the same
 // (dtype-rounded) numbers; the GPU output must match the CPU output. Skipped,
 // with the reason, where no GPU is present; the CPU-side contracts (paths,
-// token records, sampler RNG names) run everywhere.
+// token records, sampler RNG names) run everywhere. Also on a GPU: attend()'s key
+// mass (the scoring kernel) and eviction (the compaction kernel) against the
+// CPU store.
 #include <gtest/gtest.h>
 
 #include <ATen/Functions.h>
@@ -64,8 +66,9 @@ at::Tensor keep_mask(const Layout& l, int64_t length, at::Generator& gen) {
 
 // Runs the layout on a store of `dtype` on `device` and on a CPU float32 store,
 // returns {device output, CPU output} as float32 CPU tensors.
+// With `key_mass`, attention also returns the key mass: {device, CPU} in it.
 std::pair<at::Tensor, at::Tensor> run_layout(const Layout& l, at::ScalarType dtype, const at::Device& device,
-                                             std::string* path) {
+                                             std::string* path, std::pair<at::Tensor, at::Tensor>* key_mass = nullptr) {
   at::Generator gen = at::detail::createCPUGenerator(1234);
   KvStore gpu(1, l.rows, l.kv_heads, l.head_dim, 4, at::TensorOptions().dtype(dtype).device(device));
   KvStore cpu(1, l.rows, l.kv_heads, l.head_dim, 4, at::TensorOptions().dtype(at::kFloat));
@@ -101,9 +104,11 @@ std::pair<at::Tensor, at::Tensor> run_layout(const Layout& l, at::ScalarType dty
   }
   at::Tensor q = rounded(at::randn({l.rows, l.n_head, l.queries, l.head_dim}, gen));
   *path = gpu.attention_path(0);
-  at::Tensor out_gpu = gpu.attend(0, q.to(device, dtype), qpos, /*causal=*/true).out.to(at::kCPU, at::kFloat);
-  at::Tensor out_cpu = cpu.attend(0, q, qpos, /*causal=*/true).out;
-  return {out_gpu, out_cpu};
+  const bool mass = key_mass != nullptr;
+  const KvAttention on_gpu = gpu.attend(0, q.to(device, dtype), qpos, /*causal=*/true, false, mass);
+  const KvAttention on_cpu = cpu.attend(0, q, qpos, /*causal=*/true, false, mass);
+  if (mass) *key_mass = {on_gpu.key_mass.to(at::kCPU), on_cpu.key_mass};
+  return {on_gpu.out.to(at::kCPU, at::kFloat), on_cpu.out};
 }
 
 TEST(PackedAttention, CpuBuffersTakeTheCpuKernel) {
@@ -163,9 +168,91 @@ TEST(PackedAttention, GpuEmptySegmentsGiveZerosAndUnusedSlotsAreNeverRead) {
   }
 }
 
+// H2O's and the scale policies' key mass on a GPU: the packed attention and the
+// scoring kernel (or, without the kernels, the dense path) against the CPU kernel.
+TEST(PackedAttention, GpuKeyMassMatchesTheCpuTwinOnRaggedLayouts) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the packed GPU kernels are not run";
+  const at::Device device(at::kCUDA, 0);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
+    const double tol = dtype == at::kFloat ? 2e-4 : 2e-2;
+    for (const Layout& l : layouts()) {
+      SCOPED_TRACE(l.name + " " + std::string(c10::toString(dtype)));
+      std::string path;
+      std::pair<at::Tensor, at::Tensor> mass;
+      auto [gpu, cpu] = run_layout(l, dtype, device, &path, &mass);
+      EXPECT_LE((gpu - cpu).abs().max().item<double>(), tol);
+      ASSERT_EQ(mass.first.sizes(), mass.second.sizes());
+      EXPECT_EQ(mass.first.scalar_type(), at::kFloat);
+      // Each query's weights sum to 1 over the entries it sees, so a segment's
+      // mass sums to the group's query count unless the segment is empty.
+      const double err = (mass.first - mass.second).abs().max().item<double>();
+      EXPECT_LE(err, tol * l.queries * (l.n_head / l.kv_heads)) << "largest key-mass difference " << err;
+    }
+  }
+}
+
+// Eviction on a GPU (the compaction kernel) leaves the store a CPU store's
+// retain leaves: the same lengths, positions and entries, with and without a
+// unit headroom (which shrinks the segments into new capacities).
+TEST(PackedAttention, GpuEvictionMatchesTheCpuStore) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the GPU eviction is not run";
+  const at::Device device(at::kCUDA, 0);
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (bool fitted : {false, true}) {
+      for (const Layout& l : layouts()) {
+        SCOPED_TRACE(l.name + " " + std::string(c10::toString(dtype)) + (fitted ? " fitted" : ""));
+        at::Generator gen = at::detail::createCPUGenerator(11);
+        KvStore gpu(1, l.rows, l.kv_heads, l.head_dim, l.prefix, at::TensorOptions().dtype(dtype).device(device));
+        KvStore cpu(1, l.rows, l.kv_heads, l.head_dim, l.prefix, at::TensorOptions().dtype(dtype));
+        if (fitted) {
+          gpu.set_unit_headroom(2);
+          cpu.set_unit_headroom(2);
+        }
+        std::vector<int64_t> pos;
+        for (int64_t i = 0; i < l.prefix; ++i) pos.push_back(i);
+        const at::Tensor k = at::randn({l.rows, l.kv_heads, l.prefix, l.head_dim}, gen).to(dtype);
+        const at::Tensor v = at::randn({l.rows, l.kv_heads, l.prefix, l.head_dim}, gen).to(dtype);
+        gpu.append(0, k.to(device), v.to(device), pos);
+        cpu.append(0, k, v, pos);
+        const at::Tensor keep = keep_mask(l, l.prefix, gen);
+        if (l.cfg_pairs) {
+          gpu.retain_pairs(0, keep);
+          cpu.retain_pairs(0, keep);
+        } else {
+          gpu.retain(0, keep);
+          cpu.retain(0, keep);
+        }
+        const int64_t longest = cpu.max_length(0);
+        ASSERT_EQ(gpu.max_length(0), longest);
+        EXPECT_TRUE(at::equal(gpu.positions_tensor(0), cpu.positions_tensor(0)));
+        EXPECT_EQ(gpu.memory().bytes_allocated, cpu.memory().bytes_allocated);
+        for (int64_t r = 0; r < l.rows; ++r)
+          for (int64_t h = 0; h < l.kv_heads; ++h) {
+            const int64_t n = cpu.length(0, r, h);
+            ASSERT_EQ(gpu.length(0, r, h), n) << "row " << r << ", head " << h;
+            // Entries past a segment's length are not the store's: compare the kept ones.
+            EXPECT_TRUE(at::equal(gpu.keys(0, longest)[r][h].narrow(0, 0, n).to(at::kCPU),
+                                  cpu.keys(0, longest)[r][h].narrow(0, 0, n)));
+            EXPECT_TRUE(at::equal(gpu.values(0, longest)[r][h].narrow(0, 0, n).to(at::kCPU),
+                                  cpu.values(0, longest)[r][h].narrow(0, 0, n)));
+          }
+        // And the next decode step attends over what was kept.
+        pos = {l.prefix};
+        const at::Tensor k1 = at::randn({l.rows, l.kv_heads, 1, l.head_dim}, gen).to(dtype);
+        gpu.append(0, k1.to(device), k1.to(device), pos);
+        cpu.append(0, k1, k1, pos);
+        const at::Tensor q = at::randn({l.rows, l.n_head, 1, l.head_dim}, gen).to(dtype);
+        const at::Tensor out_gpu = gpu.attend(0, q.to(device), pos, true).out.to(at::kCPU, at::kFloat);
+        const at::Tensor out_cpu = cpu.attend(0, q, pos, true).out.to(at::kFloat);
+        EXPECT_LE((out_gpu - out_cpu).abs().max().item<double>(), dtype == at::kFloat ? 2e-4 : 2e-2);
+      }
+    }
+  }
+}
+
 TEST(PackedAttention, GpuDensePathAgreesWithThePackedPath) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the packed GPU kernels are not run";
-  // Asking for key mass forces the dense path on the same store.
+  // Asking for probabilities forces the dense path on the same store.
   const Layout l = layouts()[1];
   at::Generator gen = at::detail::createCPUGenerator(7);
   KvStore store(1, l.rows, l.kv_heads, l.head_dim, 4, at::TensorOptions().dtype(at::kBFloat16).device(at::kCUDA));
@@ -177,7 +264,7 @@ TEST(PackedAttention, GpuDensePathAgreesWithThePackedPath) {
   store.retain(0, keep_mask(l, l.prefix, gen));
   at::Tensor q = at::randn({l.rows, l.n_head, 1, l.head_dim}, gen).to(at::kCUDA, at::kBFloat16);
   at::Tensor packed = store.attend(0, q, {l.prefix}, true).out.to(at::kCPU, at::kFloat);
-  at::Tensor dense = store.attend(0, q, {l.prefix}, true, false, true).out.to(at::kCPU, at::kFloat);
+  at::Tensor dense = store.attend(0, q, {l.prefix}, true, true, false).out.to(at::kCPU, at::kFloat);
   EXPECT_LE((packed - dense).abs().max().item<double>(), 2e-2);
 }
 
