@@ -5,8 +5,10 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "engine/cache/kv_store.h"
 #include "engine/core/errors.h"
@@ -98,8 +100,8 @@ at::Tensor KvStore::key_mass_on_device(const Layer& layer, const at::Tensor& que
 bool KvStore::key_scores_in_place() const { return !options_.device().is_cuda() || cuda_kernels_usable(); }
 
 at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, const at::Tensor& candidates,
-                               kernels::KeyScoreReduction reduction, double scale, int64_t rows_scored,
-                               int64_t stride) const {
+                               kernels::KeyScoreReduction reduction, double scale, int64_t rows_scored, int64_t stride,
+                               const std::vector<int64_t>& query_positions) const {
   const Layer& layer = layers_.at(layer_index);
   if (rows_scored < 0 || rows_scored > rows_)
     throw InvalidArgumentError("key scores: " + std::to_string(rows_scored) + " rows asked of a store of " +
@@ -115,6 +117,10 @@ at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, c
                                candidates.size(1) != kv_heads_ || candidates.size(2) < stride))
     throw InvalidArgumentError("key scores: candidates must be bool [>= " + std::to_string(rows_scored) + ", " +
                                std::to_string(kv_heads_) + ", >= " + std::to_string(stride) + "]");
+  const bool causal = !query_positions.empty();
+  if (causal && static_cast<int64_t>(query_positions.size()) != queries.size(2))
+    throw InvalidArgumentError("key scores: " + std::to_string(query_positions.size()) + " query positions for " +
+                               std::to_string(queries.size(2)) + " queries");
   const int64_t segments = rows_scored * kv_heads_;
   const bool on_gpu = layer.k.is_cuda() && cuda_kernels_usable();
   // The CPU twin reads host memory: a GPU store without the CUDA kernels is copied.
@@ -126,6 +132,16 @@ at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, c
   if (candidates.defined())
     flags = candidates.narrow(0, 0, rows_scored).narrow(2, 0, stride).to(device, at::kByte).contiguous();
   at::Tensor scores = at::empty({rows_scored, kv_heads_, stride}, at::TensorOptions().dtype(at::kFloat).device(device));
+  // Causal scores read every entry's position in the kernels' [segments, stride] layout.
+  at::Tensor positions, query_pos;
+  if (causal) {
+    const at::TensorOptions longs = at::TensorOptions().dtype(at::kLong);
+    positions = at::full({rows_scored, kv_heads_, stride}, -1, longs);
+    const int64_t held = std::min(stride, layer.positions.size(2));
+    positions.narrow(2, 0, held).copy_(layer.positions.narrow(0, 0, rows_scored).narrow(2, 0, held));
+    positions = positions.to(device);
+    query_pos = at::tensor(query_positions, longs).to(device);
+  }
 
   kernels::SegmentKeys keys;
   keys.keys = keys_buffer.data_ptr();
@@ -135,10 +151,13 @@ at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, c
   keys.head_dim = head_dim_;
   keys.stride = stride;
   keys.total_slots = keys_buffer.size(0);
+  keys.positions = causal ? positions.data_ptr<int64_t>() : nullptr;
   kernels::KeyScoreArgs args;
   args.queries = q.data_ptr<float>();
   args.n_head = q.size(1);
   args.T = q.size(2);
+  args.causal = causal;
+  args.query_positions = causal ? query_pos.data_ptr<int64_t>() : nullptr;
   args.candidates = flags.defined() ? flags.data_ptr<uint8_t>() : nullptr;
   args.scale = static_cast<float>(scale);
   args.reduction = reduction;

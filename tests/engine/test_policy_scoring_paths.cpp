@@ -8,6 +8,7 @@
 #include <ATen/TensorOperators.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "engine/cache/policies/cache_policy.h"
 #include "engine/cache/policies/line_saliency.h"
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/cache/policies/snapkv_policy.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -124,6 +126,56 @@ TEST(PolicyScoringPaths, OnAGpuTheCudaKernelEqualsTheLibTorchFormulation) {
   }
 }
 
+// SnapKV's / R-KV's / ScaleKV's window votes: causal (each window query sees the
+// entries up to its own position), summed over queries and grouped heads, then
+// pooled over the candidates' slot order. Both paths on the same ragged stores.
+void expect_same_observation_importance(const at::Device& device) {
+  ScoringPathGuard guard;
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    for (const RaggedLayout& l : ragged_layouts()) {
+      SCOPED_TRACE(l.name + " " + c10::toString(dtype));
+      at::Generator gen = at::detail::createCPUGenerator(23);
+      KvStore store = ragged_store(l, dtype, gen, device);
+      const ImageSlots s = image_slots(store, 0, 1);
+      // A window of the last 6 positions: the older entries are the candidates,
+      // and the window's own entries are seen by the later window queries only.
+      const int64_t w = 6, first = l.entries - w;
+      std::vector<int64_t> qpos;
+      for (int64_t i = 0; i < w; ++i) qpos.push_back(first + i);
+      const at::Tensor candidates = s.is_image & (s.positions < first);
+      const at::Tensor queries = at::randn({l.rows, l.n_head, w, l.head_dim}, gen).to(device, dtype);
+      const double scale = 1.0 / std::sqrt(static_cast<double>(l.head_dim));
+      const at::Tensor reference = observation_votes_torch(store, 0, queries, qpos);
+      const at::Tensor votes = store.key_scores(0, queries, at::Tensor(), kernels::KeyScoreReduction::Sum, scale,
+                                                l.rows, s.length, qpos);
+      EXPECT_LE((votes - reference).abs().max().item<double>(), 1e-5);
+      // Every query sees at least the entry at position 0: its votes sum to the
+      // group's query count per segment with entries.
+      const at::Tensor sums = votes.sum(-1), has = store.lengths_tensor(0) > 0;
+      EXPECT_LE((sums.masked_select(has) - static_cast<double>(w * (l.n_head / l.kv_heads))).abs().max().item<double>(),
+                1e-3);
+      for (ObservationPooling pooling : {ObservationPooling::Max, ObservationPooling::Average}) {
+        set_policy_scoring(PolicyScoring::Kernels);
+        const at::Tensor on_kernels = observation_importance(store, 0, queries, qpos, candidates, 3, pooling);
+        set_policy_scoring(PolicyScoring::Torch);
+        const at::Tensor on_torch = observation_importance(store, 0, queries, qpos, candidates, 3, pooling);
+        ASSERT_TRUE(at::equal(at::isinf(on_kernels), at::isinf(on_torch)));
+        const at::Tensor finite = ~at::isinf(on_torch);
+        EXPECT_LE((on_kernels.masked_select(finite) - on_torch.masked_select(finite)).abs().max().item<double>(), 1e-5);
+      }
+    }
+  }
+}
+
+TEST(PolicyScoringPaths, WindowVotesAreTheSameOnBothPaths) { expect_same_observation_importance(at::Device(at::kCPU)); }
+
+TEST(PolicyScoringPaths, OnAGpuTheWindowVotesKernelEqualsTheLibTorchFormulation) {
+  if (!cuda_available()) GTEST_SKIP() << "LibTorch sees no CUDA device here";
+  KvStore probe(1, 1, 1, 8, 1, at::TensorOptions().device(at::kCUDA));
+  if (!probe.key_scores_in_place()) GTEST_SKIP() << "the CUDA scoring kernels are not built or find no device";
+  expect_same_observation_importance(at::Device(at::kCUDA));
+}
+
 TEST(PolicyScoringPaths, KeyScoresWidenToTheStrideAndRefuseBadArguments) {
   at::Generator gen = at::detail::createCPUGenerator(3);
   const RaggedLayout l{"gqa", 2, 2, 4, 32, 20, 0.5, false};
@@ -151,6 +203,8 @@ TEST(PolicyScoringPaths, KeyScoresWidenToTheStrideAndRefuseBadArguments) {
   EXPECT_THROW(store.key_scores(0, queries.narrow(3, 0, 16), every, kernels::KeyScoreReduction::Mean, scale, 2, wide),
                InvalidArgumentError);
   EXPECT_THROW(store.key_scores(0, queries, every.narrow(2, 0, 4), kernels::KeyScoreReduction::Mean, scale, 2, wide),
+               InvalidArgumentError);
+  EXPECT_THROW(store.key_scores(0, queries, every, kernels::KeyScoreReduction::Sum, scale, 2, wide, {5, 6}),
                InvalidArgumentError);
 }
 
@@ -242,6 +296,10 @@ TEST(PolicyScoringPaths, LineArKeepsTheSamePositionsOnBothPaths) {
 
 TEST(PolicyScoringPaths, HeadKvKeepsTheSamePositionsOnBothPaths) {
   expect_same_positions_on_both_paths({"headkv:rho=1/4", "headkv:rho=1/4,cfg_decision=both"});
+}
+
+TEST(PolicyScoringPaths, SnapKvAndRKvKeepTheSamePositionsOnBothPaths) {
+  expect_same_positions_on_both_paths({"snapkv:rho=1/4", "rkv:rho=1/4"});
 }
 
 }  // namespace

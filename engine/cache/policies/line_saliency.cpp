@@ -28,7 +28,9 @@ std::atomic<int> chosen_scoring{-1};
 // cache (docs/benchmarks.md), so the CPU keeps the BLAS path; GPUs use the kernels.
 constexpr bool kCpuPrefersKernels = false;
 
-bool kernels_for(const KvStore& store) {
+}  // namespace
+
+bool policy_scoring_on_kernels(const KvStore& store) {
   switch (policy_scoring()) {
     case PolicyScoring::Kernels: return true;
     case PolicyScoring::Torch: return false;
@@ -38,6 +40,8 @@ bool kernels_for(const KvStore& store) {
   // A GPU without the CUDA kernels would copy the cache to the host for the twin.
   return store.key_scores_in_place();
 }
+
+namespace {
 
 int64_t rows_of(const KvStore& store, int64_t rows_scored) { return rows_scored < 0 ? store.rows() : rows_scored; }
 
@@ -59,7 +63,8 @@ void set_policy_scoring(PolicyScoring scoring) { chosen_scoring.store(static_cas
 
 at::Tensor line_saliency(const KvStore& store, int64_t layer, const at::Tensor& line_queries,
                          const at::Tensor& candidates, int64_t rows_scored) {
-  if (!kernels_for(store)) return line_saliency_torch(store, layer, line_queries, candidates, rows_scored);
+  if (!policy_scoring_on_kernels(store))
+    return line_saliency_torch(store, layer, line_queries, candidates, rows_scored);
   return store.key_scores(layer, line_queries, candidates, kernels::KeyScoreReduction::Mean, scale_of(store),
                           rows_of(store, rows_scored), candidates.size(-1));
 }

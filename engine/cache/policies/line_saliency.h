@@ -26,6 +26,9 @@ enum class PolicyScoring {
 // unless set_policy_scoring() chose one (tests compare both paths in one process).
 PolicyScoring policy_scoring();
 void set_policy_scoring(PolicyScoring scoring);
+// Whether the policies score `store` on the scoring kernels (KvStore::key_scores)
+// rather than with LibTorch, as policy_scoring() and the store's device decide.
+bool policy_scoring_on_kernels(const KvStore& store);
 
 // The saliency of every slot of `layer` for the first `rows_scored` rows of the
 // store (default: all), float CPU [rows_scored, kv_heads, L] with L =

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "engine/cache/policies/line_saliency.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
@@ -47,9 +48,8 @@ at::Tensor ObservationWindow::recent(int64_t layer, int64_t token_index, std::ve
   return buffer.index_select(2, index);
 }
 
-at::Tensor observation_importance(const KvStore& store, int64_t layer, const at::Tensor& queries,
-                                  const std::vector<int64_t>& query_positions, const at::Tensor& candidates,
-                                  int64_t kernel, ObservationPooling pooling) {
+at::Tensor observation_votes_torch(const KvStore& store, int64_t layer, const at::Tensor& queries,
+                                   const std::vector<int64_t>& query_positions) {
   const int64_t rows = store.rows(), kv = store.kv_heads(), d = store.head_dim();
   const int64_t length = store.max_length(layer);
   const int64_t group = queries.size(1) / kv, w = queries.size(2);
@@ -63,7 +63,21 @@ at::Tensor observation_importance(const KvStore& store, int64_t layer, const at:
   at::Tensor visible = (positions >= 0) & (positions <= query_pos);  // [rows, kv, w, L]
   visible = visible.unsqueeze(2).expand({rows, kv, group, w, length}).reshape({rows, kv, group * w, length});
   logits = logits.masked_fill(~visible.to(logits.device()), -std::numeric_limits<float>::infinity());
-  at::Tensor votes = at::nan_to_num(at::softmax(logits, -1), 0.0).sum(2).to(at::kCPU, at::kFloat);  // [rows, kv, L]
+  return at::nan_to_num(at::softmax(logits, -1), 0.0).sum(2).to(at::kCPU, at::kFloat);  // [rows, kv, L]
+}
+
+at::Tensor observation_importance(const KvStore& store, int64_t layer, const at::Tensor& queries,
+                                  const std::vector<int64_t>& query_positions, const at::Tensor& candidates,
+                                  int64_t kernel, ObservationPooling pooling) {
+  const int64_t rows = store.rows(), kv = store.kv_heads(), d = store.head_dim();
+  const int64_t length = store.max_length(layer);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  // The votes: on the scoring kernels (the keys read in place, one score per
+  // entry), or the LibTorch formulation (line_saliency.h says which runs where).
+  const at::Tensor votes = policy_scoring_on_kernels(store)
+                               ? store.key_scores(layer, queries, at::Tensor(), kernels::KeyScoreReduction::Sum, scale,
+                                                  rows, length, query_positions)
+                               : observation_votes_torch(store, layer, queries, query_positions);
   const float minus_inf = -std::numeric_limits<float>::infinity();
   at::Tensor pooled;
   if (pooling == ObservationPooling::Max) {

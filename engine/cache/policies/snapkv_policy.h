@@ -48,10 +48,18 @@ enum class ObservationPooling { Max, Average };
 // average pooling averages the candidates within the kernel only).
 // Non-candidate slots hold -inf. queries: [>= rows, n_head, w, head_dim]. A
 // next-scale unit's queries see the whole unit: pass the unit's last position
-// as every query's position.
+// as every query's position. The votes come from the scoring kernels or from
+// LibTorch (observation_votes_torch), as policy_scoring_on_kernels() decides.
 at::Tensor observation_importance(const KvStore& store, int64_t layer, const at::Tensor& queries,
                                   const std::vector<int64_t>& query_positions, const at::Tensor& candidates,
                                   int64_t kernel, ObservationPooling pooling = ObservationPooling::Max);
+
+// The votes alone as LibTorch computes them (a padded key copy, the logits, masked
+// softmax, sum): float CPU [rows, kv_heads, L], 0 where no query sees the entry.
+// observation_importance takes them from the scoring kernels where
+// policy_scoring_on_kernels() says so (line_saliency.h); this is the reference.
+at::Tensor observation_votes_torch(const KvStore& store, int64_t layer, const at::Tensor& queries,
+                                   const std::vector<int64_t>& query_positions);
 
 // Checks window >= 1, an odd kernel >= 1 and B >= window + n + 1 (the always-kept
 // window, the one-line buffer and one scored entry); errors name `policy`.
