@@ -326,8 +326,10 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
     shrink = (layer.capacities > fitted).any().item<bool>();
     if (shrink) capacities = at::where(layer.capacities > fitted, fitted, layer.capacities);
   }
-  // A GPU store compacts on the device (kv_store_compaction.cpp), shrinking or not.
-  if (layer.k.is_cuda() && compact_on_device(layer, keep, kept, capacities)) return;
+  // A GPU store compacts on the device (kv_store_compaction.cpp), shrinking or
+  // not; a keep mask already there (a policy that decided there) is read as it is.
+  const at::Tensor& device_keep = keep_in.device() == layer.k.device() ? keep_in : keep;
+  if (layer.k.is_cuda() && compact_on_device(layer, device_keep, kept, capacities)) return;
   if (shrink) {
     repack(layer, capacities, kept);
     return;

@@ -106,14 +106,16 @@ class KvStore {
   // >= stride], CPU; undefined: every entry), combined by `reduction`; with
   // `query_positions` (one per query), query t sees only the entries at positions
   // <= query_positions[t] (SnapKV's and R-KV's causal window votes). Returns
-  // float32 CPU [rows_scored, kv_heads, stride], 0 for entries outside the
+  // float32 [rows_scored, kv_heads, stride] on the CPU (with on_store_device, on
+  // the device the scores were computed on: a GPU's, without waiting for them, so
+  // that a policy decides there too), 0 for entries outside the
   // candidates and past a segment's length; stride >= max_length(layer). The CUDA
   // kernel runs when the buffers are on a GPU and the kernels are usable there
   // (key_scores_in_place()), the CPU twin otherwise (a GPU store without them is
   // copied to the host first). Sits in kv_store_key_scores.cpp.
   at::Tensor key_scores(int64_t layer, const at::Tensor& queries, const at::Tensor& candidates,
                         kernels::KeyScoreReduction reduction, double scale, int64_t rows_scored, int64_t stride,
-                        const std::vector<int64_t>& query_positions = {}) const;
+                        const std::vector<int64_t>& query_positions = {}, bool on_store_device = false) const;
   // Whether key_scores() reads the buffers where they are: always on the CPU; on a
   // GPU when the CUDA scoring kernels are built and find a device.
   bool key_scores_in_place() const;

@@ -101,7 +101,7 @@ bool KvStore::key_scores_in_place() const { return !options_.device().is_cuda() 
 
 at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, const at::Tensor& candidates,
                                kernels::KeyScoreReduction reduction, double scale, int64_t rows_scored, int64_t stride,
-                               const std::vector<int64_t>& query_positions) const {
+                               const std::vector<int64_t>& query_positions, bool on_store_device) const {
   const Layer& layer = layers_.at(layer_index);
   if (rows_scored < 0 || rows_scored > rows_)
     throw InvalidArgumentError("key scores: " + std::to_string(rows_scored) + " rows asked of a store of " +
@@ -173,6 +173,9 @@ at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, c
       // LibTorch queues on the legacy default stream unless told otherwise, and so
       // do these kernels (nullptr): the uploads above are ordered before them.
       kernels::attention_key_scores_cuda(keys, args, nullptr);
+      // On the device the scores stay queued behind the kernel: whatever reads
+      // them next runs on the same stream.
+      if (on_store_device) return scores;
       kernels::cuda_scoring_synchronize(nullptr);
       return scores.to(at::kCPU);
     }

@@ -193,7 +193,8 @@ TEST(PackedAttention, GpuKeyMassMatchesTheCpuTwinOnRaggedLayouts) {
 
 // Eviction on a GPU (the compaction kernel) leaves the store a CPU store's
 // retain leaves: the same lengths, positions and entries, with and without a
-// unit headroom (which shrinks the segments into new capacities).
+// unit headroom (which shrinks the segments into new capacities), the keep mask
+// given on the host or on the GPU.
 TEST(PackedAttention, GpuEvictionMatchesTheCpuStore) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the GPU eviction is not run";
   const at::Device device(at::kCUDA, 0);
@@ -215,11 +216,13 @@ TEST(PackedAttention, GpuEvictionMatchesTheCpuStore) {
         gpu.append(0, k.to(device), v.to(device), pos);
         cpu.append(0, k, v, pos);
         const at::Tensor keep = keep_mask(l, l.prefix, gen);
+        // A policy that decides on the GPU hands over a mask there (LineAR does).
+        const at::Tensor gpu_keep = fitted ? keep.to(device) : keep;
         if (l.cfg_pairs) {
-          gpu.retain_pairs(0, keep);
+          gpu.retain_pairs(0, gpu_keep);
           cpu.retain_pairs(0, keep);
         } else {
-          gpu.retain(0, keep);
+          gpu.retain(0, gpu_keep);
           cpu.retain(0, keep);
         }
         const int64_t longest = cpu.max_length(0);

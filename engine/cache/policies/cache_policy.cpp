@@ -27,11 +27,14 @@ at::Tensor keep_all_but_lowest(const at::Tensor& score, const at::Tensor& candid
   // first. One stable sort, then the first evict_count entries of each
   // segment's order are flagged where they sit (a scatter, not a second sort:
   // this runs for every layer at every policy boundary).
+  // It runs where the scores are: on a GPU when a policy's scores stay there.
   const at::Tensor scores = at::isFloatingType(score.scalar_type()) ? score : score.to(at::kDouble);
-  const at::Tensor s = at::where(candidates, scores, at::full({}, INFINITY, scores.options()));
+  const at::Tensor flags = candidates.to(scores.device());
+  const at::Tensor s = at::where(flags, scores, at::full({}, INFINITY, scores.options()));
   const at::Tensor order = std::get<1>(at::sort(s, /*stable=*/true, -1, /*descending=*/false));
-  const at::Tensor first = at::arange(score.size(-1), order.options()) < evict_count.unsqueeze(-1);  // by rank
-  const at::Tensor evict = at::zeros_like(candidates).scatter_(-1, order, first.expand_as(order)) & candidates;
+  const at::Tensor first = at::arange(score.size(-1), order.options()) <
+                           evict_count.to(scores.device()).unsqueeze(-1);  // by rank
+  const at::Tensor evict = at::zeros_like(flags).scatter_(-1, order, first.expand_as(order)) & flags;
   return ~evict;
 }
 

@@ -152,6 +152,7 @@ at::Tensor unit_of_slots(const KvStore& store, int64_t layer, const PolicyContex
 // Keep mask that drops, per segment, the evict_count[r][h] candidates with the
 // lowest score (ties: the older entry goes first). Non-candidates are kept.
 // score: float [rows, kv, L]; candidates: bool [rows, kv, L]; evict_count: int64 [rows, kv].
+// Runs on the score's device (candidates and counts are moved there); the mask is there too.
 at::Tensor keep_all_but_lowest(const at::Tensor& score, const at::Tensor& candidates, const at::Tensor& evict_count);
 
 // Applies a keep mask decided on the conditional rows: when the store holds CFG

@@ -62,11 +62,11 @@ PolicyScoring policy_scoring() {
 void set_policy_scoring(PolicyScoring scoring) { chosen_scoring.store(static_cast<int>(scoring)); }
 
 at::Tensor line_saliency(const KvStore& store, int64_t layer, const at::Tensor& line_queries,
-                         const at::Tensor& candidates, int64_t rows_scored) {
+                         const at::Tensor& candidates, int64_t rows_scored, bool on_store_device) {
   if (!policy_scoring_on_kernels(store))
     return line_saliency_torch(store, layer, line_queries, candidates, rows_scored);
   return store.key_scores(layer, line_queries, candidates, kernels::KeyScoreReduction::Mean, scale_of(store),
-                          rows_of(store, rows_scored), candidates.size(-1));
+                          rows_of(store, rows_scored), candidates.size(-1), {}, on_store_device);
 }
 
 at::Tensor line_saliency_torch(const KvStore& store, int64_t layer, const at::Tensor& line_queries,

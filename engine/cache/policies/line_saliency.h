@@ -38,8 +38,10 @@ bool policy_scoring_on_kernels(const KvStore& store);
 // candidate slots only (candidates: bool [>= rows_scored, kv_heads, L] CPU), mean
 // over the n queries and the grouped query heads; 0 outside the candidates and
 // where a segment has none. Runs the path policy_scoring() picks for the store.
+// With on_store_device, the kernels' scores stay on a GPU store's device (the
+// LibTorch formulation still returns CPU scores).
 at::Tensor line_saliency(const KvStore& store, int64_t layer, const at::Tensor& line_queries,
-                         const at::Tensor& candidates, int64_t rows_scored = -1);
+                         const at::Tensor& candidates, int64_t rows_scored = -1, bool on_store_device = false);
 
 // The LibTorch formulation of the same, whatever policy_scoring() says: the
 // reference the kernel path is tested against.

@@ -74,7 +74,9 @@ at::Tensor LinearPolicy::inter_line_saliency(const KvStore& store, int64_t layer
   const int64_t rows = store.rows();
   // Only the rows that decide are scored (both halves of a CFG pair with cfg_decision=both).
   const int64_t scored = decide_on_both_ ? rows : decide;
-  at::Tensor saliency = line_saliency(store, layer, line_queries_[layer], mid, scored);  // [scored, kv, L]
+  // On a GPU the scores stay there and the ranking (keep_all_but_lowest) runs
+  // there too: at a large batch that sort is the line end's largest cost.
+  at::Tensor saliency = line_saliency(store, layer, line_queries_[layer], mid, scored, /*on_store_device=*/true);
   at::Tensor score = saliency.narrow(0, 0, decide);
   if (decide_on_both_ && decide != rows) score = score + saliency.narrow(0, decide, decide);
   return score;
