@@ -295,9 +295,12 @@ int64_t KvStore::set_aside_count(int64_t layer) const {
 }
 
 void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
+  retain_with(layer_index, keep_in.to(at::kCPU, at::kBool).contiguous(), keep_in);
+}
+
+void KvStore::retain_with(int64_t layer_index, const at::Tensor& keep, const at::Tensor& keep_in) {
   Layer& layer = layers_.at(layer_index);
   const int64_t max_len = max_length_of(layer);
-  at::Tensor keep = keep_in.to(at::kCPU, at::kBool).contiguous();
   if (keep.dim() != 3 || keep.size(0) != rows_ || keep.size(1) != kv_heads_ || keep.size(2) < max_len)
     throw Error("KvStore::retain: keep mask must be [rows, kv_heads, >= max length]");
   // Per segment: the surviving slots, in order (metadata, on the CPU).

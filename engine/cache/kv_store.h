@@ -74,11 +74,17 @@ class KvStore {
   void append(int64_t layer, const at::Tensor& k, const at::Tensor& v, const std::vector<int64_t>& positions);
 
   // Keeps, per segment, the entries whose flag is set; keep: bool [rows, kv_heads,
-  // >= max length] (CPU). Survivors move to the front in their original order.
+  // >= max length] (CPU, or the buffers' device). Survivors move to the front in
+  // their original order.
   void retain(int64_t layer, const at::Tensor& keep);
   // Same, with keep given for the first rows/2 rows and mirrored onto their CFG
   // partners (row r + rows/2). keep: bool [rows/2, kv_heads, >= max length].
   void retain_pairs(int64_t layer, const at::Tensor& keep);
+  // retain() for every layer at once: keeps[l] as retain() takes it (undefined:
+  // layer l stays as it is). Masks on a GPU (a policy that decided there) come
+  // to the host, where the positions are kept, together: one wait for all the
+  // layers instead of one per layer (kv_store_compaction.cpp).
+  void retain_layers(const std::vector<at::Tensor>& keeps);
 
   // Attention of queries [rows, n_head, T, head_dim] at `query_positions` (T) over
   // the retained entries; `causal` hides entries whose position is later than the
@@ -222,6 +228,9 @@ class KvStore {
   };
   // The layer's segments on the buffers' device (uploaded once after a change).
   const Layer& with_device_segments(const Layer& layer) const;
+  // retain() with the mask on the host (`keep`) and as it was given (`given`,
+  // read in place by the compaction kernel when it is on the buffers' device).
+  void retain_with(int64_t layer, const at::Tensor& keep, const at::Tensor& given);
   // Whether the CUDA scoring kernels are built and find a device (checked once).
   static bool cuda_kernels_usable();
   // attend()'s key mass on a GPU from the scoring kernel, the keys read in place:

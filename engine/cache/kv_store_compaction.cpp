@@ -7,7 +7,8 @@
 // of segment starts and lengths go up once, one kernel launch per layer moves the
 // survivors into new buffers, and the lengths it writes become the attention
 // kernels' device lengths, so the next decode step uploads nothing. The
-// positions (host metadata the policies read) are still compacted on the host.
+// positions (host metadata the policies read) are still compacted on the host;
+// retain_layers brings every layer's mask to the host with one wait.
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
@@ -137,6 +138,37 @@ bool KvStore::compact_on_device(Layer& layer, const at::Tensor& keep, const std:
   (void)new_capacities;
   return false;
 #endif
+}
+
+void KvStore::retain_layers(const std::vector<at::Tensor>& keeps) {
+  if (static_cast<int64_t>(keeps.size()) != n_layer())
+    throw Error("KvStore::retain_layers: " + std::to_string(keeps.size()) + " masks for " + std::to_string(n_layer()) +
+                " layers");
+  std::vector<at::Tensor> host(keeps.size());
+#if KVSTUDIO_CUDA_KERNELS
+  // Every GPU mask is queued for a copy into page-locked host memory, then one
+  // wait covers them all (the copies and the work before them share LibTorch's
+  // stream, the legacy default one, which is what the wait is on).
+  bool queued = false;
+  for (size_t l = 0; l < keeps.size(); ++l) {
+    if (!keeps[l].defined() || !keeps[l].is_cuda() || !cuda_kernels_usable()) continue;
+    host[l] = at::empty(keeps[l].sizes(), at::TensorOptions().dtype(at::kBool).pinned_memory(true));
+    host[l].copy_(keeps[l].to(at::kBool), /*non_blocking=*/true);
+    queued = true;
+  }
+  if (queued) {
+    try {
+      kernels::cuda_scoring_synchronize(nullptr);
+    } catch (const kernels::CudaKernelError& e) {
+      throw Error(std::string("KvStore::retain on the GPU: ") + e.what());
+    }
+  }
+#endif
+  for (size_t l = 0; l < keeps.size(); ++l) {
+    if (!keeps[l].defined()) continue;
+    const int64_t layer = static_cast<int64_t>(l);
+    retain_with(layer, host[l].defined() ? host[l] : keeps[l].to(at::kCPU, at::kBool).contiguous(), keeps[l]);
+  }
 }
 
 }  // namespace kvs

@@ -259,3 +259,27 @@ TEST(KvStore, KernelArgumentErrorsReachCallersAsInvalidArgumentErrors) {
         << e.what();
   }
 }
+
+// retain_layers is retain() for every layer at once: the layers given a mask end
+// as retain() leaves them, the others are untouched; one mask per layer or an error.
+TEST(KvStore, RetainLayersEqualsRetainPerLayer) {
+  KvStore together(3, 2, 2, 4, 8, kFloat), one_by_one(3, 2, 2, 4, 8, kFloat);
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    append_tokens(together, layer, 0, 6);
+    append_tokens(one_by_one, layer, 0, 6);
+  }
+  const at::Tensor keep0 = keep_only(together, 0, {{0, 2}, {1}, {0, 1, 5}, {}});
+  const at::Tensor keep2 = keep_only(together, 2, {{5}, {0, 3, 4}, {2}, {1, 2}});
+  together.retain_layers({keep0, at::Tensor(), keep2});
+  one_by_one.retain(0, keep0);
+  one_by_one.retain(2, keep2);
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    SCOPED_TRACE("layer " + std::to_string(layer));
+    EXPECT_TRUE(at::equal(together.positions_tensor(layer), one_by_one.positions_tensor(layer)));
+    EXPECT_TRUE(at::equal(together.lengths_tensor(layer), one_by_one.lengths_tensor(layer)));
+    expect_entries_intact(together, layer);
+  }
+  EXPECT_EQ(together.max_length(1), 6) << "a layer without a mask keeps every entry";
+  EXPECT_EQ(together.evicted_first_row(), one_by_one.evicted_first_row());
+  EXPECT_THROW(together.retain_layers({keep0}), Error);
+}

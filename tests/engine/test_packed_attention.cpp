@@ -253,6 +253,43 @@ TEST(PackedAttention, GpuEvictionMatchesTheCpuStore) {
   }
 }
 
+// retain_layers with masks on the GPU (what LineAR hands over): one wait for
+// every layer's mask, and the layers end as a CPU store's per-layer retain.
+TEST(PackedAttention, GpuRetainLayersMatchesTheCpuStore) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the GPU eviction is not run";
+  const at::Device device(at::kCUDA, 0);
+  const Layout l = layouts()[1];
+  at::Generator gen = at::detail::createCPUGenerator(13);
+  KvStore gpu(3, l.rows, l.kv_heads, l.head_dim, l.prefix, at::TensorOptions().dtype(at::kBFloat16).device(device));
+  KvStore cpu(3, l.rows, l.kv_heads, l.head_dim, l.prefix, at::TensorOptions().dtype(at::kBFloat16));
+  std::vector<int64_t> pos;
+  for (int64_t i = 0; i < l.prefix; ++i) pos.push_back(i);
+  std::vector<at::Tensor> keeps;
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    const at::Tensor k = at::randn({l.rows, l.kv_heads, l.prefix, l.head_dim}, gen).to(at::kBFloat16);
+    gpu.append(layer, k.to(device), k.to(device), pos);
+    cpu.append(layer, k, k, pos);
+    keeps.push_back(layer == 1 ? at::Tensor() : keep_mask(l, l.prefix, gen));
+  }
+  std::vector<at::Tensor> on_gpu;
+  for (const at::Tensor& keep : keeps) on_gpu.push_back(keep.defined() ? keep.to(device) : keep);
+  gpu.retain_layers(on_gpu);
+  cpu.retain(0, keeps[0]);
+  cpu.retain(2, keeps[2]);
+  for (int64_t layer = 0; layer < 3; ++layer) {
+    SCOPED_TRACE("layer " + std::to_string(layer));
+    EXPECT_TRUE(at::equal(gpu.positions_tensor(layer), cpu.positions_tensor(layer)));
+    const int64_t longest = cpu.max_length(layer);
+    ASSERT_EQ(gpu.max_length(layer), longest);
+    for (int64_t r = 0; r < l.rows; ++r)
+      for (int64_t h = 0; h < l.kv_heads; ++h) {
+        const int64_t n = cpu.length(layer, r, h);
+        EXPECT_TRUE(at::equal(gpu.keys(layer, longest)[r][h].narrow(0, 0, n).to(at::kCPU),
+                              cpu.keys(layer, longest)[r][h].narrow(0, 0, n)));
+      }
+  }
+}
+
 TEST(PackedAttention, GpuDensePathAgreesWithThePackedPath) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the packed GPU kernels are not run";
   // Asking for probabilities forces the dense path on the same store.

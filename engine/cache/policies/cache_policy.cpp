@@ -5,6 +5,8 @@
 
 #include <vector>
 
+#include "engine/core/errors.h"
+
 namespace kvs {
 
 at::Tensor image_entry_counts(const KvStore& store, int64_t layer, int64_t condition_tokens) {
@@ -57,6 +59,24 @@ int64_t decision_rows(const KvStore& store, const PolicyContext& context) {
 void apply_keep(KvStore& store, int64_t layer, const at::Tensor& keep, const PolicyContext& context) {
   if (keep.size(0) == store.rows()) store.retain(layer, keep);
   else store.retain_pairs(layer, keep);
+  (void)context;
+}
+
+void apply_keeps(KvStore& store, const std::vector<at::Tensor>& keeps, const PolicyContext& context) {
+  std::vector<at::Tensor> full(keeps.size());
+  for (size_t l = 0; l < keeps.size(); ++l) {
+    const at::Tensor& keep = keeps[l];
+    if (!keep.defined()) continue;
+    if (keep.size(0) == store.rows()) {
+      full[l] = keep;
+    } else {
+      // As retain_pairs: the conditional rows' decision for their CFG partners too.
+      if (store.rows() % 2 != 0 || keep.size(0) != store.rows() / 2)
+        throw Error("apply_keeps: a mask needs [rows] or [rows/2] rows");
+      full[l] = at::cat({keep, keep}, 0);
+    }
+  }
+  store.retain_layers(full);
   (void)context;
 }
 

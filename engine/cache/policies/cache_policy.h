@@ -158,6 +158,9 @@ at::Tensor keep_all_but_lowest(const at::Tensor& score, const at::Tensor& candid
 // Applies a keep mask decided on the conditional rows: when the store holds CFG
 // pairs (rows == 2 x batch) the first half's decision is mirrored onto the second.
 void apply_keep(KvStore& store, int64_t layer, const at::Tensor& keep, const PolicyContext& context);
+// The same for every layer at once (keeps[l] undefined: layer l keeps all):
+// KvStore::retain_layers, one wait for the masks a policy made on a GPU.
+void apply_keeps(KvStore& store, const std::vector<at::Tensor>& keeps, const PolicyContext& context);
 
 // Rows whose scores decide evictions: all rows, or the conditional half of CFG pairs.
 int64_t decision_rows(const KvStore& store, const PolicyContext& context);

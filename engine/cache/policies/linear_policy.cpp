@@ -54,6 +54,9 @@ void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
   const int64_t lines_done = (token_index + 1) / n;
   const int64_t target = budget_ - n;
   const int64_t recent_from = context_.condition_tokens + (lines_done - recent_lines_) * n;  // first recent position
+  // Every layer decides first, then all evict together: on a GPU the scores and
+  // rankings of all layers run back to back and the line end waits once.
+  std::vector<at::Tensor> keeps(static_cast<size_t>(store.n_layer()));
   for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
     ImageSlots s = image_slots(store, layer, context_.condition_tokens);
     if (s.count.max().item<int64_t>() < budget_) continue;
@@ -64,8 +67,9 @@ void LinearPolicy::after_token(KvStore& store, int64_t token_index) {
                            ? accumulated_->slot_scores(layer, s.positions, rows, decide, decide_on_both_)
                            : inter_line_saliency(store, layer, s, mid, decide);
     at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
-    apply_keep(store, layer, keep_all_but_lowest(score, mid.narrow(0, 0, decide), evict), context_);
+    keeps[static_cast<size_t>(layer)] = keep_all_but_lowest(score, mid.narrow(0, 0, decide), evict);
   }
+  apply_keeps(store, keeps, context_);
 }
 
 at::Tensor LinearPolicy::inter_line_saliency(const KvStore& store, int64_t layer, const ImageSlots& s,
