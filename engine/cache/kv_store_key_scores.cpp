@@ -45,56 +45,14 @@ bool KvStore::cuda_kernels_usable() {
 
 at::Tensor KvStore::key_mass_on_device(const Layer& layer, const at::Tensor& queries,
                                        const std::vector<int64_t>& query_positions, bool causal) const {
-#if KVSTUDIO_CUDA_KERNELS
   if (!layer.k.is_cuda() || !cuda_kernels_usable()) return at::Tensor();
-  const int64_t stride = max_length_of(layer);
-  const at::Device device = layer.k.device();
-  at::Tensor mass = at::empty({rows_, kv_heads_, stride}, at::TensorOptions().dtype(at::kFloat).device(device));
-  if (stride == 0) return mass;
-  const Layer& l = with_device_segments(layer);
-  const at::Tensor q = queries.to(at::kFloat).contiguous();
-  // Positions are only read where a query sees fewer than all entries (a causal
-  // block over itself); a decode step's query is later than every entry.
-  at::Tensor positions, query_pos;
-  if (causal) {
-    positions = layer.positions.narrow(2, 0, stride).contiguous().to(device);
-    query_pos = at::tensor(query_positions, at::TensorOptions().dtype(at::kLong)).to(device);
-  }
-  kernels::SegmentKeys keys;
-  keys.keys = layer.k.data_ptr();
-  keys.element_type = score_element_type(layer.k.scalar_type());
-  keys.starts = l.device_starts.data_ptr<int32_t>();
-  keys.lengths = l.device_lengths.data_ptr<int32_t>();
-  keys.rows = rows_;
-  keys.kv_heads = kv_heads_;
-  keys.head_dim = head_dim_;
-  keys.stride = stride;
-  keys.total_slots = layer.k.size(0);
-  keys.positions = causal ? positions.data_ptr<int64_t>() : nullptr;
-  kernels::KeyScoreArgs args;
-  args.queries = q.data_ptr<float>();
-  args.n_head = q.size(1);
-  args.T = q.size(2);
-  args.causal = causal;
-  args.query_positions = causal ? query_pos.data_ptr<int64_t>() : nullptr;
-  args.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  args.reduction = kernels::KeyScoreReduction::Sum;
-  args.scores = mass.data_ptr<float>();
-  try {
-    // Queued on the legacy default stream, as LibTorch's own work here: the
-    // uploads above come first, and whoever reads `mass` is ordered after it.
-    kernels::attention_key_scores_cuda(keys, args, nullptr);
-  } catch (const kernels::KernelArgumentError& e) {
-    throw InvalidArgumentError(e.what());
-  }
-  return mass;
-#else
-  (void)layer;
-  (void)queries;
-  (void)query_positions;
-  (void)causal;
-  return at::Tensor();
-#endif
+  // key_scores over every row, summed, left on the device: the key mass. Only
+  // a causal block over itself needs the positions; a decode step's query is
+  // later than every entry.
+  const int64_t index = &layer - layers_.data();
+  return key_scores(index, queries, at::Tensor(), kernels::KeyScoreReduction::Sum,
+                    1.0 / std::sqrt(static_cast<double>(head_dim_)), rows_, max_length_of(layer),
+                    causal ? query_positions : std::vector<int64_t>(), /*on_store_device=*/true);
 }
 
 bool KvStore::key_scores_in_place() const { return !options_.device().is_cuda() || cuda_kernels_usable(); }
