@@ -110,16 +110,19 @@ void HeadKvPolicy::after_token(KvStore& store, int64_t token_index) {
   const int64_t n = context_.grid_width;
   const int64_t cache_length = context_.condition_tokens + token_index + 1;
   const bool line_end = (token_index + 1) % n == 0;
+  // Every layer decides first, then all evict together (one wait on a GPU).
+  std::vector<at::Tensor> keeps(static_cast<size_t>(store.n_layer()));
   for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
     if (grouped_rows_[layer] < decision_rows(store, context_)) {
       // Prefilling: nothing is evicted before the grouping step (which needs this step's query).
       if (cache_length < options_.threshold || last_query_token_[layer] != token_index) continue;
       group(store, layer, token_index);
-      compress(store, layer, token_index);
+      keeps[static_cast<size_t>(layer)] = compress(store, layer, token_index);
     } else if (line_end) {
-      compress(store, layer, token_index);
+      keeps[static_cast<size_t>(layer)] = compress(store, layer, token_index);
     }
   }
+  apply_keeps(store, keeps, context_);
 }
 
 void HeadKvPolicy::group(const KvStore& store, int64_t layer, int64_t token_index) {
@@ -190,7 +193,7 @@ void HeadKvPolicy::group(const KvStore& store, int64_t layer, int64_t token_inde
   grouped_rows_[layer] = decide;
 }
 
-void HeadKvPolicy::compress(KvStore& store, int64_t layer, int64_t token_index) {
+at::Tensor HeadKvPolicy::compress(const KvStore& store, int64_t layer, int64_t token_index) {
   const int64_t n = context_.grid_width, rows = store.rows(), kv = store.kv_heads();
   const int64_t k = (token_index + 1) % n;  // tokens of the current line already in the cache
   const int64_t decide = decision_rows(store, context_);
@@ -236,7 +239,7 @@ void HeadKvPolicy::compress(KvStore& store, int64_t layer, int64_t token_index) 
       any_ste = any_ste || m > 0;
     }
   }
-  if (!any_eviction && !any_ste) return;
+  if (!any_eviction && !any_ste) return at::Tensor();
   at::Tensor is_image = s.is_image.narrow(0, 0, decide), rank = s.rank.narrow(0, 0, decide);
   at::Tensor keep = ~is_image | (rank >= (count - keep_last).unsqueeze(-1));  // local heads: the newest entries
   if (any_ste) {
@@ -250,18 +253,21 @@ void HeadKvPolicy::compress(KvStore& store, int64_t layer, int64_t token_index) 
     const int64_t scored = options_.decide_on_both ? rows : decide;
     auto all_rows = [&](const at::Tensor& m) { return scored == decide ? m : at::cat({m, m}, 0); };
     auto score = [&](const at::Tensor& part) {
-      at::Tensor sal = line_saliency(store, layer, line_queries_[layer], all_rows(part), scored);
+      // On a GPU the scores stay there, and so do the ranking and the mask.
+      at::Tensor sal = line_saliency(store, layer, line_queries_[layer], all_rows(part), scored,
+                                     /*on_store_device=*/true);
       at::Tensor out = sal.narrow(0, 0, decide);
       if (options_.decide_on_both && decide != rows) out = out + sal.narrow(0, decide, decide);
       return out;
     };
     at::Tensor keep_global = keep_all_but_lowest(score(long_mask), long_mask, evict_long) &
                              keep_all_but_lowest(score(near_mask), near_mask, evict_near);
-    keep = at::where(global.unsqueeze(-1), keep_global, keep);
+    const at::Device device = keep_global.device();
+    keep = at::where(global.unsqueeze(-1).to(device), keep_global, keep.to(device));
   } else {
     keep = keep | global.unsqueeze(-1);
   }
-  apply_keep(store, layer, keep, context_);
+  return keep;
 }
 
 PolicyInfo headkv_policy_info() {

@@ -59,7 +59,9 @@ class HeadKvPolicy : public CachePolicy {
 
  private:
   void group(const KvStore& store, int64_t layer, int64_t token_index);
-  void compress(KvStore& store, int64_t layer, int64_t token_index);
+  // The keep mask of `layer` at this boundary (undefined: nothing to evict), on
+  // the device its scores were computed on; after_token evicts every layer's at once.
+  at::Tensor compress(const KvStore& store, int64_t layer, int64_t token_index);
 
   PolicyContext context_;
   HeadKvOptions options_;
