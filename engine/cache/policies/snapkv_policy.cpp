@@ -67,8 +67,8 @@ at::Tensor observation_votes_torch(const KvStore& store, int64_t layer, const at
 }
 
 at::Tensor observation_importance(const KvStore& store, int64_t layer, const at::Tensor& queries,
-                                  const std::vector<int64_t>& query_positions, const at::Tensor& candidates,
-                                  int64_t kernel, ObservationPooling pooling) {
+                                  const std::vector<int64_t>& query_positions, const at::Tensor& candidates_in,
+                                  int64_t kernel, ObservationPooling pooling, bool on_store_device) {
   const int64_t rows = store.rows(), kv = store.kv_heads(), d = store.head_dim();
   const int64_t length = store.max_length(layer);
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
@@ -76,8 +76,10 @@ at::Tensor observation_importance(const KvStore& store, int64_t layer, const at:
   // entry), or the LibTorch formulation (line_saliency.h says which runs where).
   const at::Tensor votes = policy_scoring_on_kernels(store)
                                ? store.key_scores(layer, queries, at::Tensor(), kernels::KeyScoreReduction::Sum, scale,
-                                                  rows, length, query_positions)
+                                                  rows, length, query_positions, on_store_device)
                                : observation_votes_torch(store, layer, queries, query_positions);
+  // The pooling runs where the votes are (on a GPU with on_store_device).
+  const at::Tensor candidates = candidates_in.to(votes.device());
   const float minus_inf = -std::numeric_limits<float>::infinity();
   at::Tensor pooled;
   if (pooling == ObservationPooling::Max) {
@@ -174,6 +176,8 @@ void evict_at_line_end(KvStore& store, int64_t token_index, const PolicyContext&
   if ((token_index + 1) % n != 0) return;
   const int64_t target = budget_tokens - n;
   const int64_t window_from = context.condition_tokens + token_index + 1 - window.window();  // first window position
+  // Every layer decides first, then all evict together (one wait on a GPU).
+  std::vector<at::Tensor> keeps(static_cast<size_t>(store.n_layer()));
   for (int64_t layer = 0; layer < store.n_layer(); ++layer) {
     ImageSlots s = image_slots(store, layer, context.condition_tokens);
     if (s.count.max().item<int64_t>() <= target) continue;
@@ -186,8 +190,9 @@ void evict_at_line_end(KvStore& store, int64_t token_index, const PolicyContext&
     at::Tensor decision = scores.narrow(0, 0, decide);
     if (decide_on_both && decide != store.rows()) decision = decision + scores.narrow(0, decide, decide);
     at::Tensor evict = at::clamp_min(s.count.narrow(0, 0, decide) - target, 0);
-    apply_keep(store, layer, keep_all_but_lowest(decision, candidates.narrow(0, 0, decide), evict), context);
+    keeps[static_cast<size_t>(layer)] = keep_all_but_lowest(decision, candidates.narrow(0, 0, decide), evict);
   }
+  apply_keeps(store, keeps, context);
 }
 
 void SnapKvPolicy::after_token(KvStore& store, int64_t token_index) {
@@ -195,7 +200,9 @@ void SnapKvPolicy::after_token(KvStore& store, int64_t token_index) {
                     [&](int64_t layer, const ImageSlots& s, const at::Tensor& candidates, const at::Tensor& queries,
                         const std::vector<int64_t>& query_positions) {
                       if (!queries.defined()) return at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);
-                      return observation_importance(store, layer, queries, query_positions, candidates, kernel_);
+                      // On a GPU the votes, their pooling and the ranking stay there.
+                      return observation_importance(store, layer, queries, query_positions, candidates, kernel_,
+                                                    ObservationPooling::Max, /*on_store_device=*/true);
                     });
 }
 

@@ -49,10 +49,13 @@ enum class ObservationPooling { Max, Average };
 // Non-candidate slots hold -inf. queries: [>= rows, n_head, w, head_dim]. A
 // next-scale unit's queries see the whole unit: pass the unit's last position
 // as every query's position. The votes come from the scoring kernels or from
-// LibTorch (observation_votes_torch), as policy_scoring_on_kernels() decides.
+// LibTorch (observation_votes_torch), as policy_scoring_on_kernels() decides;
+// with on_store_device the kernels' votes, the pooling and the result stay on a
+// GPU store's device.
 at::Tensor observation_importance(const KvStore& store, int64_t layer, const at::Tensor& queries,
                                   const std::vector<int64_t>& query_positions, const at::Tensor& candidates,
-                                  int64_t kernel, ObservationPooling pooling = ObservationPooling::Max);
+                                  int64_t kernel, ObservationPooling pooling = ObservationPooling::Max,
+                                  bool on_store_device = false);
 
 // The votes alone as LibTorch computes them (a padded key copy, the logits, masked
 // softmax, sum): float CPU [rows, kv_heads, L], 0 where no query sees the entry.
