@@ -10,6 +10,7 @@
 #include <limits>
 
 #include "engine/core/errors.h"
+#include "engine/core/host_upload.h"
 #include "kernels/cpu/ragged_attention_torch.h"
 #include "kernels/cuda/packed_attention.h"
 
@@ -425,8 +426,8 @@ const KvStore::Layer& KvStore::with_device_segments(const Layer& layer) const {
   if (layer.device_starts.defined()) return layer;
   const int64_t total = layer.k.size(0);
   at::Tensor starts = at::cat({layer.offsets.reshape({-1}), at::full({1}, total, kCpuLong)}).to(at::kInt);
-  layer.device_starts = starts.to(layer.k.device());
-  layer.device_lengths = layer.lengths.reshape({-1}).to(at::kInt).to(layer.k.device());
+  layer.device_starts = upload_without_wait(starts, layer.k.device());
+  layer.device_lengths = upload_without_wait(layer.lengths.reshape({-1}).to(at::kInt), layer.k.device());
   return layer;
 }
 

@@ -18,6 +18,7 @@
 
 #include "engine/cache/kv_store.h"
 #include "engine/core/errors.h"
+#include "engine/core/host_upload.h"
 #include "kernels/kernel_error.h"
 #if KVSTUDIO_CUDA_KERNELS
 #include "kernels/cuda/segment_scoring.h"
@@ -81,11 +82,11 @@ bool KvStore::compact_on_device(Layer& layer, const at::Tensor& keep, const std:
 
   // One upload of the descriptors: source starts, destination starts (with the
   // total as the last entry, what the attention kernels take), old lengths.
-  const at::Tensor descriptors = at::cat({layer.offsets.reshape({-1}), new_offsets.reshape({-1}),
-                                          at::full({1}, total, cpu_long), layer.lengths.reshape({-1})})
-                                     .to(at::kInt)
-                                     .to(device);
-  const at::Tensor flags = keep.to(at::kByte).contiguous().to(device);
+  const at::Tensor host_descriptors = at::cat({layer.offsets.reshape({-1}), new_offsets.reshape({-1}),
+                                               at::full({1}, total, cpu_long), layer.lengths.reshape({-1})})
+                                          .to(at::kInt);
+  const at::Tensor descriptors = upload_without_wait(host_descriptors, device);
+  const at::Tensor flags = upload_without_wait(keep.to(at::kByte), device).contiguous();
   const at::Tensor src_starts = descriptors.narrow(0, 0, segments);
   const at::Tensor dst_starts = descriptors.narrow(0, segments, segments + 1);
   const at::Tensor old_lengths = descriptors.narrow(0, 2 * segments + 1, segments);

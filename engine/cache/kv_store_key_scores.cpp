@@ -12,6 +12,7 @@
 
 #include "engine/cache/kv_store.h"
 #include "engine/core/errors.h"
+#include "engine/core/host_upload.h"
 #include "kernels/cpu/segment_scoring.h"
 #include "kernels/kernel_error.h"
 #if KVSTUDIO_CUDA_KERNELS
@@ -88,7 +89,8 @@ at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, c
   const at::Tensor q = queries.narrow(0, 0, rows_scored).to(device, at::kFloat).contiguous();
   at::Tensor flags;
   if (candidates.defined())
-    flags = candidates.narrow(0, 0, rows_scored).narrow(2, 0, stride).to(device, at::kByte).contiguous();
+    flags = upload_without_wait(candidates.narrow(0, 0, rows_scored).narrow(2, 0, stride).to(at::kByte), device)
+                .contiguous();
   at::Tensor scores = at::empty({rows_scored, kv_heads_, stride}, at::TensorOptions().dtype(at::kFloat).device(device));
   // Causal scores read every entry's position in the kernels' [segments, stride] layout.
   at::Tensor positions, query_pos;
@@ -97,8 +99,8 @@ at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, c
     positions = at::full({rows_scored, kv_heads_, stride}, -1, longs);
     const int64_t held = std::min(stride, layer.positions.size(2));
     positions.narrow(2, 0, held).copy_(layer.positions.narrow(0, 0, rows_scored).narrow(2, 0, held));
-    positions = positions.to(device);
-    query_pos = at::tensor(query_positions, longs).to(device);
+    positions = upload_without_wait(positions, device);
+    query_pos = upload_without_wait(at::tensor(query_positions, longs), device);
   }
 
   kernels::SegmentKeys keys;

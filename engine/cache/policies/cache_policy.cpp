@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/core/errors.h"
+#include "engine/core/host_upload.h"
 
 namespace kvs {
 
@@ -31,11 +32,11 @@ at::Tensor keep_all_but_lowest(const at::Tensor& score, const at::Tensor& candid
   // this runs for every layer at every policy boundary).
   // It runs where the scores are: on a GPU when a policy's scores stay there.
   const at::Tensor scores = at::isFloatingType(score.scalar_type()) ? score : score.to(at::kDouble);
-  const at::Tensor flags = candidates.to(scores.device());
+  const at::Tensor flags = upload_without_wait(candidates, scores.device());
   const at::Tensor s = at::where(flags, scores, at::full({}, INFINITY, scores.options()));
   const at::Tensor order = std::get<1>(at::sort(s, /*stable=*/true, -1, /*descending=*/false));
   const at::Tensor first = at::arange(score.size(-1), order.options()) <
-                           evict_count.to(scores.device()).unsqueeze(-1);  // by rank
+                           upload_without_wait(evict_count, scores.device()).unsqueeze(-1);  // by rank
   const at::Tensor evict = at::zeros_like(flags).scatter_(-1, order, first.expand_as(order)) & flags;
   return ~evict;
 }

@@ -10,6 +10,7 @@
 
 #include "engine/cache/policies/line_saliency.h"
 #include "engine/core/errors.h"
+#include "engine/core/host_upload.h"
 
 namespace kvs {
 namespace {
@@ -263,7 +264,7 @@ at::Tensor HeadKvPolicy::compress(const KvStore& store, int64_t layer, int64_t t
     at::Tensor keep_global = keep_all_but_lowest(score(long_mask), long_mask, evict_long) &
                              keep_all_but_lowest(score(near_mask), near_mask, evict_near);
     const at::Device device = keep_global.device();
-    keep = at::where(global.unsqueeze(-1).to(device), keep_global, keep.to(device));
+    keep = at::where(upload_without_wait(global.unsqueeze(-1), device), keep_global, upload_without_wait(keep, device));
   } else {
     keep = keep | global.unsqueeze(-1);
   }

@@ -9,6 +9,7 @@
 
 #include "engine/cache/policies/line_saliency.h"
 #include "engine/core/errors.h"
+#include "engine/core/host_upload.h"
 
 namespace kvs {
 
@@ -79,7 +80,7 @@ at::Tensor observation_importance(const KvStore& store, int64_t layer, const at:
                                                   rows, length, query_positions, on_store_device)
                                : observation_votes_torch(store, layer, queries, query_positions);
   // The pooling runs where the votes are (on a GPU with on_store_device).
-  const at::Tensor candidates = candidates_in.to(votes.device());
+  const at::Tensor candidates = upload_without_wait(candidates_in, votes.device());
   const float minus_inf = -std::numeric_limits<float>::infinity();
   at::Tensor pooled;
   if (pooling == ObservationPooling::Max) {
