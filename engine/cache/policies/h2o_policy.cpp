@@ -44,21 +44,28 @@ void H2OPolicy::observe_unit_attention(int64_t layer, int64_t, const at::Tensor&
 }
 
 void H2OPolicy::after_token(KvStore& store, int64_t) {
-  for (int64_t layer = 0; layer < store.n_layer(); ++layer) evict_layer(store, layer);
+  // Every layer decides first, then all evict together (one wait per step on a GPU).
+  std::vector<at::Tensor> keeps(static_cast<size_t>(store.n_layer()));
+  for (int64_t layer = 0; layer < store.n_layer(); ++layer)
+    keeps[static_cast<size_t>(layer)] = evict_layer(store, layer);
+  apply_keeps(store, keeps, context_);
 }
 
-void H2OPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t) { evict_layer(store, layer); }
+void H2OPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t) {
+  const at::Tensor keep = evict_layer(store, layer);
+  if (keep.defined()) apply_keep(store, layer, keep, context_);
+}
 
-void H2OPolicy::evict_layer(KvStore& store, int64_t layer) {
+at::Tensor H2OPolicy::evict_layer(const KvStore& store, int64_t layer) {
   ImageSlots s = image_slots(store, layer, context_.condition_tokens);
-  if (s.count.max().item<int64_t>() <= budget_) return;
+  if (s.count.max().item<int64_t>() <= budget_) return at::Tensor();
   const int64_t rows = store.rows(), decide = decision_rows(store, context_);
   at::Tensor count = s.count.narrow(0, 0, decide);
   at::Tensor candidates = s.is_image.narrow(0, 0, decide) &
                           (s.rank.narrow(0, 0, decide) < (count - recent_).unsqueeze(-1));
   at::Tensor score = accumulated_.slot_scores(layer, s.positions, rows, decide, decide_on_both_);
   at::Tensor evict = at::clamp_min(count - budget_, 0);
-  apply_keep(store, layer, keep_all_but_lowest(score, candidates, evict), context_);
+  return keep_all_but_lowest(score, candidates, evict);
 }
 
 PolicyInfo h2o_policy_info() {

@@ -36,7 +36,8 @@ class H2OPolicy : public CachePolicy {
  private:
   // Cuts every segment of `layer` to B: the recent window stays, the candidates
   // with the least accumulated attention go.
-  void evict_layer(KvStore& store, int64_t layer);
+  // The keep mask of `layer` (undefined: within the budget), on the scores' device.
+  at::Tensor evict_layer(const KvStore& store, int64_t layer);
 
   PolicyContext context_;
   int64_t budget_, recent_;
