@@ -67,7 +67,7 @@ fi
 if wants tests; then
   # Every test that runs only on a GPU, and the CPU twins they are compared with.
   step gpu-tests 300 "$build/tests/kvs_engine_tests" \
-    "--gtest_filter=CudaScoring.*:SegmentScoring*:PackedAttention.*:PolicyScoringPaths.*:TokenRecord.*:SamplerRng.*:Device*"
+    "--gtest_filter=CudaScoring.*:SegmentScoring*:PackedAttention.*:PolicyScoringPaths.*:HostUpload.*:TokenRecord.*:SamplerRng.*:Device*"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/gpu-tests.log" | sort | uniq -c | tee -a "$out/summary.txt"
 fi
 

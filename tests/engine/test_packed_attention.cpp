@@ -18,8 +18,10 @@
 #include <vector>
 
 #include "engine/cache/kv_store.h"
+#include "engine/cache/policies/attention_accumulator.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
+#include "engine/core/host_upload.h"
 #include "engine/sampling/sampling_params.h"
 #include "engine/sampling/token_record.h"
 #include "engine/sampling/token_sampler.h"
@@ -306,6 +308,37 @@ TEST(PackedAttention, GpuDensePathAgreesWithThePackedPath) {
   at::Tensor packed = store.attend(0, q, {l.prefix}, true).out.to(at::kCPU, at::kFloat);
   at::Tensor dense = store.attend(0, q, {l.prefix}, true, true, false).out.to(at::kCPU, at::kFloat);
   EXPECT_LE((packed - dense).abs().max().item<double>(), 2e-2);
+}
+
+// Host tensors go up without a wait and arrive whole, also when not contiguous;
+// on the CPU the helper is a plain .to().
+TEST(HostUpload, TensorsArriveAsTheyLeft) {
+  const at::Tensor host = at::arange(24, at::TensorOptions().dtype(at::kLong)).view({2, 3, 4}).transpose(1, 2);
+  EXPECT_TRUE(at::equal(upload_without_wait(host, at::Device(at::kCPU)), host));
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the upload to a GPU is not run";
+  const at::Tensor on_gpu = upload_without_wait(host, at::Device(at::kCUDA, 0));
+  EXPECT_TRUE(on_gpu.is_cuda());
+  EXPECT_TRUE(at::equal(on_gpu.to(at::kCPU), host));
+}
+
+// H2O's accumulated attention kept on the GPU (where the key mass is) gives the
+// sums the CPU gives, through a CFG drop, for the deciding rows and their partners.
+TEST(PackedAttention, GpuAccumulatedAttentionMatchesTheCpu) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the accumulator is not run on a GPU";
+  at::Generator gen = at::detail::createCPUGenerator(29);
+  AttentionAccumulator gpu(1, 12), cpu(1, 12);
+  for (int64_t step = 0; step < 5; ++step) {
+    const int64_t rows = step < 3 ? 4 : 2;  // CFG pairs, then the conditional rows only
+    const at::Tensor mass = at::rand({rows, 2, 8}, gen);
+    const at::Tensor positions =
+        at::randperm(12, gen).narrow(0, 0, 8).view({1, 1, 8}).expand({rows, 2, 8}).contiguous();
+    gpu.add(0, mass.to(at::kCUDA), positions);
+    cpu.add(0, mass, positions);
+  }
+  const at::Tensor slots = at::arange(8, at::TensorOptions().dtype(at::kLong)).view({1, 1, 8}).expand({2, 2, 8});
+  const at::Tensor on_gpu = gpu.slot_scores(0, slots, 2, 2, false);
+  EXPECT_TRUE(on_gpu.is_cuda());
+  EXPECT_LE((on_gpu.to(at::kCPU) - cpu.slot_scores(0, slots, 2, 2, false)).abs().max().item<double>(), 1e-12);
 }
 
 TEST(TokenRecord, HostCopyFollowsOncePerInterval) {
