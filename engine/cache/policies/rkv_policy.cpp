@@ -6,17 +6,21 @@
 #include <limits>
 
 #include "engine/core/errors.h"
+#include "engine/core/host_upload.h"
 
 namespace kvs {
 
-at::Tensor key_redundancy(const KvStore& store, int64_t layer, const at::Tensor& is_image) {
-  const int64_t length = is_image.size(-1);
-  at::Tensor keys = store.keys(layer, length).to(at::kFloat);  // [rows, kv, L, D]
+at::Tensor key_redundancy(const KvStore& store, int64_t layer, const at::Tensor& is_image_host) {
+  const int64_t length = is_image_host.size(-1);
+  at::Tensor keys = store.keys(layer, length).to(at::kFloat);  // [rows, kv, L, D], on the store's device
+  // Computed where the keys are: on a GPU nothing comes back to the host.
+  const at::Tensor is_image = upload_without_wait(is_image_host, keys.device());
   at::Tensor unit = keys / at::clamp_min(at::sqrt((keys * keys).sum(-1, /*keepdim=*/true)), 1e-12);
   at::Tensor similarity = at::matmul(unit, unit.transpose(-1, -2));  // [rows, kv, L, L]
-  at::Tensor others = is_image.unsqueeze(2) &
-                      ~at::eye(length, at::TensorOptions().dtype(at::kBool)).view({1, 1, length, length});
-  at::Tensor total = (similarity * others.to(similarity.device(), at::kFloat)).sum(-1).to(at::kCPU);  // [rows, kv, L]
+  at::Tensor others =
+      is_image.unsqueeze(2) &
+      ~at::eye(length, at::TensorOptions().dtype(at::kBool).device(keys.device())).view({1, 1, length, length});
+  at::Tensor total = (similarity * others.to(at::kFloat)).sum(-1);  // [rows, kv, L]
   at::Tensor count = at::clamp_min(is_image.sum(-1, /*keepdim=*/true) - 1, 1).to(at::kFloat);
   return at::where(is_image, total / count, at::zeros_like(total));
 }
@@ -41,24 +45,30 @@ void RkvPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Te
 
 void RkvPolicy::after_token(KvStore& store, int64_t token_index) {
   const float minus_inf = -std::numeric_limits<float>::infinity();
-  evict_at_line_end(
-      store, token_index, context_, budget_, window_, decide_on_both_,
-      [&](int64_t layer, const ImageSlots& s, const at::Tensor& candidates, const at::Tensor& queries,
-          const std::vector<int64_t>& query_positions) {
-        // Importance: the SnapKV vote, normalised over the candidates.
-        at::Tensor importance = at::zeros({store.rows(), store.kv_heads(), s.length}, at::kFloat);
-        if (queries.defined()) {
-          at::Tensor votes = observation_importance(store, layer, queries, query_positions, candidates, kernel_);
-          votes = at::where(candidates, votes, at::zeros_like(votes));
-          importance = votes / at::clamp_min(votes.sum(-1, /*keepdim=*/true), std::numeric_limits<float>::min());
-        }
-        // Redundancy: mean key similarity, softmax-normalised over the candidates.
-        at::Tensor similarity = key_redundancy(store, layer, s.is_image);
-        at::Tensor redundancy =
-            at::nan_to_num(at::softmax(at::where(candidates, similarity, at::full_like(similarity, minus_inf)), -1),
-                           0.0);
-        return importance * lambda_ - redundancy * (1.0 - lambda_);  // Z, [rows, kv, L]
-      });
+  evict_at_line_end(store, token_index, context_, budget_, window_, decide_on_both_,
+                    [&](int64_t layer, const ImageSlots& s, const at::Tensor& candidates, const at::Tensor& queries,
+                        const std::vector<int64_t>& query_positions) {
+                      // Everything on the store's device: on a GPU the line end waits once (apply_keeps).
+                      const at::Device device = store.device();
+                      const at::Tensor flags = upload_without_wait(candidates, device);
+                      // Importance: the SnapKV vote, normalised over the candidates.
+                      at::Tensor importance = at::zeros({store.rows(), store.kv_heads(), s.length},
+                                                        at::TensorOptions().dtype(at::kFloat).device(device));
+                      if (queries.defined()) {
+                        at::Tensor votes = observation_importance(store, layer, queries, query_positions, candidates,
+                                                                  kernel_, ObservationPooling::Max,
+                                                                  /*on_store_device=*/true)
+                                               .to(device);
+                        votes = at::where(flags, votes, at::zeros_like(votes));
+                        importance = votes /
+                                     at::clamp_min(votes.sum(-1, /*keepdim=*/true), std::numeric_limits<float>::min());
+                      }
+                      // Redundancy: mean key similarity, softmax-normalised over the candidates.
+                      at::Tensor similarity = key_redundancy(store, layer, s.is_image);
+                      at::Tensor redundancy = at::nan_to_num(
+                          at::softmax(at::where(flags, similarity, at::full_like(similarity, minus_inf)), -1), 0.0);
+                      return importance * lambda_ - redundancy * (1.0 - lambda_);  // Z, [rows, kv, L]
+                    });
 }
 
 PolicyInfo rkv_policy_info() {

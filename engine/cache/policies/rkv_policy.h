@@ -32,8 +32,8 @@ class RkvPolicy : public CachePolicy {
 };
 
 // Mean cosine similarity of every slot's key to the other image keys of its segment,
-// [rows, kv_heads, L] CPU float (0 where a segment has a single image entry).
-// is_image: bool [rows, kv_heads, L] CPU.
+// [rows, kv_heads, L] float on the store's device (0 where a segment has a single
+// image entry). is_image: bool [rows, kv_heads, L] CPU.
 at::Tensor key_redundancy(const KvStore& store, int64_t layer, const at::Tensor& is_image);
 
 PolicyInfo rkv_policy_info();
