@@ -31,7 +31,10 @@ std::string kv_cache_text(int64_t kv_per_token_f32, int64_t tokens) {
 
 std::string join_ints(const std::vector<int64_t>& values) {
   std::string s;
-  for (int64_t x : values) s += (s.empty() ? "" : ",") + std::to_string(x);
+  for (int64_t x : values) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
   return s;
 }
 

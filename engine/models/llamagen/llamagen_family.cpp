@@ -115,7 +115,10 @@ class LlamaGenFamily : public ModelFamily {
   RandomArchitecture random_architecture(const std::string& text) const override {
     // "llamagen-demo" or "llamagen-<SIZE>[@<pixels>]" (SIZE as in gpt_preset without "GPT-").
     std::string sizes;
-    for (const auto& n : gpt_preset_names()) sizes += (sizes.empty() ? "" : "|") + n.substr(4);
+    for (const auto& n : gpt_preset_names()) {
+      if (!sizes.empty()) sizes += '|';
+      sizes += n.substr(4);
+    }
     const std::string expected = "expected llamagen-demo or llamagen-<" + sizes + ">@<image size, e.g. 256 or 384>";
     GptConfig gpt;
     VqConfig vq;
