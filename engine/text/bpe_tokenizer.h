@@ -27,7 +27,8 @@ class BpeTokenizer {
   BpeTokenizer(BpeTokenizer&&) noexcept;
   BpeTokenizer& operator=(BpeTokenizer&&) noexcept;
 
-  // The ids of `text` (UTF-8; InvalidArgumentError otherwise). With
+  // The ids of `text` (UTF-8; InvalidArgumentError otherwise; FormatError when
+  // the file's normalizer would grow it past normalized_size_limit). With
   // add_special_tokens, BOS/EOS are added as tokenizer_config.json's
   // add_bos_token/add_eos_token say; without those keys, as tokenizer.json's
   // TemplateProcessing post-processor says.

@@ -130,6 +130,39 @@ TEST_F(TokenizerErrors, AnUnknownNormalizerTypeIsRefusedByName) {
   EXPECT_NE(load_error<kvs::FormatError>().find("normalizer type 'NFKC' is not supported"), std::string::npos);
 }
 
+// Chained Replace steps whose content holds the next step's pattern multiply a
+// text from step to step (a fuzzer found a 2 kB file turning every test prompt
+// into megabytes). Encoding refuses once the chain outgrows the limit; a
+// Llama-style normalizer, which grows text about threefold, encodes long texts.
+TEST_F(TokenizerErrors, ANormalizerThatMultipliesTextIsRefusedWhenItEncodes) {
+  nlohmann::json j = tiny_tokenizer();
+  std::string spaces_inside = "ab";  // 119 bytes, 39 spaces
+  for (int i = 0; i < 39; ++i) spaces_inside += " ab";
+  const nlohmann::json replace = {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", spaces_inside}};
+  j["normalizer"] = {{"type", "Sequence"}, {"normalizers", {replace, replace}}};
+  write_json("tokenizer.json", j);
+  const BpeTokenizer tok = BpeTokenizer::load(dir_.string());
+  EXPECT_EQ(tok.encode("ab", false), (std::vector<int64_t>{2})) << "a text without the pattern is not grown";
+  try {
+    tok.encode("ab ab ab", false);  // 2 spaces -> 78 spaces -> 78 x 119 bytes: over 64 x 8 + 4096 = 4608
+    ADD_FAILURE() << "encode succeeded";
+  } catch (const kvs::FormatError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("normalizer Sequence turns a 8-byte text into more than 4608 bytes"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("broken or hostile tokenizer file"), std::string::npos) << msg;
+  }
+
+  // A chain that grows text a little (a marker, a piece rewritten) encodes long texts.
+  j["normalizer"] = {{"type", "Sequence"},
+                     {"normalizers",
+                      {{{"type", "Prepend"}, {"prepend", " "}},
+                       {{"type", "Replace"}, {"pattern", {{"String", "b"}}}, {"content", "ab"}}}}};
+  write_json("tokenizer.json", j);
+  std::string long_text;
+  for (int i = 0; i < 4000; ++i) long_text += "ab ";
+  EXPECT_NO_THROW(BpeTokenizer::load(dir_.string()).encode(long_text, false));
+}
+
 TEST_F(TokenizerErrors, AnUnknownModelTypeIsRefusedByName) {
   nlohmann::json j = tiny_tokenizer();
   j["model"]["type"] = "WordPiece";
