@@ -121,6 +121,8 @@ TEST(PackedAttention, CpuBuffersTakeTheCpuKernel) {
   EXPECT_EQ(kernels::packed_attention_kernel(at::zeros({4, 16}), 16, false), kernels::PackedAttentionKernel::None);
 }
 
+// The attention output, and the key mass H2O and the scale policies read (from
+// the scoring kernel beside the packed attention), against the CPU kernel.
 TEST(PackedAttention, GpuMatchesTheCpuTwinOnRaggedLayouts) {
   if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the packed GPU kernels are not run";
   const at::Device device(at::kCUDA, 0);
@@ -129,13 +131,19 @@ TEST(PackedAttention, GpuMatchesTheCpuTwinOnRaggedLayouts) {
     for (const Layout& l : layouts()) {
       SCOPED_TRACE(l.name + " " + std::string(c10::toString(dtype)));
       std::string path;
-      auto [gpu, cpu] = run_layout(l, dtype, device, &path);
+      std::pair<at::Tensor, at::Tensor> mass;
+      auto [gpu, cpu] = run_layout(l, dtype, device, &path, &mass);
       // A decode step on a GPU never takes the dense path.
       EXPECT_EQ(path, dtype == at::kFloat ? "memory-efficient" : "flash");
       ASSERT_EQ(gpu.sizes(), cpu.sizes());
       EXPECT_TRUE(at::isfinite(gpu).all().item<bool>());
       const double err = (gpu - cpu).abs().max().item<double>();
       EXPECT_LE(err, tol) << "largest difference " << err;
+      ASSERT_EQ(mass.first.sizes(), mass.second.sizes());
+      EXPECT_EQ(mass.first.scalar_type(), at::kFloat);
+      // A key's mass sums up to the group's queries' weights on it: the tolerance grows with them.
+      const double mass_err = (mass.first - mass.second).abs().max().item<double>();
+      EXPECT_LE(mass_err, tol * l.queries * (l.n_head / l.kv_heads)) << "largest key-mass difference " << mass_err;
     }
   }
 }
@@ -166,29 +174,6 @@ TEST(PackedAttention, GpuEmptySegmentsGiveZerosAndUnusedSlotsAreNeverRead) {
       }
       EXPECT_LE((out[s] - expected).abs().max().item<double>(), dtype == at::kFloat ? 1e-4 : 2e-2)
           << "segment " << s << " " << c10::toString(dtype);
-    }
-  }
-}
-
-// H2O's and the scale policies' key mass on a GPU: the packed attention and the
-// scoring kernel (or, without the kernels, the dense path) against the CPU kernel.
-TEST(PackedAttention, GpuKeyMassMatchesTheCpuTwinOnRaggedLayouts) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device here: the packed GPU kernels are not run";
-  const at::Device device(at::kCUDA, 0);
-  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16, at::kHalf}) {
-    const double tol = dtype == at::kFloat ? 2e-4 : 2e-2;
-    for (const Layout& l : layouts()) {
-      SCOPED_TRACE(l.name + " " + std::string(c10::toString(dtype)));
-      std::string path;
-      std::pair<at::Tensor, at::Tensor> mass;
-      auto [gpu, cpu] = run_layout(l, dtype, device, &path, &mass);
-      EXPECT_LE((gpu - cpu).abs().max().item<double>(), tol);
-      ASSERT_EQ(mass.first.sizes(), mass.second.sizes());
-      EXPECT_EQ(mass.first.scalar_type(), at::kFloat);
-      // Each query's weights sum to 1 over the entries it sees, so a segment's
-      // mass sums to the group's query count unless the segment is empty.
-      const double err = (mass.first - mass.second).abs().max().item<double>();
-      EXPECT_LE(err, tol * l.queries * (l.n_head / l.kv_heads)) << "largest key-mass difference " << err;
     }
   }
 }
