@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 
+#include "engine/cache/kernel_element_type.h"
 #include "engine/cache/kv_store.h"
 #include "engine/core/errors.h"
 #include "engine/core/host_upload.h"
@@ -35,14 +36,6 @@ namespace {
     return v == nullptr || std::strcmp(v, "off") != 0;
   }();
   return allowed;
-}
-
-[[maybe_unused]] kernels::ScoreElementType element_type_of(at::ScalarType dtype) {
-  switch (dtype) {
-    case at::kFloat: return kernels::ScoreElementType::f32;
-    case at::kBFloat16: return kernels::ScoreElementType::bf16;
-    default: return kernels::ScoreElementType::f16;
-  }
 }
 
 }  // namespace
@@ -101,7 +94,7 @@ bool KvStore::compact_on_device(Layer& layer, const at::Tensor& keep, const std:
   args.src_values = layer.v.data_ptr();
   args.dst_keys = k.data_ptr();
   args.dst_values = v.data_ptr();
-  args.element_type = element_type_of(dtype);
+  args.element_type = kernel_element_type(dtype);
   args.head_dim = head_dim_;
   args.segments = segments;
   args.stride = stride;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/cache/kernel_element_type.h"
 #include "engine/cache/kv_store.h"
 #include "engine/core/errors.h"
 #include "engine/core/host_upload.h"
@@ -20,9 +21,8 @@
 #endif
 
 namespace kvs {
-namespace {
 
-kernels::ScoreElementType score_element_type(at::ScalarType dtype) {
+kernels::ScoreElementType kernel_element_type(at::ScalarType dtype) {
   switch (dtype) {
     case at::kFloat: return kernels::ScoreElementType::f32;
     case at::kBFloat16: return kernels::ScoreElementType::bf16;
@@ -32,8 +32,6 @@ kernels::ScoreElementType score_element_type(at::ScalarType dtype) {
                                  " has no scoring kernel (float32, bf16 and f16 have)");
   }
 }
-
-}  // namespace
 
 bool KvStore::cuda_kernels_usable() {
 #if KVSTUDIO_CUDA_KERNELS
@@ -105,7 +103,7 @@ at::Tensor KvStore::key_scores(int64_t layer_index, const at::Tensor& queries, c
 
   kernels::SegmentKeys keys;
   keys.keys = keys_buffer.data_ptr();
-  keys.element_type = score_element_type(keys_buffer.scalar_type());
+  keys.element_type = kernel_element_type(keys_buffer.scalar_type());
   keys.rows = rows_scored;
   keys.kv_heads = kv_heads_;
   keys.head_dim = head_dim_;
