@@ -75,11 +75,18 @@ struct FamilyDescription {
     std::string work;    // what it measures, for the window ("S-CAS head scores on 2 classes")
     // The policy's parameter that names its own calibration set (HeatKV's
     // calibration_images; empty: none). N > 0 is measured on first use per N,
-    // on N classes spread over the model's, unless the bundle's file was
-    // measured on exactly those (file_serves).
+    // on N classes spread over the model's.
     std::string images_param;
     std::function<std::string(int64_t images)> images_work;  // `work` for N > 0
-    std::function<bool(const std::string& bundle_dir, int64_t num_classes, int64_t images)> file_serves;
+    // The policy's parameter that names the CFG its calibration is measured at
+    // (HeatKV's calibration_cfg; unset or 0: the run's CFG). A calibration is
+    // made once per set and CFG.
+    std::string cfg_param;
+    // Whether the bundle's file serves a run of `spec` at CFG `run_cfg` (it was
+    // measured with the settings the spec asks: classes, CFG, seed); unset: any
+    // file serves.
+    std::function<bool(const std::string& bundle_dir, int64_t num_classes, const std::string& spec, double run_cfg)>
+        file_serves;
   };
   std::vector<FirstUseCalibration> calibrated_on_first_use;
 

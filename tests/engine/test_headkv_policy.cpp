@@ -75,12 +75,16 @@ void feed(CachePolicy& policy, KvStore& store, int64_t first, int64_t last, cons
   }
 }
 
-const char* kExactSpec = "headkv:budget=12,threshold=14,local_window=4,recent_lines=1,match_total=false";
+// B = 3 lines, W = 2 lines, R = 2 lines; the window and the recent lines end
+// with the line under way (the one-line buffer of periodic updates).
+const char* kExactSpec = "headkv:budget=12,threshold=14,local_window=8,recent_lines=2,match_total=false";
+// The same budget with a one-line window, for the grouping tests (span < W = 4).
+const char* kGroupingSpec = "headkv:budget=12,threshold=14,local_window=4,recent_lines=1,match_total=false";
 
 }  // namespace
 
 TEST(HeadKvPolicy, GroupsHeadsAndKeepsExactlyTheExpectedPositions) {
-  // 4x4 grid, B = 12, W = 4, R = 1 line, alpha = 1/2; grouping when the cache holds
+  // 4x4 grid, B = 12, W = 8, R = 2 lines, alpha = 1/2; grouping when the cache holds
   // 14 entries: after token 12 (position 13), one token into line 3.
   auto policy = make_policy(kExactSpec, small_context(2));
   auto& headkv = as_headkv(policy);
@@ -96,13 +100,14 @@ TEST(HeadKvPolicy, GroupsHeadsAndKeepsExactlyTheExpectedPositions) {
   feed(*policy, store, 12, 12, {true, false}, 12);
   ASSERT_TRUE(headkv.grouped(0));
   // Head 0: ~all image attention on positions 12, 13 -> span 2 < W: local. Head 1:
-  // ~all on position 1 -> span 13: global.
+  // ~all on position 1 -> span 13 >= W: global.
   EXPECT_FALSE(headkv.is_global(0, 0, 0));
   EXPECT_TRUE(headkv.is_global(0, 0, 1));
   EXPECT_EQ(headkv.global_budget(0, 0), 12);
-  // Local: the window W plus the one token of line 3: positions 9..13.
+  // Local: the window W less the line under way, plus its one token: positions 9..13.
   EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 9, 10, 11, 12, 13}));
-  // Global: target B - n + 1 = 9; recent 1 line + 1 token = 9..13; history 1..8 splits
+  // Global: target B - n + 1 = 9; recent: the line before the one under way and its
+  // token = 9..13; history 1..8 splits
   // into long 1..4 and near 5..8; 2 evictions each, by lowest saliency (long: 3, 4;
   // near: 7, 5). Unstratified, the near part (all scores below the long part) would
   // have lost 7, 5, 6 and the long part only 3.
@@ -114,8 +119,9 @@ TEST(HeadKvPolicy, GroupsHeadsAndKeepsExactlyTheExpectedPositions) {
   EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 9, 10, 11, 12, 13, 14, 15}));
   EXPECT_EQ(store.positions(0, 0, 1).size(), 12u);
   feed(*policy, store, 15, 15, {true, false}, 12);
-  // Line end: local keeps the W newest; global back to B - n = 8 (history 1, 2, 6, 8 |
-  // 9, 10, 11, 12: long loses 6, 8; near loses 10, 9).
+  // Line end: local keeps the W - n newest; global back to B - n = 8: the finished
+  // line 13..16 stays recent, history 1, 2, 6, 8 | 9, 10, 11, 12 (long loses 6, 8;
+  // near loses 10, 9).
   EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 13, 14, 15, 16}));
   EXPECT_EQ(store.positions(0, 0, 1), (Positions{0, 1, 2, 11, 12, 13, 14, 15, 16}));
   EXPECT_EQ(store.capacity(0), capacity);
@@ -126,7 +132,7 @@ TEST(HeadKvPolicy, GroupsHeadsAndKeepsExactlyTheExpectedPositions) {
 // spreads the rest evenly over the 11 older image tokens (about 1.1 % each).
 TEST(HeadKvPolicy, TauDecidesHowMuchAttentionTheSpanMustHold) {
   auto head0_global = [](const std::string& tau) {
-    auto policy = make_policy(std::string(kExactSpec) + ",tau=" + tau, small_context(2));
+    auto policy = make_policy(std::string(kGroupingSpec) + ",tau=" + tau, small_context(2));
     auto& headkv = as_headkv(policy);
     KvStore store(1, 1, 2, kDim, 1 + policy->max_entries() + 1, at::TensorOptions().dtype(at::kFloat));
     append(store, 0, 12);
@@ -154,7 +160,7 @@ TEST(HeadKvPolicy, TauDecidesHowMuchAttentionTheSpanMustHold) {
 TEST(HeadKvPolicy, DefaultMemoryIsThePapersGlobalHeadsKeepBLocalHeadsTheirWindow) {
   // No match_total given: the paper's memory model (§5.1, Table 4), the exact
   // test's positions, and a mean per-head peak below B (LineAR keeps B in every head).
-  auto policy = make_policy("headkv:budget=12,threshold=14,local_window=4,recent_lines=1", small_context(2));
+  auto policy = make_policy("headkv:budget=12,threshold=14,local_window=8,recent_lines=2", small_context(2));
   auto& headkv = as_headkv(policy);
   EXPECT_EQ(policy->max_entries(), 13);  // the pre-grouping cache, not a global head above B
   KvStore store(1, 1, 2, kDim, 1 + policy->max_entries() + 1, at::TensorOptions().dtype(at::kFloat));
@@ -166,7 +172,7 @@ TEST(HeadKvPolicy, DefaultMemoryIsThePapersGlobalHeadsKeepBLocalHeadsTheirWindow
   feed(*policy, store, 13, 15, {true, false}, 12);
   EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 13, 14, 15, 16}));
   EXPECT_EQ(store.positions(0, 0, 1), (Positions{0, 1, 2, 11, 12, 13, 14, 15, 16}));
-  // Per-head peaks: local W + n = 8, global B = 12; mean 10 < B.
+  // Per-head peaks: local W = 8, global B = 12; mean 10 < B.
   EXPECT_EQ((4 + 4 + headkv.global_budget(0, 0)) / 2, 10);
   // The registry states the default the window and the CLI show.
   const PolicyParamSpec* param = find_policy("headkv").find_param("match_total");
@@ -175,10 +181,10 @@ TEST(HeadKvPolicy, DefaultMemoryIsThePapersGlobalHeadsKeepBLocalHeadsTheirWindow
 }
 
 TEST(HeadKvPolicy, MatchTotalGivesGlobalHeadsWhatLocalHeadsLeave) {
-  auto policy = make_policy("headkv:budget=12,threshold=14,local_window=4,recent_lines=1,match_total=true",
+  auto policy = make_policy("headkv:budget=12,threshold=14,local_window=8,recent_lines=2,match_total=true",
                             small_context(2));
   auto& headkv = as_headkv(policy);
-  // Worst case: one global head next to a local one: 2 x 12 - (4 + 4) = 16 = N.
+  // Worst case: one global head next to a local one: 2 x 12 - 8 = 16 = N.
   EXPECT_EQ(policy->max_entries(), 16);
   KvStore store(1, 1, 2, kDim, 1 + policy->max_entries() + 1, at::TensorOptions().dtype(at::kFloat));
   append(store, 0, 12);
@@ -187,11 +193,11 @@ TEST(HeadKvPolicy, MatchTotalGivesGlobalHeadsWhatLocalHeadsLeave) {
   EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 9, 10, 11, 12, 13}));
   EXPECT_EQ(store.positions(0, 0, 1).size(), 14u);  // target 16 - 4 + 1 = 13: nothing to evict yet
   feed(*policy, store, 13, 15, {true, false}, 12);
-  // Line end: G - n = 12. Recent 13..16; history 1..12 = long 1..6 (loses 5, 6) and
-  // near 7..12 (loses 7, 8).
+  // Line end: G - n = 12. Recent: the finished line 13..16; history 1..12 = long
+  // 1..6 (loses 5, 6) and near 7..12 (loses 7, 8).
   EXPECT_EQ(store.positions(0, 0, 0), (Positions{0, 13, 14, 15, 16}));
   EXPECT_EQ(store.positions(0, 0, 1), (Positions{0, 1, 2, 3, 4, 9, 10, 11, 12, 13, 14, 15, 16}));
-  // Mean over heads of the per-head peak (local W + n, global G) is B.
+  // Mean over heads of the per-head peak (local W, global G) is B.
   EXPECT_EQ((4 + 4 + headkv.global_budget(0, 0)) / 2, 12);
 }
 
@@ -299,7 +305,7 @@ TEST(HeadKvPolicy, BudgetNeverExceededOverWholeSequences) {
   for (const std::string spec :
        {"headkv:rho=1/2,threshold=20", "headkv:rho=1/2,threshold=20,match_total=true",
         "headkv:rho=1/2,threshold=30,match_total=false",
-        "headkv:rho=3/4,local_window=4,cfg_decision=both,alpha=1,threshold=40",
+        "headkv:rho=3/4,local_window=8,cfg_decision=both,alpha=1,threshold=40",
         "headkv:rho=1/2,alpha=0,cond_mass=include,threshold=1", "headkv:rho=1/2,threshold=64"}) {
     auto policy = make_policy(spec, c);
     auto& headkv = as_headkv(policy);
@@ -351,15 +357,25 @@ TEST(HeadKvPolicy, ClearErrorsForImpossibleParameters) {
             std::string::npos);
   EXPECT_NE(test::policy_error("headkv:alpha=3/2", c).find("alpha 1.5 is impossible"), std::string::npos);
   EXPECT_NE(
-      test::policy_error("headkv:rho=1/8", c)
-          .find("policy headkv: budget 32 tokens is impossible: B (32 after rounding down to whole lines of 16) must "
-                "hold the 2 recent line(s) and the one-line buffer of global heads: at least 48 tokens"),
+      test::policy_error("headkv:rho=1/16", c)
+          .find("policy headkv: budget 16 tokens is impossible: B (16 after rounding down to whole lines of 16) must "
+                "hold the 2 recent line(s) of global heads (the line being generated among them) and more than a "
+                "local head's one line: at least 32 tokens"),
       std::string::npos);
-  EXPECT_NE(test::policy_error("headkv:rho=1/4,local_window=50", c)
-                .find(
-                    "local_window 50 tokens is impossible with B = 64: a local head holds its window plus the one-line "
-                    "buffer, which must fit in B (local_window must be in 1..48)"),
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,local_window=64", c)
+                .find("local_window 64 tokens is impossible with B = 64: a local head keeps less than a global head "
+                      "(local_window must be in 16..63)"),
             std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,local_window=8", c)
+                .find("local_window 8 tokens is impossible: a local head's window holds the line being generated (16 "
+                      "tokens"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("headkv:rho=1/4,recent_lines=0", c).find("recent_lines"), std::string::npos);
+  // Two lines: global heads keep the line before the one under way; the default
+  // window shrinks to one line, below them.
+  auto two_lines = make_policy("headkv:rho=1/8", c);
+  EXPECT_EQ(as_headkv(two_lines).rho_budget(), 32);
+  EXPECT_EQ(as_headkv(two_lines).local_window(), 16);
   EXPECT_NE(
       test::policy_error("headkv:rho=1/4,threshold=300", c).find("threshold 300 is impossible (must be in 1..256"),
       std::string::npos);
@@ -377,4 +393,56 @@ TEST(HeadKvPolicy, ClearErrorsForImpossibleParameters) {
   EXPECT_EQ(as_headkv(p).rho_budget(), 48);
   EXPECT_EQ(as_headkv(p).local_window(), 32);
   EXPECT_EQ(p->max_entries(), 48);
+}
+
+// The papers' rho = 1/8 on a 24x24 grid (LlamaGen at 384 px): B = 72 = 3 lines.
+// Global heads keep their 2 recent lines, the second of them the line under way,
+// so every line end leaves one line of history for Stratified Token Eviction to
+// choose from; local heads keep a 2-line window, less than the global heads.
+TEST(HeadKvPolicy, GlobalHeadsKeepHistoryAtOneEighthOnA24x24Grid) {
+  PolicyContext c = test::small_policy_context(24, /*rows=*/1, /*cfg=*/false, /*n_head=*/2, /*kv_heads=*/2);
+  auto policy = make_policy("headkv:rho=1/8", c);
+  auto& headkv = as_headkv(policy);
+  ASSERT_EQ(headkv.rho_budget(), 72);
+  ASSERT_EQ(headkv.local_window(), 48);
+  KvStore store(1, 1, 2, kDim, 1 + policy->max_entries() + 1, at::TensorOptions().dtype(at::kFloat));
+  store.append(0, at::zeros({1, 2, 1, kDim}), at::zeros({1, 2, 1, kDim}), {0});
+  at::manual_seed(5);
+  int64_t peak_local = 0, peak_global = 0, line_ends_with_history = 0;
+  for (int64_t i = 0; i < 24 * 24; ++i) {
+    // KV head 0: a key along e0 that grows with the position, looked at by a sharp
+    // e0 query (the newest tokens: local). KV head 1: random keys and queries (spread
+    // attention: global).
+    at::Tensor k = at::randn({1, 2, 1, kDim});
+    k[0][0].zero_();
+    k[0][0][0][0] = 0.05f * static_cast<float>(i);
+    store.append(0, k, k, {1 + i});
+    if (headkv.grouped(0)) {  // the peak: the new token is in, the line end not yet applied
+      peak_local = std::max(peak_local, store.length(0, 0, 0) - 1);
+      peak_global = std::max(peak_global, store.length(0, 0, 1) - 1);
+    }
+    at::Tensor q = at::randn({1, 2, 1, kDim}) * 0.5;
+    q[0][0].zero_();
+    q[0][0][0][0] = 40.0f;
+    policy->observe_queries(0, i, q);
+    policy->after_token(store, i);
+    if (!headkv.grouped(0)) continue;
+    if ((i + 1) % 24 != 0) continue;
+    const int64_t local = store.length(0, 0, 0) - 1, global = store.length(0, 0, 1) - 1;
+    // A line end: global back to B - n = 48, the finished line and a line's worth of history.
+    EXPECT_EQ(global, 48) << "token " << i;
+    EXPECT_EQ(local, 24) << "token " << i;
+    const int64_t recent_from = 1 + i + 1 - 24;  // the finished line's first position
+    int64_t history = 0;
+    for (int64_t p : store.positions(0, 0, 1)) history += (p >= 1 && p < recent_from) ? 1 : 0;
+    EXPECT_EQ(history, 24) << "token " << i;
+    line_ends_with_history += history > 0 ? 1 : 0;
+  }
+  ASSERT_TRUE(headkv.grouped(0));
+  EXPECT_FALSE(headkv.is_global(0, 0, 0));
+  EXPECT_TRUE(headkv.is_global(0, 0, 1));
+  EXPECT_GT(line_ends_with_history, 15);
+  EXPECT_EQ(peak_global, 72);
+  EXPECT_EQ(peak_local, 48);
+  EXPECT_LT(peak_local, peak_global);
 }

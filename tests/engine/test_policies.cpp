@@ -188,6 +188,29 @@ TEST(LinearPolicy, CfgPairsKeepTheSamePositions) {
   EXPECT_EQ(image_entry_counts(store, 0, 1)[0][0].item<int64_t>(), 8);
 }
 
+// CFG ends in the middle of a line: the conditional row keeps the queries it
+// buffered before, so the line end is still guided by the whole finished line.
+// The cache and keys of the first LineAR test; the line's first two queries look
+// for strong keys, the two after the drop are zero (uniform attention). Guided by
+// all four, the four weakest mid tokens go, as in that test; had the buffer lost
+// the first two, every mid token would tie and the oldest four would go.
+TEST(LinearPolicy, CfgEndingMidLineKeepsTheLinesEarlierQueries) {
+  PolicyContext c = test::small_policy_context(4, /*rows=*/2, /*cfg=*/true);
+  auto policy = make_policy("linear:budget=12,n_init=1,r=1", c);
+  KvStore store(1, 2, 1, 4, 1 + policy->max_entries(), at::TensorOptions().dtype(at::kFloat));
+  append_token(store, 0, 0.0f);
+  const float strength[12] = {0.1f, 5.0f, -3.0f, 4.0f, -1.0f, 2.0f, -2.0f, 3.0f, 0, 0, 0, 0};
+  for (int64_t i = 0; i < 12; ++i) {
+    if (i == 10) store.keep_rows(0, 1);  // CFG ends after token 9, half-way through the last line
+    append_token(store, 1 + i, strength[i]);
+    at::Tensor q = at::zeros({store.rows(), 1, 1, 4});
+    if (i < 10) q.select(3, 0).fill_(1.0f);
+    policy->observe_queries(0, i, q);
+    policy->after_token(store, i);
+  }
+  EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{0, 1, 2, 4, 8, 9, 10, 11, 12}));
+}
+
 TEST(RandomPolicy, ReproducibleAndNeverEvictsTheCondition) {
   PolicyContext c = test::small_policy_context(4);
   c.seed = 9;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <functional>
 #include <set>
+#include <tuple>
 
 #include "engine/cache/kv_store.h"
 #include "engine/cache/policies/amskv_policy.h"
@@ -82,28 +83,96 @@ at::Tensor random_keys(int64_t rows, int64_t heads, int64_t t, int64_t seed) {
 TEST(AmsKv, DefaultsFollowThePaperAndCacheEfficientLayersRollWithinCmin) {
   // Scales 1, 4, 9, 16, 25: C_cds = 5 tokens, C_min = 16 + 5, C_max = 25 + 16 + 5.
   const PolicyContext c = scale_context({1, 4, 9, 16, 25});
-  auto policy = make_policy("amskv:theta=-1e9", c);  // never promoted
-  auto* ams = dynamic_cast<AmsKvPolicy*>(policy.get());
-  ASSERT_NE(ams, nullptr);
-  EXPECT_EQ(ams->condensed_tokens(), 5);
-  EXPECT_EQ(ams->c_min(), 21);
-  EXPECT_EQ(ams->c_max(), 46);
-  EXPECT_EQ(ams->budget_tokens(), 46);
+  for (const std::string order : {"attend_first", "evict_first"}) {
+    SCOPED_TRACE(order);
+    auto policy = make_policy("amskv:theta=-1e9,order=" + order, c);  // never promoted
+    auto* ams = dynamic_cast<AmsKvPolicy*>(policy.get());
+    ASSERT_NE(ams, nullptr);
+    EXPECT_EQ(ams->condensed_tokens(), 5);
+    EXPECT_EQ(ams->c_min(), 21);
+    EXPECT_EQ(ams->c_max(), 46);
+    EXPECT_EQ(ams->budget_tokens(), 46);
+    KvStore store = store_for(c);
+    std::vector<int64_t> after;
+    EXPECT_EQ(run_unit(*ams, store, c, 0, random_keys(1, 2, 1, 1), &after), range(0, 1));
+    EXPECT_EQ(run_unit(*ams, store, c, 1, random_keys(1, 2, 4, 2), &after), range(0, 5));
+    EXPECT_EQ(run_unit(*ams, store, c, 2, random_keys(1, 2, 9, 3), &after), range(0, 14));
+    // Scale 3 overflows C_min = 21 (30 entries): CLRU keeps the condensed 5 and the
+    // 16 newest; attend-first after the scale has seen all 30, evict-first before.
+    const std::vector<int64_t> rolled = concat(range(0, 5), range(14, 30));
+    EXPECT_EQ(run_unit(*ams, store, c, 3, random_keys(1, 2, 16, 4), &after),
+              order == "attend_first" ? range(0, 30) : rolled);
+    EXPECT_EQ(after, rolled);
+    EXPECT_FALSE(ams->cache_demanding(0, 0));
+    // Scale 4 (25 tokens) exceeds the budget C_min: not cached (Algorithm 1, line 13-14),
+    // but its queries still see it (its self-attention) and C_{i-1}.
+    EXPECT_EQ(run_unit(*ams, store, c, 4, random_keys(1, 2, 25, 5), &after), concat(rolled, range(30, 55)));
+    EXPECT_EQ(after, rolled);
+    EXPECT_EQ(store.positions(0, 0, 1), after);  // every head of the layer alike
+  }
+}
+
+// The order of attention and eviction: the paper's Algorithm 1 appends a scale
+// and rolls the cache. Rolled before the scale attends (evict_first), a
+// cache-efficient layer draws the penultimate scale from the condensed scales and
+// itself only: Table 1's "Remove Local", its most harmful removal. By default the
+// scale attends first, with the same peak (C_{i-1} plus the scale).
+TEST(AmsKv, AScaleAttendsToItsLocalScalesBeforeTheLayerRolls) {
+  // Scales 1, 4, 9, 16, 25, 36: C_cds = 5, C_min = 25 + 5 = 30.
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25, 36});
+  auto run = [&](const std::string& spec) {
+    auto policy = make_policy(spec, c);
+    KvStore store = store_for(c);
+    std::vector<int64_t> seen, after;
+    int64_t peak = 0;
+    for (int64_t u = 0; u <= 4; ++u) {
+      const int64_t t = c.unit_tokens[static_cast<size_t>(u)];
+      store.append(0, random_keys(1, 2, t, 60 + u), random_keys(1, 2, t, 70 + u),
+                   range(c.unit_begin(u), c.unit_begin(u) + t));
+      peak = std::max(peak, store.length(0, 0, 0));
+      policy->before_unit_attention(store, 0, u);
+      seen = store.positions(0, 0, 0);
+      policy->after_unit_layer(store, 0, u);
+      policy->after_unit(store, u);
+      after = store.positions(0, 0, 0);
+    }
+    return std::make_tuple(seen, after, peak);
+  };
+  // Scale 4 (25 tokens) arrives on a cache of 30 (C_min): 55 entries, rolled to the
+  // condensed 5 and the 25 newest, which are scale 4 itself.
+  const auto [seen, after, peak] = run("amskv:theta=-1e9");
+  EXPECT_EQ(seen, range(0, 55));  // scales 2 and 3, its local scales, are visible
+  EXPECT_EQ(after, concat(range(0, 5), range(30, 55)));
+  const auto [seen_first, after_first, peak_first] = run("amskv:theta=-1e9,order=evict_first");
+  EXPECT_EQ(seen_first, concat(range(0, 5), range(30, 55)));  // the condensed scales and itself
+  EXPECT_EQ(after_first, after);
+  EXPECT_EQ(peak, 55);
+  EXPECT_EQ(peak_first, peak);
+}
+
+// A budget under which CLRU keeps fewer recent tokens than a cached scale has
+// (C_bgt - C_cds < t_i <= C_bgt) would cut that scale before it attends when the
+// cache rolls first: evict_first refuses it; attend_first rolls after the scale
+// has attended whole, keeping its newest C_bgt - C_cds tokens (Algorithm 2).
+TEST(AmsKv, EvictFirstRefusesBudgetsThatWouldCutAScaleBeforeItAttends) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25});  // C_cds = 5
+  const std::string message = test::policy_error("amskv:c_min=20,order=evict_first", c);
+  EXPECT_NE(message.find("c_min 20 tokens is impossible with order=evict_first: rolled before scale 3 attends, the "
+                         "cache would keep 15 recent tokens, fewer than the scale's own 16"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("use c_min >= 21 (or below 16"), std::string::npos) << message;
+  EXPECT_NE(test::policy_error("amskv:c_max=28,order=evict_first", c).find("c_max 28 tokens is impossible"),
+            std::string::npos);
+  EXPECT_NO_THROW(make_policy("amskv:c_min=21,order=evict_first", c));
+  EXPECT_NO_THROW(make_policy("amskv:c_min=15,c_max=21,order=evict_first", c));  // scale 3 never cached under 15
+
+  auto policy = make_policy("amskv:theta=-1e9,c_min=20", c);
   KvStore store = store_for(c);
   std::vector<int64_t> after;
-  EXPECT_EQ(run_unit(*ams, store, c, 0, random_keys(1, 2, 1, 1), &after), range(0, 1));
-  EXPECT_EQ(run_unit(*ams, store, c, 1, random_keys(1, 2, 4, 2), &after), range(0, 5));
-  EXPECT_EQ(run_unit(*ams, store, c, 2, random_keys(1, 2, 9, 3), &after), range(0, 14));
-  // Scale 3 overflows C_min = 21 (30 entries): CLRU keeps the condensed 5 and the 16 newest.
-  EXPECT_EQ(run_unit(*ams, store, c, 3, random_keys(1, 2, 16, 4), &after), concat(range(0, 5), range(14, 30)));
-  EXPECT_EQ(after, concat(range(0, 5), range(14, 30)));
-  EXPECT_FALSE(ams->cache_demanding(0, 0));
-  // Scale 4 (25 tokens) exceeds the budget C_min: not cached (Algorithm 1, line 13-14),
-  // but its queries still see it (its self-attention) and C_{i-1}.
-  EXPECT_EQ(run_unit(*ams, store, c, 4, random_keys(1, 2, 25, 5), &after),
-            concat(concat(range(0, 5), range(14, 30)), range(30, 55)));
-  EXPECT_EQ(after, concat(range(0, 5), range(14, 30)));
-  EXPECT_EQ(store.positions(0, 0, 1), after);  // every head of the layer alike
+  for (int64_t u = 0; u < 3; ++u) run_unit(*policy, store, c, u, random_keys(1, 2, c.unit_tokens[u], 80 + u));
+  EXPECT_EQ(run_unit(*policy, store, c, 3, random_keys(1, 2, 16, 83), &after), range(0, 30));
+  EXPECT_EQ(after, concat(range(0, 5), range(15, 30)));
 }
 
 // cds (AMS-KV Table 7: condensed scales {}, {0}, {0, 1}): the first cds scales
@@ -146,8 +215,9 @@ TEST(AmsKv, LowSimilarityPromotesALayerToCmax) {
   EXPECT_EQ(run_unit(*ams, store, c, 3, random_keys(1, 2, 16, 13), &after), range(0, 30));  // 30 <= C_max: no rolling
   EXPECT_TRUE(ams->cache_demanding(0, 0));
   EXPECT_EQ(ams->layer_budget(0, 0), 46);
-  // 55 > 46: CLRU keeps the condensed 5 and the 41 newest (scales 3 and 4).
-  EXPECT_EQ(run_unit(*ams, store, c, 4, random_keys(1, 2, 25, 14), &after), concat(range(0, 5), range(14, 55)));
+  // 55 > 46: scale 4 attends to all 55, then CLRU keeps the condensed 5 and the 41
+  // newest (scales 3 and 4).
+  EXPECT_EQ(run_unit(*ams, store, c, 4, random_keys(1, 2, 25, 14), &after), range(0, 55));
   EXPECT_EQ(after, concat(range(0, 5), range(14, 55)));
 }
 
@@ -784,7 +854,7 @@ TEST(HeatKvCalibration, CalibrationImagesMeasuresOnThatManyClassesOncePerN) {
   SmallVar var;
   GenerationRequest r;
   r.class_ids = {2};
-  r.cfg_scale = 4.0;  // not calibrate's 1.5: N > 0 measures as `calibrate` does
+  r.cfg_scale = 4.0;  // not calibrate's 1.5: the calibration is measured at the run's CFG
   RunContext ctx;
   ctx.bundle_dir = var.dir.path().string();
   VarCalibrations kept;
@@ -797,7 +867,7 @@ TEST(HeatKvCalibration, CalibrationImagesMeasuresOnThatManyClassesOncePerN) {
   EXPECT_EQ(three->classes, (std::vector<int64_t>{0, 1, 3}));
   EXPECT_EQ(three->samples, 3);
   EXPECT_EQ(three->seed, 0u);
-  EXPECT_DOUBLE_EQ(three->cfg, CalibrationRequest{}.cfg);  // calibrate's CFG, not the run's
+  EXPECT_DOUBLE_EQ(three->cfg, 4.0);  // the run's CFG, not calibrate's default
   EXPECT_EQ(measured.count(), 1);
   // The same N again (another budget too): kept, not measured again.
   EXPECT_EQ(heatkv_calibration_for(var.model, kept, "heatkv:budget=0.5,calibration_images=3", r, ctx), three);
@@ -833,22 +903,46 @@ TEST(HeatKvCalibration, CalibrationImagesMeasuresOnThatManyClassesOncePerN) {
   EXPECT_TRUE(none.attention.empty());
   EXPECT_EQ(measured.count(), 2);
 
-  // A bundle file measured on exactly the N classes is used as it is (marked
-  // here by its CFG); one on other classes does not serve N.
-  ScaleAttentionProfile stored = *three;
-  stored.cfg = 9.5;
-  stored.save(ctx.bundle_dir + "/" + kScaleAttentionProfileFile);
+  // A bundle file serves only the settings it was measured with: its classes,
+  // CFG and seed (the file is marked by its sample count).
+  ScaleAttentionProfile stored = *three;  // classes {0, 1, 3}, CFG 4, seed 0
+  stored.samples = 7;
+  const std::string file = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
+  stored.save(file);
   VarCalibrations fresh;
   const auto from_file = heatkv_calibration_for(var.model, fresh, spec + "3", r, ctx);
-  EXPECT_DOUBLE_EQ(from_file->cfg, 9.5);
-  EXPECT_EQ(from_file->beta, three->beta);
+  EXPECT_EQ(from_file->samples, 7);
   EXPECT_EQ(measured.count(), 2);
+  // The same classes at another CFG, named by calibration_cfg or by the run: measured once.
+  const auto at_one_five = heatkv_calibration_for(var.model, fresh, spec + "3,calibration_cfg=1.5", r, ctx);
+  EXPECT_EQ(at_one_five->samples, 3);
+  EXPECT_DOUBLE_EQ(at_one_five->cfg, 1.5);
+  EXPECT_NE(at_one_five->beta, from_file->beta);
+  EXPECT_EQ(measured.count(), 3);
+  GenerationRequest run_at_one_five = r;
+  run_at_one_five.cfg_scale = 1.5;
+  EXPECT_EQ(heatkv_calibration_for(var.model, fresh, spec + "3", run_at_one_five, ctx), at_one_five);
+  EXPECT_EQ(measured.count(), 3);
+  // Other classes: measured.
   const auto measured_two = heatkv_calibration_for(var.model, fresh, spec + "2", r, ctx);
   EXPECT_EQ(measured_two->classes, (std::vector<int64_t>{0, 2}));
-  EXPECT_DOUBLE_EQ(measured_two->cfg, CalibrationRequest{}.cfg);
-  EXPECT_EQ(measured.count(), 3);
-  // The default takes the bundle's file whatever its classes.
-  EXPECT_DOUBLE_EQ(heatkv_calibration_for(var.model, fresh, "heatkv", r, ctx)->cfg, 9.5);
+  EXPECT_DOUBLE_EQ(measured_two->cfg, 4.0);
+  EXPECT_EQ(measured.count(), 4);
+  // Another seed: measured.
+  stored.seed = 5;
+  stored.save(file);
+  VarCalibrations other_seed;
+  EXPECT_EQ(heatkv_calibration_for(var.model, other_seed, spec + "3", r, ctx)->samples, 3);
+  EXPECT_EQ(measured.count(), 5);
+  // The default set is the file's classes, at the run's CFG too.
+  stored.seed = 0;
+  stored.save(file);
+  VarCalibrations defaults;
+  EXPECT_EQ(heatkv_calibration_for(var.model, defaults, "heatkv", r, ctx)->samples, 7);
+  const auto default_at_one_five = heatkv_calibration_for(var.model, defaults, "heatkv", run_at_one_five, ctx);
+  EXPECT_EQ(default_at_one_five->samples, 3);
+  EXPECT_EQ(default_at_one_five->classes, stored.classes);
+  EXPECT_DOUBLE_EQ(default_at_one_five->cfg, 1.5);
 }
 
 TEST(HeatKvCalibration, ASessionKeepsEachNAndAPolicyChangeGetsItsOwn) {

@@ -246,6 +246,7 @@ class TestWindowFamilies : public QObject {
     for (int64_t side : m.scale_sides) p.unit_tokens.push_back(side * side);
     for (int64_t i = 0; i < 3; ++i) p.classes.push_back(i * m.num_classes / 3);
     p.samples = 3;
+    p.cfg = 4.0;  // the demo's default CFG, the run's: a calibration serves runs at its own CFG
     const int64_t k = p.scales();
     p.beta.assign(static_cast<size_t>(p.layers * p.heads * k * k), 0.0);
     for (int64_t l = 0; l < p.layers; ++l)
@@ -266,6 +267,13 @@ class TestWindowFamilies : public QObject {
     // N = 2 is other classes: the run measures them, and says so.
     QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1,calibration_images=2")));
     bool started = false;
+    for (int i = 0; i < 200 && !(started = w.generate()); ++i) QTest::qWait(50);
+    QVERIFY2(started, qPrintable(w.banner()->message()));
+    QVERIFY(w.run()->calibrating());
+    QVERIFY(done.wait(120000));
+    // N = 3 again at another CFG: the file was made at CFG 4, so it is measured anew.
+    QVERIFY(w.setPolicySpec(QStringLiteral("heatkv:budget=0.1,calibration_images=3,calibration_cfg=2")));
+    started = false;
     for (int i = 0; i < 200 && !(started = w.generate()); ++i) QTest::qWait(50);
     QVERIFY2(started, qPrintable(w.banner()->message()));
     QVERIFY(w.run()->calibrating());

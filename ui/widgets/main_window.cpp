@@ -292,7 +292,8 @@ void MainWindow::buildUi() {
   connect(run_, &RunViewModel::finished, this, [this] {
     if (const auto* c = firstUseCalibration(QString::fromStdString(run_->request().policy), run_->family()))
       calibrated_models_.insert(calibrationKey(QString::fromStdString(run_->request().model_path),
-                                               QString::fromStdString(run_->request().policy), *c));
+                                               QString::fromStdString(run_->request().policy), *c,
+                                               run_->request().cfg_scale));
     history_->addResult(run_->request(), run_->result(), model_.class_names);
     Q_EMIT runFinished(true);
   });
@@ -460,7 +461,7 @@ bool MainWindow::generate() {
   if (debug_) debug_->setRun(run_);
   const quint64 job = worker_->submit(request);
   run_->setModel(model_);
-  const auto calibration = needsCalibration(s.policy);
+  const auto calibration = needsCalibration(s.policy, request.cfg_scale);
   run_->setCalibrationPending(calibration ? &*calibration : nullptr);
   run_->track(worker_, job, request);
   panel_->setLastSeed(s.seed);
@@ -494,7 +495,7 @@ bool MainWindow::runCompare(const QStringList& specs) {
   }
   for (int i = 0; i < compare_->paneCount(); ++i) {
     compare_->pane(i)->setModel(model_);
-    const auto calibration = needsCalibration(compare_->specs().value(i));
+    const auto calibration = needsCalibration(compare_->specs().value(i), base.cfg_scale);
     compare_->pane(i)->setCalibrationPending(calibration ? &*calibration : nullptr);
   }
   panel_->setRunning(true);
@@ -599,29 +600,34 @@ bool MainWindow::setPolicySpec(const QString& spec) {
 
 // A calibrated policy (HeatKV ranks heads, ScaleKV picks drafter layers from a
 // calibration): a bundle without its file gets one made by the session before
-// the first unit (once per model and policy in this process). HeatKV's
-// calibration_images=N is measured once per N unless the bundle's file was
-// measured on exactly those N classes; the notice names the N.
-std::optional<kvs::FamilyDescription::FirstUseCalibration> MainWindow::needsCalibration(const QString& spec) const {
+// the first unit (once per model, policy, calibration set and CFG in this
+// process). HeatKV's calibration serves a run only when it was measured with the
+// settings the run asks (file_serves: its classes, CFG and seed); the notice
+// names the N.
+std::optional<kvs::FamilyDescription::FirstUseCalibration> MainWindow::needsCalibration(const QString& spec,
+                                                                                         double cfg) const {
   const auto* c = firstUseCalibration(spec, family());
   if (!c) return std::nullopt;
   const QString dir = QString::fromStdString(model_.dir);
-  if (calibrated_models_.contains(calibrationKey(dir, spec, *c))) return std::nullopt;
-  if (const int64_t images = calibrationImages(spec, *c); images > 0) {
-    if (c->file_serves && c->file_serves(model_.dir, model_.num_classes, images)) return std::nullopt;
-    kvs::FamilyDescription::FirstUseCalibration sized = *c;
-    if (c->images_work) sized.work = c->images_work(images);
-    return sized;
+  if (calibrated_models_.contains(calibrationKey(dir, spec, *c, cfg))) return std::nullopt;
+  if (c->file_serves) {
+    if (c->file_serves(model_.dir, model_.num_classes, spec.trimmed().toStdString(), cfg)) return std::nullopt;
+  } else if (QFileInfo::exists(QDir(dir).filePath(QString::fromStdString(c->file)))) {
+    return std::nullopt;
   }
-  if (QFileInfo::exists(QDir(dir).filePath(QString::fromStdString(c->file)))) return std::nullopt;
-  return *c;
+  kvs::FamilyDescription::FirstUseCalibration sized = *c;
+  if (const int64_t images = calibrationImages(spec, *c); images > 0 && c->images_work)
+    sized.work = c->images_work(images);
+  return sized;
 }
 
-// One key per model, policy and calibration set (HeatKV's N; 0: the default).
+// One key per model, policy, calibration set (HeatKV's N; 0: the default) and
+// the CFG the calibration is measured at.
 QString MainWindow::calibrationKey(const QString& modelDir, const QString& spec,
-                                   const kvs::FamilyDescription::FirstUseCalibration& c) {
+                                   const kvs::FamilyDescription::FirstUseCalibration& c, double cfg) {
   return modelDir + QLatin1Char('\n') + QString::fromStdString(c.policy) + QLatin1Char('\n') +
-         QString::number(calibrationImages(spec, c));
+         QString::number(calibrationImages(spec, c)) + QLatin1Char('\n') +
+         QString::number(calibrationCfg(spec, c, cfg), 'g', 17);
 }
 
 // Everything that depends on the model's family besides the parameter panel

@@ -118,9 +118,9 @@ class MainWindow : public QMainWindow {
   void applyOverlayControls();
   void refreshMaskChoices();
   void applyFamily();
-  std::optional<kvs::FamilyDescription::FirstUseCalibration> needsCalibration(const QString& spec) const;
+  std::optional<kvs::FamilyDescription::FirstUseCalibration> needsCalibration(const QString& spec, double cfg) const;
   static QString calibrationKey(const QString& modelDir, const QString& spec,
-                                const kvs::FamilyDescription::FirstUseCalibration& c);
+                                const kvs::FamilyDescription::FirstUseCalibration& c, double cfg);
   void placeDebugOverlay();
   void showError(const QString& message);
   void showNotice(const QString& message);

@@ -45,6 +45,24 @@ AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& optio
     throw InvalidArgumentError("policy amskv: c_min " + std::to_string(c_min_) +
                                " tokens is impossible: it must exceed the " + std::to_string(cds_tokens_) +
                                " tokens of the condensed scales");
+  if (options.order == AmsKvOrder::EvictFirst) {
+    // Rolled before a scale attends, CLRU keeps C_bgt - C_cds recent tokens: a
+    // scale cached under a budget must fit in them whole, or it would lose some of
+    // its own entries before they attend (the rule of cache_policy.h).
+    for (const auto& [name, b] : {std::pair<const char*, int64_t>{"c_min", c_min_}, {"c_max", c_max_}}) {
+      for (int64_t s = options.condensed_scales; s < scales; ++s) {
+        const int64_t t_s = t[static_cast<size_t>(s)];
+        if (t_s <= b && t_s > b - cds_tokens_)
+          throw InvalidArgumentError(
+              "policy amskv: " + std::string(name) + " " + std::to_string(b) +
+              " tokens is impossible with order=evict_first: rolled before scale " + std::to_string(s) +
+              " attends, the cache would keep " + std::to_string(b - cds_tokens_) + " recent tokens, fewer than the "
+              "scale's own " + std::to_string(t_s) + ", so it would lose some of them before they attend; use " +
+              std::string(name) + " >= " + std::to_string(t_s + cds_tokens_) + " (or below " + std::to_string(t_s) +
+              ", which never caches the scale), or order=attend_first");
+      }
+    }
+  }
   if (options.demanding_layers < 0 || options.demanding_layers > context.n_layer)
     throw InvalidArgumentError("policy amskv: demanding_layers " + std::to_string(options.demanding_layers) +
                                " is impossible (0.." + std::to_string(context.n_layer) + " for " +
@@ -88,40 +106,60 @@ void AmsKvPolicy::observe_unit_keys(int64_t layer, int64_t unit, const at::Tenso
   for (size_t r = 0; r < s.size(); ++r) similarity_[at(layer, static_cast<int64_t>(r))] = s[r];
 }
 
-void AmsKvPolicy::before_unit_attention(KvStore& store, int64_t layer, int64_t unit) {
+at::Tensor AmsKvPolicy::roll(const KvStore& store, int64_t layer, int64_t unit) {
   const int64_t rows = decision_rows(store, context_);
   const int64_t t_i = context_.unit_tokens.at(static_cast<size_t>(unit));
   ImageSlots slots = image_slots(store, layer, 0);
   at::Tensor keep = at::ones({rows, store.kv_heads(), slots.length}, at::TensorOptions().dtype(at::kBool));
+  at::Tensor units;  // the unit of every slot, for the rows that drop this scale
   bool evict = false;
   for (int64_t r = 0; r < rows; ++r) {
     const size_t i = at(layer, r);
     drop_pending_[i] = 0;
     // Algorithm 1, lines 5-16, for this layer and image. The scale is already in
     // the store; C_{i-1} is what was there before it.
-    if (t_i > c_max_) {
-      drop_pending_[i] = 1;  // line 5-6: never cached
-      continue;
-    }
+    bool drop = t_i > c_max_;  // lines 5-6: never cached
     const int64_t cached = store.max_length(layer) > 0 ? store.length(layer, r, 0) : 0;  // |C_i| (heads are equal)
-    if (cached <= budget_[i]) continue;
-    const double s = similarity_[i];
-    // Lines 10-11 (S2 only: S1's budgets are fixed from the start).
-    const bool by_similarity = options_.allocation == AmsKvAllocation::Similarity;
-    if (by_similarity && budget_[i] == c_min_ && !std::isnan(s) && s < theta_) budget_[i] = c_max_;
-    if (t_i > budget_[i]) {
-      drop_pending_[i] = 1;  // line 13-14: C_i = C_{i-1}
+    if (!drop && cached > budget_[i]) {
+      const double s = similarity_[i];
+      // Lines 10-11 (S2 only: S1's budgets are fixed from the start).
+      const bool by_similarity = options_.allocation == AmsKvAllocation::Similarity;
+      if (by_similarity && budget_[i] == c_min_ && !std::isnan(s) && s < theta_) budget_[i] = c_max_;
+      drop = t_i > budget_[i];  // lines 13-14: C_i = C_{i-1}
+      if (!drop) {
+        // CLRU (Algorithm 2): the condensed tokens and the C_bgt - cds most recent ones.
+        const at::Tensor rank = slots.rank[r], count = slots.count[r].unsqueeze(-1);
+        keep[r] = ~slots.is_image[r] | (rank < cds_tokens_) | (rank >= count - (budget_[i] - cds_tokens_));
+        evict = true;
+      }
+    }
+    if (!drop) continue;
+    if (options_.order == AmsKvOrder::EvictFirst) {
+      drop_pending_[i] = 1;  // the scale's own entries stay until it has attended
       continue;
     }
-    // CLRU (Algorithm 2): the condensed tokens and the C_bgt - cds most recent ones.
-    const at::Tensor rank = slots.rank[r], count = slots.count[r].unsqueeze(-1);
-    keep[r] = ~slots.is_image[r] | (rank < cds_tokens_) | (rank >= count - (budget_[i] - cds_tokens_));
+    if (!units.defined()) units = unit_of_slots(store, layer, context_);
+    keep[r] = units[r] != unit;
     evict = true;
   }
-  if (evict) apply_keep(store, layer, keep, context_);
+  return evict ? keep : at::Tensor();
+}
+
+void AmsKvPolicy::before_unit_attention(KvStore& store, int64_t layer, int64_t unit) {
+  if (options_.order != AmsKvOrder::EvictFirst) return;
+  // The old order: the cache rolls before the scale attends, so in a C_min layer
+  // the scale sees only the condensed scales and the newest tokens.
+  at::Tensor keep = roll(store, layer, unit);
+  if (keep.defined()) apply_keep(store, layer, keep, context_);
 }
 
 void AmsKvPolicy::after_unit_layer(KvStore& store, int64_t layer, int64_t unit) {
+  if (options_.order == AmsKvOrder::AttendFirst) {
+    // The scale has attended to C_{i-1} and itself; now the layer's cache becomes C_i.
+    at::Tensor keep = roll(store, layer, unit);
+    if (keep.defined()) apply_keep(store, layer, keep, context_);
+    return;
+  }
   const int64_t rows = decision_rows(store, context_);
   bool any = false;
   for (int64_t r = 0; r < rows; ++r) any = any || drop_pending_[at(layer, r)] != 0;
@@ -166,6 +204,7 @@ AmsKvOptions amskv_options(const PolicyParams& p) {
   if (p.explicitly_set("theta")) o.theta = p.real("theta");
   o.allocation = p.text("allocation") == "uniform" ? AmsKvAllocation::Uniform : AmsKvAllocation::Similarity;
   o.demanding_layers = p.integer("demanding_layers");
+  o.order = p.text("order") == "evict_first" ? AmsKvOrder::EvictFirst : AmsKvOrder::AttendFirst;
   return o;
 }
 
@@ -189,6 +228,10 @@ PolicyInfo amskv_policy_info() {
       integer_param("demanding_layers", "0", 0, 1024,
                     "allocation=uniform: layers given c_max, spread evenly over the depth (0 = a sixth of the "
                     "layers, as in Table 2)"),
+      choice_param("order", "attend_first", {"attend_first", "evict_first"},
+                   "attend_first: a scale attends to the whole previous cache and itself, then the layer rolls to "
+                   "its budget; evict_first: the layer rolls before the scale attends (the same peak memory, but "
+                   "the scale then loses its local scales)"),
   };
   return {{"amskv",
            "AMS-KV: condensed scales + rolling local scales; low key-similarity layers get a larger budget",

@@ -25,6 +25,15 @@
 // layer C_min throughout (no similarity is computed); the rest of Algorithm 1 (a
 // scale larger than the budget is not cached, CLRU) is unchanged.
 // allocation=similarity (S2, Algorithm 1) is the default.
+//
+// Order of attention and eviction (the paper's Algorithm 1 appends a scale and
+// rolls the cache, silent on when the scale attends): by default a scale attends
+// to C_{i-1} and itself, and the layer rolls to C_bgt after it (order=attend_first).
+// The peak is the same either way (C_{i-1} plus the scale, the moment it is
+// appended); rolled first (order=evict_first), a cache-efficient layer would draw
+// the penultimate scale from the condensed scales and itself alone, the paper's
+// most harmful removal ("Remove Local", Table 1). evict_first refuses budgets
+// under which CLRU would cut a cached scale's own entries before they attend.
 // Choices where the paper is silent: docs/policies.md#amskv
 #include <optional>
 #include <vector>
@@ -38,6 +47,10 @@ namespace kvs {
 // a fixed number of layers spread uniformly over the depth (S1, Table 2).
 enum class AmsKvAllocation { Similarity, Uniform };
 
+// When a layer rolls its cache to the budget: after the scale has attended
+// (the default), or before, so that the scale attends to the rolled cache.
+enum class AmsKvOrder { AttendFirst, EvictFirst };
+
 // VAR-d30's threshold (Experimental Setup; Appendix E's best FID).
 inline constexpr double kAmsKvPaperTheta = -0.008;
 
@@ -47,6 +60,7 @@ struct AmsKvOptions {
   std::optional<double> theta;   // unset: the calibration's theta when there is one, else kAmsKvPaperTheta
   AmsKvAllocation allocation = AmsKvAllocation::Similarity;
   int64_t demanding_layers = 0;  // Uniform: layers given C_max; 0 = round(layers / 6), Table 2's share
+  AmsKvOrder order = AmsKvOrder::AttendFirst;
 };
 
 class AmsKvPolicy : public CachePolicy {
@@ -80,6 +94,11 @@ class AmsKvPolicy : public CachePolicy {
 
  private:
   size_t at(int64_t layer, int64_t image) const { return static_cast<size_t>(layer * images_ + image); }
+  // Algorithm 1, lines 5-16, for every image of `layer` with scale `unit` appended:
+  // raises budgets and returns the keep mask of the roll (undefined: nothing to
+  // evict). Attend-first, a scale that is not cached is dropped in the same mask;
+  // evict-first it is marked in drop_pending_ and dropped after it has attended.
+  at::Tensor roll(const KvStore& store, int64_t layer, int64_t unit);
 
   PolicyContext context_;
   AmsKvOptions options_;

@@ -48,31 +48,36 @@ HeadKvPolicy::HeadKvPolicy(const PolicyContext& context, const HeadKvOptions& op
     throw InvalidArgumentError("policy headkv: threshold " + std::to_string(options.threshold) +
                                " is impossible (must be in 1.." + std::to_string(last_length) +
                                " cache entries, condition included, for a " + grid + ")");
-  if (options.recent_lines < 0)
-    throw InvalidArgumentError("policy headkv: recent_lines " + std::to_string(options.recent_lines) + " must be >= 0");
-  if (options.local_window < 0)
+  if (options.recent_lines < 1)
+    throw InvalidArgumentError("policy headkv: recent_lines " + std::to_string(options.recent_lines) +
+                               " is impossible: the recent window holds at least the line being generated (>= 1)");
+  if (options.local_window != 0 && options.local_window < n)
     throw InvalidArgumentError("policy headkv: local_window " + std::to_string(options.local_window) +
-                               " must be >= 1 token (0 = two lines)");
-  const int64_t minimum = recent_ + n;
+                               " tokens is impossible: a local head's window holds the line being generated (" +
+                               std::to_string(n) + " tokens, the one-line buffer of periodic updates) and must be "
+                               "at least that long (0 = two lines)");
+  // Two lines at least: a local head keeps one line or more, and less than a global one.
+  const int64_t minimum = std::max(recent_, 2 * n);
   if (budget_ < minimum)
     throw InvalidArgumentError(
         "policy headkv: budget " + std::to_string(options.budget_tokens) + " tokens is impossible: B (" +
         std::to_string(budget_) + " after rounding down to whole lines of " + std::to_string(n) + ") must hold the " +
-        std::to_string(options.recent_lines) + " recent line(s) and the one-line buffer of global heads: at least " +
-        std::to_string(minimum) + " tokens (rho >= " +
+        std::to_string(options.recent_lines) + " recent line(s) of global heads (the line being generated among "
+        "them) and more than a local head's one line: at least " + std::to_string(minimum) + " tokens (rho >= " +
         std::to_string(static_cast<double>(minimum) / static_cast<double>(big_n)).substr(0, 6) + ")");
-  if (window_ + n > budget_)
-    throw InvalidArgumentError(
-        "policy headkv: local_window " + std::to_string(window_) +
-        " tokens is impossible with B = " + std::to_string(budget_) +
-        ": a local head holds its window plus the one-line buffer, which must fit in B (local_window "
-        "must be in 1.." +
-        std::to_string(budget_ - n) + ")");
+  // A local head's budget is "always smaller than that of global heads" (§5.1):
+  // the default window is two lines, or one line less than B when B is shorter.
+  if (options.local_window == 0) window_ = std::max(n, std::min(2 * n, budget_ - n));
+  if (window_ >= budget_)
+    throw InvalidArgumentError("policy headkv: local_window " + std::to_string(window_) +
+                               " tokens is impossible with B = " + std::to_string(budget_) +
+                               ": a local head keeps less than a global head (local_window must be in " +
+                               std::to_string(n) + ".." + std::to_string(budget_ - 1) + ")");
   int64_t global_max = budget_;
   if (options.match_total && context.kv_heads > 1)
-    global_max = context.kv_heads * budget_ - (context.kv_heads - 1) * (window_ + n);
+    global_max = context.kv_heads * budget_ - (context.kv_heads - 1) * window_;
   global_max = std::min(global_max, big_n);
-  max_entries_ = std::min(big_n, std::max({options.threshold - context.condition_tokens, window_ + n, global_max}));
+  max_entries_ = std::min(big_n, std::max({options.threshold - context.condition_tokens, window_, global_max}));
 }
 
 int64_t HeadKvPolicy::initial_entries() const {
@@ -96,14 +101,7 @@ int64_t HeadKvPolicy::global_budget(int64_t layer, int64_t row) const {
 }
 
 void HeadKvPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) {
-  const int64_t n = context_.grid_width;
-  at::Tensor& buffer = line_queries_[layer];
-  const int64_t rows = queries.size(0);
-  if (buffer.defined() && buffer.size(0) > rows)
-    buffer = buffer.narrow(0, 0, rows).clone();  // CFG dropped: keep cond rows
-  if (!buffer.defined() || buffer.size(0) != rows)
-    buffer = at::zeros({rows, queries.size(1), n, queries.size(3)}, queries.options());
-  buffer.narrow(2, token_index % n, 1).copy_(queries);
+  buffer_line_query(line_queries_[layer], queries, token_index % context_.grid_width, context_.grid_width);
   last_query_token_[layer] = token_index;
 }
 
@@ -185,7 +183,7 @@ void HeadKvPolicy::group(const KvStore& store, int64_t layer, int64_t token_inde
       n_global += global ? 1 : 0;
     }
     if (options_.match_total && n_global > 0) {
-      const int64_t left = kv * budget_ - (kv - n_global) * (window_ + n);
+      const int64_t left = kv * budget_ - (kv - n_global) * window_;
       budgets[r] = std::min(left / n_global, context_.image_tokens());
     }
   }
@@ -218,13 +216,15 @@ at::Tensor HeadKvPolicy::compress(const KvStore& store, int64_t layer, int64_t t
     for (int64_t g = 0; g < kv; ++g) {
       const int64_t have = c[r][g];
       if (!is_global(layer, r, g)) {
-        kl[r][g] = window_ + k;
+        kl[r][g] = window_ - n + k;  // the window W holds the line under way
         any_eviction = any_eviction || have > kl[r][g];
         continue;
       }
       gl[r][g] = true;
-      const int64_t target = global_budget(layer, r) - n + k;  // >= recent + k (checked at construction)
-      const int64_t hist = std::max<int64_t>(0, have - (recent_ + k));
+      // The recent window (R lines) ends with the line under way: its k tokens and
+      // the R - 1 lines before them are kept; the history is everything older.
+      const int64_t target = global_budget(layer, r) - n + k;  // >= recent - n + k (checked at construction)
+      const int64_t hist = std::max<int64_t>(0, have - (recent_ - n + k));
       const int64_t m = std::min(hist, std::max<int64_t>(0, have - target));
       const int64_t long_part = std::llround(options_.alpha * static_cast<double>(hist));
       int64_t m_long = std::min(long_part, static_cast<int64_t>(std::llround(options_.alpha * static_cast<double>(m))));
@@ -279,9 +279,11 @@ PolicyInfo headkv_policy_info() {
   params.push_back(
       real_param("tau", "0.9", 0.01, 1, "attention mass the span must hold, accumulated backwards (0 < tau <= 1)"));
   params.push_back(integer_param("local_window", "0", 0, 65536,
-                                 "local window W in tokens: heads needing a shorter span are local and keep only W "
-                                 "recent tokens (0 = two lines)"));
-  params.push_back(integer_param("recent_lines", "2", 0, 64, "recent lines R always kept by global heads"));
+                                 "local window W in tokens, the line under way included: heads needing a shorter span "
+                                 "are local and keep only W recent tokens (0 = two lines, or one line less than B when "
+                                 "B is shorter)"));
+  params.push_back(integer_param("recent_lines", "2", 1, 64,
+                                 "recent lines R always kept by global heads, the line under way included"));
   params.push_back(fraction_param("alpha", "0.5", 0, 1,
                                   "long-range share of the history in Stratified Token Eviction (reconstruction: the "
                                   "paper's default was lost)"));

@@ -8,12 +8,19 @@
 //
 // Memory, as the paper gives it (§5.1 "Implementation Details", Table 4): rho sets
 // what a global head keeps, B = rho x N, and a local head keeps only its window
-// (W recent tokens plus the one-line buffer), "always smaller than that of global
-// heads"; so after grouping a layer holds at most B per head, less the more are local,
+// of W recent tokens, "always smaller than that of global heads" (W < B, checked);
+// so after grouping a layer holds at most B per head, less the more are local,
 // which is why Table 4 puts HeadKV's memory below LineAR's at equal rho. That is
 // the default. match_total=true is not the paper's: global heads then share what
-// the local heads leave, G = floor((kv x B - n_local x (W + n)) / n_global) capped
-// at N, so the mean per head equals B (a comparison at equal total memory).
+// the local heads leave, G = floor((kv x B - n_local x W) / n_global) capped at N,
+// so the mean per head equals B (a comparison at equal total memory).
+//
+// The one-line buffer of periodic updates (§4 "Efficient Cache Update") lives
+// inside the recent window, as §4 appends new tokens to the recent set: a global
+// head's R recent lines end with the line under way, and a local head's window W
+// includes it. At a line end a global head is cut to G - n (R - 1 recent lines and
+// the history that fits) and grows back to G by the next one; so at rho = 1/8 on a
+// 24x24 grid (B = 3 lines, R = 2) one line of history survives every line end.
 // Choices where the paper is silent or unreadable: docs/policies.md#headkv
 #include <vector>
 
@@ -27,8 +34,8 @@ struct HeadKvOptions {
   int64_t budget_tokens = 0;  // B before rounding to whole lines
   int64_t threshold = 100;    // cache length (condition included) that triggers grouping
   double tau = 0.9;           // attention accumulation threshold
-  int64_t local_window = 0;   // W in tokens; 0 = two lines
-  int64_t recent_lines = 2;   // R in lines (global heads)
+  int64_t local_window = 0;   // W in tokens, the line under way included; 0 = two lines (< B)
+  int64_t recent_lines = 2;   // R in lines (global heads), the line under way included
   double alpha = 0.5;         // long-range share of the history
   bool match_total = false;   // the paper: global heads keep B
   CondMass cond_mass = CondMass::Exclude;
@@ -42,7 +49,7 @@ class HeadKvPolicy : public CachePolicy {
   int64_t budget_tokens() const override { return max_entries_; }
   int64_t max_entries() const override { return max_entries_; }
   // What every head holds until grouping (the threshold) or after it on average
-  // (B); global heads above that grow once, local heads shrink to W + n.
+  // (B); global heads above that grow once, local heads shrink to W.
   int64_t initial_entries() const override;
   bool wants_queries() const override { return true; }
   void observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) override;

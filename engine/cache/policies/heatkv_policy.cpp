@@ -38,6 +38,9 @@ HeatKvPolicy::HeatKvPolicy(const PolicyContext& context, const HeatKvOptions& op
   if (options.calibration_images < 0)
     throw InvalidArgumentError("policy heatkv: calibration_images " + std::to_string(options.calibration_images) +
                                " is impossible (0: the default calibration, N > 0: N calibration classes)");
+  if (!(options.calibration_cfg >= 0) || !std::isfinite(options.calibration_cfg))
+    throw InvalidArgumentError("policy heatkv: calibration_cfg " + std::to_string(options.calibration_cfg) +
+                               " is impossible (0: the run's CFG, else a CFG scale >= 0)");
   sink_tokens_ = context.unit_begin(options.sinks);
   const int64_t cached = context.unit_begin(scales_ - 1);  // c_{K-1}
   const double per_head = options.budget * static_cast<double>(cached);
@@ -262,8 +265,12 @@ PolicyInfo heatkv_policy_info() {
                    "greedy: evict early only what keeps the budget after every layer; naive: evict all of a scale's "
                    "pruning before it starts"),
       integer_param("calibration_images", "0", 0, 1e6,
-                    "classes the S-CAS ranking is calibrated on: 0 = the bundle's heatkv_calibration.json (else 2 "
-                    "classes on first use); N = N classes spread over the model's, measured on first use per N"),
+                    "classes the S-CAS ranking is calibrated on: 0 = those of the bundle's heatkv_calibration.json "
+                    "(else 2 classes); N = N classes spread over the model's; measured on first use unless the "
+                    "bundle's file was made on them at the calibration's CFG and seed 0"),
+      real_param("calibration_cfg", "0", 0, 1000,
+                 "CFG scale the S-CAS calibration is measured at: 0 = the run's own CFG (the heads are ranked on the "
+                 "attention of the runs they compress)"),
   };
   return {{"heatkv",
            "HeatKV: calibrated per-head scale importance, pruned to a strict budget after every layer",
@@ -277,6 +284,7 @@ PolicyInfo heatkv_policy_info() {
             o.binary = p.text("variant") == "binary";
             o.naive = p.text("pruning") == "naive";
             o.calibration_images = p.integer("calibration_images");
+            o.calibration_cfg = p.real("calibration_cfg");
             return std::make_unique<HeatKvPolicy>(c, o);
           }};
 }
@@ -291,6 +299,14 @@ int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes) 
                                " is impossible (0: the default calibration, else 1.." + std::to_string(num_classes) +
                                ": the model has " + std::to_string(num_classes) + " classes)");
   return images;
+}
+
+double heatkv_calibration_cfg(const std::string& spec, double run_cfg) {
+  const PolicySpec parsed = parse_policy_spec(spec);
+  if (parsed.name != "heatkv") return run_cfg;
+  const PolicyInfo& info = find_policy(parsed.name);
+  const double cfg = PolicyParams(parsed.params, info.params, info.name).real("calibration_cfg");
+  return cfg > 0 ? cfg : run_cfg;
 }
 
 }  // namespace kvs

@@ -22,6 +22,8 @@ struct HeatKvOptions {
   // Classes of the S-CAS calibration the session gives the policy (0: the
   // bundle's file, else the first-use one); the policy only checks it.
   int64_t calibration_images = 0;
+  // CFG of that calibration (0: the run's own CFG); the policy only checks it.
+  double calibration_cfg = 0;
 };
 
 class HeatKvPolicy : public CachePolicy {
@@ -69,5 +71,10 @@ PolicyInfo heatkv_policy_info();
 // calibration), checked before any work: InvalidArgumentError naming the
 // parameter for a negative value or more than the model's `num_classes`.
 int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes);
+
+// The CFG scale a heatkv spec's calibration is measured at: its calibration_cfg,
+// or `run_cfg` when unset (0). A calibration's settings (classes, CFG, seed) are
+// its key: a stored or kept one is used only when they all match.
+double heatkv_calibration_cfg(const std::string& spec, double run_cfg);
 
 }  // namespace kvs

@@ -83,4 +83,13 @@ at::Tensor line_saliency_torch(const KvStore& store, int64_t layer, const at::Te
   return at::nan_to_num(at::softmax(logits, -1), 0.0).mean(2).to(at::kCPU);  // [rows, kv, L]
 }
 
+void buffer_line_query(at::Tensor& buffer, const at::Tensor& queries, int64_t slot, int64_t n) {
+  const int64_t rows = queries.size(0);
+  if (buffer.defined() && buffer.size(0) > rows && buffer.size(1) == queries.size(1))
+    buffer = buffer.narrow(0, 0, rows).clone();  // CFG dropped: keep the conditional rows
+  if (!buffer.defined() || buffer.size(0) != rows || buffer.size(1) != queries.size(1))
+    buffer = at::zeros({rows, queries.size(1), n, queries.size(3)}, queries.options());
+  buffer.narrow(2, slot, 1).copy_(queries);
+}
+
 }  // namespace kvs

@@ -43,6 +43,13 @@ bool policy_scoring_on_kernels(const KvStore& store);
 at::Tensor line_saliency(const KvStore& store, int64_t layer, const at::Tensor& line_queries,
                          const at::Tensor& candidates, int64_t rows_scored = -1, bool on_store_device = false);
 
+// Stores one token's queries [rows, n_head, 1, head_dim] at `slot` (0..n-1) of a
+// line buffer [rows, n_head, n, head_dim] (made on first use, and anew when the
+// rows or heads change). When CFG stops mid-run the queries come with fewer rows:
+// the conditional rows come first, so the buffer keeps theirs and the line's
+// earlier queries still score the line end.
+void buffer_line_query(at::Tensor& buffer, const at::Tensor& queries, int64_t slot, int64_t n);
+
 // The LibTorch formulation of the same, whatever policy_scoring() says: the
 // reference the kernel path is tested against.
 at::Tensor line_saliency_torch(const KvStore& store, int64_t layer, const at::Tensor& line_queries,

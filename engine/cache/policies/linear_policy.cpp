@@ -37,11 +37,7 @@ LinearPolicy::LinearPolicy(const PolicyContext& context, int64_t budget_tokens, 
 }
 
 void LinearPolicy::observe_queries(int64_t layer, int64_t token_index, const at::Tensor& queries) {
-  const int64_t n = context_.grid_width;
-  at::Tensor& buffer = line_queries_[layer];
-  if (!buffer.defined() || buffer.size(0) != queries.size(0))
-    buffer = at::zeros({queries.size(0), queries.size(1), n, queries.size(3)}, queries.options());
-  buffer.narrow(2, token_index % n, 1).copy_(queries);
+  buffer_line_query(line_queries_[layer], queries, token_index % context_.grid_width, context_.grid_width);
 }
 
 void LinearPolicy::observe_attention(int64_t layer, int64_t, const at::Tensor& key_mass, const at::Tensor& positions) {

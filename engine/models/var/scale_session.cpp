@@ -23,6 +23,7 @@
 #include "engine/models/var/scalekv_calibration.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_model.h"
+#include "engine/session/bundle_info.h"
 #include "engine/session/event_snapshots.h"
 #include "engine/session/model_family.h"
 #include "engine/session/request_checks.h"
@@ -121,43 +122,36 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
                                                                     const RunContext& ctx) {
   const int64_t num_classes = model.transformer->config().num_classes;
   const int64_t images = heatkv_calibration_images(spec, num_classes);
-  std::shared_ptr<const ScaleAttentionProfile>& slot = calibrations.attention[images];
+  // The calibration's settings are its key: the heads are ranked on attention
+  // measured at the CFG of the runs they compress, unless calibration_cfg names one.
+  const double cfg = heatkv_calibration_cfg(spec, request.cfg_scale);
+  std::shared_ptr<const ScaleAttentionProfile>& slot = calibrations.attention[{images, cfg}];
   if (slot) return slot;
   auto log = module_logger("session");
   const std::string path = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
-  std::vector<int64_t> classes;
-  ScaleParams params;
-  params.seed = 0;
-  if (images == 0) {
-    std::error_code ec;
-    if (!ctx.bundle_dir.empty() && std::filesystem::exists(path, ec)) {
-      slot = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
-      log.info("loaded the scale-attention calibration " + path);
-      return slot;
-    }
-    classes = spread_classes(num_classes, 2);
-    log.warn("model " + model.name + " has no scale-attention calibration (" + std::string(kScaleAttentionProfileFile) +
-             "): calibrating on 2 classes now; 'kvstudio-cli calibrate --policy heatkv --model DIR' stores one");
-    params.cfg = request.cfg_scale;
-    params.sampling = request.sampling;
-  } else {
-    // The classes `kvstudio-cli calibrate --policy heatkv --images N` picks.
-    classes = spread_classes(num_classes, images);
-    if (auto stored = stored_scale_attention_on(ctx.bundle_dir, classes)) {
-      log.info("loaded the scale-attention calibration " + path + " (measured on the " + std::to_string(images) +
-               " classes calibration_images=" + std::to_string(images) + " asks)");
-      slot = stored;
-      return slot;
-    }
-    log.info("measuring the scale-attention calibration of " + model.name + " on " + std::to_string(images) +
-             " classes (HeatKV calibration_images=" + std::to_string(images) + ", first use)");
-    // Measured as `kvstudio-cli calibrate --policy heatkv --images N` measures
-    // (its default CFG, the default sampler), so that every N of a comparison is
-    // ranked the same way as the bundle's own file, which that command made.
-    params.cfg = CalibrationRequest{}.cfg;
+  const std::shared_ptr<const ScaleAttentionProfile> stored = stored_scale_attention(ctx.bundle_dir);
+  const ScaleAttentionSettings settings = heatkv_calibration_settings(spec, num_classes, request.cfg_scale, stored.get());
+  const std::string what = std::to_string(settings.classes.size()) + " classes at CFG " +
+                           format_text("%g", settings.cfg) +
+                           (images > 0 ? " (HeatKV calibration_images=" + std::to_string(images) + ")" : "");
+  if (stored && measured_with(*stored, settings)) {
+    log.info("loaded the scale-attention calibration " + path + ", made with the settings this run asks (" +
+             std::to_string(settings.classes.size()) + " classes, CFG " + format_text("%g", settings.cfg) + ")");
+    slot = stored;
+    return slot;
   }
+  if (stored)
+    log.info("the scale-attention calibration " + path + " was measured on " + std::to_string(stored->classes.size()) +
+             " classes at CFG " + format_text("%g", stored->cfg) + ", seed " + std::to_string(stored->seed) +
+             "; measuring one on the " + what + ", first use");
+  else
+    log.warn("model " + model.name + " has no scale-attention calibration (" + std::string(kScaleAttentionProfileFile) +
+             "): measuring one on the " + what + " now; 'kvstudio-cli calibrate --policy heatkv --model DIR' stores one");
+  ScaleParams params;  // as `calibrate` measures: the default sampler
+  params.seed = settings.seed;
+  params.cfg = settings.cfg;
   slot = std::make_shared<const ScaleAttentionProfile>(
-      calibrate_scale_attention(model, classes, params, ctx.cancelled));
+      calibrate_scale_attention(model, settings.classes, params, ctx.cancelled));
   return slot;
 }
 

@@ -33,11 +33,12 @@ std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const Po
 
 // The loaded model's calibrations, kept for later runs.
 struct VarCalibrations {
-  // HeatKV's scale-attention calibrations by calibration_images: 0 (the
-  // default) is the bundle's file when a policy first needs it, else calibrated
-  // once on 2 classes; N > 0 is measured once on N classes spread over the
-  // model's, or is the bundle's file when it was measured on exactly those.
-  std::map<int64_t, std::shared_ptr<const ScaleAttentionProfile>> attention;
+  // HeatKV's scale-attention calibrations by (calibration_images, CFG): 0 (the
+  // default) is measured on the bundle file's classes (else 2), N > 0 on N
+  // classes spread over the model's; at the run's CFG unless calibration_cfg
+  // names one; the bundle's file when it was made with exactly those settings,
+  // else measured once and kept.
+  std::map<std::pair<int64_t, double>, std::shared_ptr<const ScaleAttentionProfile>> attention;
   // AMS-KV's threshold profiling: the bundle's file, when it has one, once an
   // amskv run without theta= needs it (none is made on the way: without it the
   // paper's theta stays).
@@ -58,12 +59,12 @@ struct VarCalibrations {
 std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
                                                                  const std::string& bundle_dir);
 
-// HeatKV's calibration for a heatkv `spec` (its calibration_images): the one
-// kept in `calibrations`, else read or measured now and kept there: the default
-// (N = 0) with the request's CFG and sampling, N > 0 as `kvstudio-cli calibrate
-// --images N` measures (its CFG, the default sampler); seed 0. An impossible calibration_images is an
-// InvalidArgumentError naming it, before any work; measuring checks
-// ctx.cancelled between layers.
+// HeatKV's calibration for a heatkv `spec` (its calibration_images and
+// calibration_cfg): the one kept in `calibrations`, else read or measured now and
+// kept there, as `kvstudio-cli calibrate` measures (seed 0, the default sampler)
+// at the spec's calibration CFG (default: the request's). An impossible
+// calibration_images is an InvalidArgumentError naming it, before any work;
+// measuring checks ctx.cancelled between layers.
 std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarModel& model,
                                                                     VarCalibrations& calibrations,
                                                                     const std::string& spec,

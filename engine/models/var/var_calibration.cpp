@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "engine/cache/policies/heatkv_policy.h"
 #include "engine/core/errors.h"
 #include "engine/models/var/var_model.h"
 
@@ -17,13 +18,27 @@ std::vector<int64_t> spread_classes(int64_t num_classes, int64_t count) {
   return classes;
 }
 
-std::shared_ptr<const ScaleAttentionProfile> stored_scale_attention_on(const std::string& bundle_dir,
-                                                                       const std::vector<int64_t>& classes) {
+ScaleAttentionSettings heatkv_calibration_settings(const std::string& spec, int64_t num_classes, double run_cfg,
+                                                   const ScaleAttentionProfile* stored) {
+  const int64_t images = heatkv_calibration_images(spec, num_classes);
+  ScaleAttentionSettings settings;
+  settings.classes = images > 0 ? spread_classes(num_classes, images)
+                     : stored   ? stored->classes
+                                : spread_classes(num_classes, 2);
+  settings.cfg = heatkv_calibration_cfg(spec, run_cfg);
+  settings.seed = 0;
+  return settings;
+}
+
+bool measured_with(const ScaleAttentionProfile& profile, const ScaleAttentionSettings& settings) {
+  return profile.classes == settings.classes && profile.cfg == settings.cfg && profile.seed == settings.seed;
+}
+
+std::shared_ptr<const ScaleAttentionProfile> stored_scale_attention(const std::string& bundle_dir) {
   const std::string path = bundle_dir + "/" + kScaleAttentionProfileFile;
   std::error_code ec;
   if (bundle_dir.empty() || !std::filesystem::exists(path, ec)) return nullptr;
-  auto stored = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
-  return stored->classes == classes ? stored : nullptr;
+  return std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
 }
 
 ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std::vector<int64_t>& classes,

@@ -22,10 +22,25 @@ ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std
 // `count` classes spread evenly over the model's classes (the default calibration set).
 std::vector<int64_t> spread_classes(int64_t num_classes, int64_t count);
 
-// The bundle's stored HeatKV calibration (kScaleAttentionProfileFile) when it
-// was measured on exactly `classes`; null when the bundle has none or it was
-// measured on others. A corrupt file is a FormatError, not silently replaced.
-std::shared_ptr<const ScaleAttentionProfile> stored_scale_attention_on(const std::string& bundle_dir,
-                                                                       const std::vector<int64_t>& classes);
+// What a HeatKV calibration is measured with, and so its key: a stored or kept
+// calibration serves a run only when all of these match. Measured as
+// `kvstudio-cli calibrate` measures (the default sampler).
+struct ScaleAttentionSettings {
+  std::vector<int64_t> classes;
+  double cfg = 1.0;
+  uint64_t seed = 0;
+};
+
+// The settings a heatkv `spec` asks of its calibration in a run at `run_cfg`:
+// calibration_images N > 0 -> N classes spread over the model's, else those of the
+// bundle's file `stored` (else 2 spread classes); calibration_cfg, else the run's
+// CFG; seed 0. InvalidArgumentError for an impossible calibration_images.
+ScaleAttentionSettings heatkv_calibration_settings(const std::string& spec, int64_t num_classes, double run_cfg,
+                                                   const ScaleAttentionProfile* stored);
+bool measured_with(const ScaleAttentionProfile& profile, const ScaleAttentionSettings& settings);
+
+// The bundle's stored HeatKV calibration (kScaleAttentionProfileFile); null when
+// the bundle has none. A corrupt file is a FormatError, not silently replaced.
+std::shared_ptr<const ScaleAttentionProfile> stored_scale_attention(const std::string& bundle_dir);
 
 }  // namespace kvs::var

@@ -44,16 +44,18 @@ const FamilyDescription& var_description() {
     auto images_work = [](int64_t images) {
       return "S-CAS head scores on " + std::to_string(images) + (images == 1 ? " class" : " classes");
     };
-    auto file_serves = [](const std::string& bundle_dir, int64_t num_classes, int64_t images) {
+    auto file_serves = [](const std::string& bundle_dir, int64_t num_classes, const std::string& spec,
+                          double run_cfg) {
       try {
-        return stored_scale_attention_on(bundle_dir, spread_classes(num_classes, images)) != nullptr;
+        const auto stored = stored_scale_attention(bundle_dir);
+        return stored && measured_with(*stored, heatkv_calibration_settings(spec, num_classes, run_cfg, stored.get()));
       } catch (const Error&) {
         return false;  // a corrupt file: the run says so
       }
     };
     f.calibrated_on_first_use = {
         {"heatkv", "HeatKV", kScaleAttentionProfileFile, "S-CAS head scores on 2 classes", "calibration_images",
-         images_work, file_serves},
+         images_work, "calibration_cfg", file_serves},
         {"scalekv", "ScaleKV", kScaleKvCalibrationFile, "drafter and refiner layers from 10 classes", "", {}, {}},
         {"hack", "HACK", kHeadVarianceProfileFile, "contextual and structural heads from 10 classes", "", {}, {}}};
     return f;
