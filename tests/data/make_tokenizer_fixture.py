@@ -82,6 +82,13 @@ def merges_as_pairs(model):
     model["merges"] = [m.split(" ") if isinstance(m, str) else m for m in model["merges"]]
 
 
+def relist_early_merges(model):
+    """Lists every fifth of the first 200 merges again at the end: the library
+    ranks a pair listed twice by its last listing, so these merges come last."""
+    merges_as_strings(model)
+    model["merges"] = model["merges"] + model["merges"][:200:5]
+
+
 def template(bos_id):
     return {"type": "TemplateProcessing",
             "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
@@ -129,6 +136,8 @@ VARIANTS = {
     "deepseek_pairs": (variant(post_processor=template(100000), merge_format=merges_as_pairs), None, None),
     "gpt2_byte_level": (variant(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
                                                "use_regex": True}), None, None),
+    # Pairs listed twice (the later listing gives the rank).
+    "duplicate_merges": (variant(merge_format=relist_early_merges), None, None),
     "split_behaviors": (variant(pre_tokenizer={"type": "Sequence", "pretokenizers": [
         split("\\s+", "Removed"), split(",", "MergedWithPrevious", kind="String"),
         split("[.!?;:]", "MergedWithNext"), split("\\p{P}", "Contiguous"), {"type": "Digits", "individual_digits": False},
