@@ -138,6 +138,21 @@ VARIANTS = {
                                                "use_regex": True}), None, None),
     # Pairs listed twice (the later listing gives the rank).
     "duplicate_merges": (variant(merge_format=relist_early_merges), None, None),
+    # Patterns that match the empty string. Replace inserts its content at an
+    # empty match, but the search skips an empty match where the previous match
+    # ended ("(?<=.)o*": "oo" and then no match right after it); Split sees the
+    # same matches. No empty match at a text's start: there the library's encode
+    # repeats the inserted content, or panics, while its normalizer alone gives
+    # what the floor gives (test_tokenizer_semantics.cpp checks that case).
+    # The added tokens are matched in the raw text: the library (0.23) decodes
+    # a normalized added token as its normalized text, which this normalizer
+    # would change.
+    "empty_matches": (variant(
+        normalizer={"type": "Replace", "pattern": {"Regex": "(?<=.)o*"}, "content": "\u00b7"},
+        added_tokens=[dict(t, normalized=False) for t in DEEPSEEK_ADDED],
+        pre_tokenizer={"type": "Sequence", "pretokenizers": [
+            split("\\p{N}*", "MergedWithNext"), split(" *", "MergedWithPrevious"), BYTE_LEVEL_PLAIN]}),
+        None, None),
     "split_behaviors": (variant(pre_tokenizer={"type": "Sequence", "pretokenizers": [
         split("\\s+", "Removed"), split(",", "MergedWithPrevious", kind="String"),
         split("[.!?;:]", "MergedWithNext"), split("\\p{P}", "Contiguous"), {"type": "Digits", "individual_digits": False},

@@ -1,20 +1,26 @@
 // Corner cases where the Hugging Face `tokenizers` library's behaviour is easy
 // to get subtly wrong, on the floor's own classes. Every expected value here was
-// checked against the library (tokenizers 0.23: Tokenizer.from_str);
-// make_tokenizer_fixture.py's duplicate_merges variant checks the same case on a
-// full tokenizer.
+// checked against the library (tokenizers 0.23: Tokenizer.from_str,
+// normalizers.Replace, pre_tokenizers.Split); make_tokenizer_fixture.py's
+// duplicate_merges and empty_matches variants check the same cases on full
+// tokenizers.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "engine/text/bpe_model.h"
+#include "engine/text/normalizer.h"
+#include "engine/text/pre_tokenizer.h"
 
 namespace {
 
 using kvs::text::BpeModel;
+using kvs::text::Normalizer;
+using kvs::text::PreTokenizer;
 
 BpeModel abc_model(const nlohmann::json& merges) {
   return BpeModel::from_json(
@@ -30,6 +36,53 @@ TEST(BpeModelSemantics, APairListedTwiceHasTheRankOfItsLastListing) {
   EXPECT_EQ(abc_model(nlohmann::json::array({{"b", "c"}, {"a", "b"}, {"b", "c"}})).encode("abc"),
             (std::vector<int64_t>{3, 2}));
   EXPECT_EQ(abc_model({"a b", "b c", "a b"}).encode("abc"), (std::vector<int64_t>{0, 4})) << "a + bc";
+}
+
+std::string replace(const nlohmann::json& pattern, const std::string& content, const std::string& text) {
+  const auto n = Normalizer::from_json({{"type", "Replace"}, {"pattern", pattern}, {"content", content}}, "test");
+  return n->apply(text);
+}
+
+// Replace rewrites every match the library's regex search finds, empty ones
+// included: an empty match inserts the content there. The search skips an empty
+// match that ends where the previous match ended (so "x*" on "axxb" does not
+// match again between "xx" and "b"), and an empty text is left as it is.
+TEST(NormalizerSemantics, ReplaceInsertsItsContentAtEmptyMatches) {
+  const nlohmann::json x_star = {{"Regex", "x*"}};
+  EXPECT_EQ(replace(x_star, "-", "axxb"), "-a-b-");
+  EXPECT_EQ(replace(x_star, "-", "xx"), "-");
+  EXPECT_EQ(replace(x_star, "-", "é€x"), "-é-€-") << "empty matches step over whole characters";
+  EXPECT_EQ(replace(x_star, "-", ""), "");
+  EXPECT_EQ(replace({{"Regex", "x*?"}}, "-", "axb"), "-a-x-b-") << "a lazy pattern only ever matches empty";
+  EXPECT_EQ(replace({{"Regex", "(?=b)"}}, "-", "abab"), "a-ba-b");
+  EXPECT_EQ(replace({{"Regex", "\\b"}}, "|", "ab cd"), "|ab| |cd|");
+  EXPECT_EQ(replace({{"Regex", "^"}}, ">", "a\nb"), ">a\n>b");
+  EXPECT_EQ(replace({{"Regex", "$"}}, "!", "a\nb"), "a!\nb!");
+}
+
+// A String pattern is compiled as an escaped regex, so "" is the empty regex
+// and matches between every two characters and at both ends.
+TEST(NormalizerSemantics, AnEmptyStringPatternMatchesAtEveryPosition) {
+  EXPECT_EQ(replace({{"String", ""}}, "-", "abc"), "-a-b-c-");
+  EXPECT_EQ(replace({{"String", ""}}, "-", ""), "");
+}
+
+std::vector<std::string> split_x_star(const std::string& behavior, const std::string& text) {
+  return PreTokenizer::from_json(
+             {{"type", "Split"}, {"pattern", {{"Regex", "x*"}}}, {"behavior", behavior}, {"invert", false}}, "test")
+      .split(text);
+}
+
+// Split sees the same matches as Replace. An extra empty match after "xx"
+// would end the match run there and keep "xx" from merging with the "b" after it.
+TEST(PreTokenizerSemantics, SplitOnAPatternThatMatchesEmptySeesTheLibrarysMatches) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(split_x_star("MergedWithNext", "axxb"), (V{"a", "xxb"}));
+  EXPECT_EQ(split_x_star("MergedWithNext", "xaxxbx"), (V{"xa", "xxb", "x"}));
+  EXPECT_EQ(split_x_star("MergedWithPrevious", "xaxxbx"), (V{"x", "axx", "bx"}));
+  EXPECT_EQ(split_x_star("Isolated", "xaxxbx"), (V{"x", "a", "xx", "b", "x"}));
+  EXPECT_EQ(split_x_star("Contiguous", "xaxxbx"), (V{"x", "a", "xx", "b", "x"}));
+  EXPECT_EQ(split_x_star("Removed", "xaxxbx"), (V{"a", "b"}));
 }
 
 }  // namespace
