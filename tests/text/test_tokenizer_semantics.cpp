@@ -1,7 +1,7 @@
 // Corner cases where the Hugging Face `tokenizers` library's behaviour is easy
 // to get subtly wrong, on the floor's own classes. Every expected value here was
 // checked against the library (tokenizers 0.23: Tokenizer.from_str,
-// normalizers.Replace, pre_tokenizers.Split); make_tokenizer_fixture.py's
+// normalizers.Replace, pre_tokenizers.Split, Tokenizer.add_tokens); make_tokenizer_fixture.py's
 // duplicate_merges and empty_matches variants check the same cases on full
 // tokenizers.
 #include <gtest/gtest.h>
@@ -12,12 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/text/added_tokens.h"
 #include "engine/text/bpe_model.h"
 #include "engine/text/normalizer.h"
 #include "engine/text/pre_tokenizer.h"
 
 namespace {
 
+using kvs::text::AddedToken;
+using kvs::text::AddedTokenMatcher;
 using kvs::text::BpeModel;
 using kvs::text::Normalizer;
 using kvs::text::PreTokenizer;
@@ -83,6 +86,55 @@ TEST(PreTokenizerSemantics, SplitOnAPatternThatMatchesEmptySeesTheLibrarysMatche
   EXPECT_EQ(split_x_star("Isolated", "xaxxbx"), (V{"x", "a", "xx", "b", "x"}));
   EXPECT_EQ(split_x_star("Contiguous", "xaxxbx"), (V{"x", "a", "xx", "b", "x"}));
   EXPECT_EQ(split_x_star("Removed", "xaxxbx"), (V{"a", "b"}));
+}
+
+// The text around each added-token match, as "[text]" for plain text and
+// "<id>" for a token.
+std::string segments(const AddedTokenMatcher& matcher, const std::string& text) {
+  std::string out;
+  for (const auto& seg : matcher.split(text)) {
+    if (seg.id) {
+      out += '<';
+      out += std::to_string(*seg.id);
+      out += '>';
+    } else {
+      out += '[';
+      out += seg.text;
+      out += ']';
+    }
+  }
+  return out;
+}
+
+AddedToken added(int64_t id, const std::string& content, bool single_word, bool lstrip, bool rstrip) {
+  AddedToken t;
+  t.id = id;
+  t.content = content;
+  t.single_word = single_word;
+  t.lstrip = lstrip;
+  t.rstrip = rstrip;
+  return t;
+}
+
+// The library tests an added token's neighbours with the Rust regex crate's \w
+// (alphabetic, marks, decimal digits, connector punctuation, joiners) and \s
+// (White_Space), not with its Oniguruma split patterns: a mark, "‿" or a
+// zero-width joiner after "cat" makes it part of a word, "²" before it does not,
+// and U+180E (no longer white space since Unicode 6.3) is not stripped.
+TEST(AddedTokenSemantics, WordAndSpaceAreTheRustRegexCratesClasses) {
+  const AddedTokenMatcher cat({added(7, "cat", true, false, false)});
+  EXPECT_EQ(segments(cat, "a cat x"), "[a ]<7>[ x]");
+  EXPECT_EQ(segments(cat, "a cat\u0301 x"), "[a cat\u0301 x]") << "a combining mark continues the word";
+  EXPECT_EQ(segments(cat, "cat\u203f"), "[cat\u203f]") << "connector punctuation is a word character";
+  EXPECT_EQ(segments(cat, "cat\u200d"), "[cat\u200d]") << "a zero-width joiner is a word character";
+  EXPECT_EQ(segments(cat, "\u2160cat"), "[\u2160cat]") << "a letter number is alphabetic";
+  EXPECT_EQ(segments(cat, "a \u00b2cat x"), "[a \u00b2]<7>[ x]") << "a superscript digit is not a word character";
+
+  const AddedTokenMatcher strip({added(8, "<r>", false, false, true), added(9, "<l>", false, true, false)});
+  EXPECT_EQ(segments(strip, "<r>\u00a0 x"), "<8>[x]");
+  EXPECT_EQ(segments(strip, "<r>\u180e x"), "<8>[\u180e x]") << "U+180E is not white space";
+  EXPECT_EQ(segments(strip, "x\u00a0 <l>"), "[x]<9>");
+  EXPECT_EQ(segments(strip, "x \u180e<l>"), "[x \u180e]<9>");
 }
 
 }  // namespace
