@@ -8,13 +8,18 @@
 namespace kvs::text {
 namespace {
 
+// The library tests an added token's neighbours with the Rust regex crate's \w
+// and \s, written out here: PCRE2's own \w leaves out marks, connector
+// punctuation other than '_' and joiners, and takes other numbers such as '²';
+// its \s takes U+180E, which Unicode no longer counts as white space.
 const UnicodeRegex& word_char() {
-  static const UnicodeRegex re(R"(\w)", UnicodeRegex::Syntax::Regex, "word character");
+  static const UnicodeRegex re(R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\p{Join_Control}])", UnicodeRegex::Syntax::Regex,
+                               "word character");
   return re;
 }
 
 const UnicodeRegex& space_char() {
-  static const UnicodeRegex re(R"(\s)", UnicodeRegex::Syntax::Regex, "white space");
+  static const UnicodeRegex re(R"(\p{White_Space})", UnicodeRegex::Syntax::Regex, "white space");
   return re;
 }
 

@@ -89,8 +89,9 @@ BpeModel BpeModel::from_json(const nlohmann::json& model, const std::string& whe
       return it->second;
     };
     const int64_t l = find_side(left), rt = find_side(right), merged = find_side(left + right);
-    // An earlier merge of the same pair keeps its rank.
-    m.merges_.try_emplace(pair_key(l, rt), Merge{static_cast<int32_t>(r), merged});
+    // A pair listed again takes the rank of its later listing: the library
+    // inserts the merges into its table in order, each one overwriting the last.
+    m.merges_.insert_or_assign(pair_key(l, rt), Merge{static_cast<int32_t>(r), merged});
   }
 
   if (model.contains("unk_token") && !model["unk_token"].is_null()) {

@@ -2,8 +2,10 @@
 // The tokenizer.json "model" of type BPE: a vocabulary of pieces and a ranked
 // list of merges. A pre-token is spelled as single characters, then the
 // adjacent pair with the lowest merge rank (the leftmost among equals) is merged
-// until no ranked pair is left. Results are cached per pre-token behind a
-// mutex, so one model serves concurrent encodes. Torch-free.
+// until no ranked pair is left. A merge's rank is its index in the list; a pair
+// listed twice has the rank of its last listing, as in the library. Results are
+// cached per pre-token behind a mutex, so one model serves concurrent encodes.
+// Torch-free.
 #include <cstdint>
 #include <mutex>
 #include <optional>

@@ -60,12 +60,14 @@ class ReplaceNormalizer : public Normalizer {
  public:
   ReplaceNormalizer(UnicodeRegex pattern, std::string content, std::string where)
       : pattern_(std::move(pattern)), content_(std::move(content)), where_(std::move(where)) {}
+  // Every match is replaced, an empty one too (the content is inserted there),
+  // as the library does; it searches no empty text, so that stays empty.
   std::string apply(const std::string& text) const override {
+    if (text.empty()) return text;
     const size_t limit = normalized_size_limit(text.size());
     std::string out;
     size_t prev = 0;
     for (const auto& [b, e] : pattern_.find_all(text)) {
-      if (b == e) continue;
       out.append(text, prev, b - prev);
       out += content_;
       prev = e;

@@ -60,6 +60,8 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
   MatchData md(impl_->code);
   const auto subject = reinterpret_cast<PCRE2_SPTR>(text.data());
   size_t start = 0;
+  // Where the last reported match ended; none yet.
+  size_t last_end = std::string_view::npos;
   // PCRE2 checks the whole subject's UTF-8 on every call unless told not to:
   // once is enough, or a long text with many matches costs quadratic time.
   uint32_t check = 0;
@@ -69,14 +71,17 @@ std::vector<std::pair<size_t, size_t>> UnicodeRegex::find_all(std::string_view t
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) throw InvalidArgumentError("pattern '" + pattern_ + "' failed on input: " + pcre2_message(rc));
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.data);
-    found.emplace_back(ov[0], ov[1]);
-    if (ov[1] > ov[0]) {
-      start = ov[1];
-    } else if (ov[1] >= text.size()) {
-      break;
-    } else {
-      start = ov[1] + decode_code_point(text, ov[1]).length;
+    if (ov[0] == ov[1] && ov[1] == last_end) {
+      // An empty match where the last match ended (right after "xx" for "x*",
+      // or the same empty match found again) is not reported, as the Oniguruma
+      // binding's find_iter that the library uses skips it; the search goes on
+      // one code point later.
+      if (start >= text.size()) break;
+      start += decode_code_point(text, start).length;
+      continue;
     }
+    found.emplace_back(ov[0], ov[1]);
+    start = last_end = ov[1];
   }
   return found;
 }

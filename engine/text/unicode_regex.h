@@ -23,8 +23,10 @@ class UnicodeRegex {
   UnicodeRegex(UnicodeRegex&&) noexcept;
   UnicodeRegex& operator=(UnicodeRegex&&) noexcept;
 
-  // Every non-overlapping match, left to right, as [begin, end) byte offsets.
-  // An empty match is reported and the search goes on one code point later.
+  // Every non-overlapping match, left to right, as [begin, end) byte offsets,
+  // as the library's regex search (the Oniguruma binding's find_iter) gives
+  // them: empty matches are reported too, except one that ends where the
+  // previous match ended ("x*" on "axxb": [0,0), [1,3), [4,4)).
   // `text` must be valid UTF-8. Safe to call from several threads at once.
   std::vector<std::pair<size_t, size_t>> find_all(std::string_view text) const;
 

@@ -82,6 +82,13 @@ def merges_as_pairs(model):
     model["merges"] = [m.split(" ") if isinstance(m, str) else m for m in model["merges"]]
 
 
+def relist_early_merges(model):
+    """Lists every fifth of the first 200 merges again at the end: the library
+    ranks a pair listed twice by its last listing, so these merges come last."""
+    merges_as_strings(model)
+    model["merges"] = model["merges"] + model["merges"][:200:5]
+
+
 def template(bos_id):
     return {"type": "TemplateProcessing",
             "single": [{"SpecialToken": {"id": BOS, "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
@@ -129,6 +136,23 @@ VARIANTS = {
     "deepseek_pairs": (variant(post_processor=template(100000), merge_format=merges_as_pairs), None, None),
     "gpt2_byte_level": (variant(pre_tokenizer={"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
                                                "use_regex": True}), None, None),
+    # Pairs listed twice (the later listing gives the rank).
+    "duplicate_merges": (variant(merge_format=relist_early_merges), None, None),
+    # Patterns that match the empty string. Replace inserts its content at an
+    # empty match, but the search skips an empty match where the previous match
+    # ended ("(?<=.)o*": "oo" and then no match right after it); Split sees the
+    # same matches. No empty match at a text's start: there the library's encode
+    # repeats the inserted content, or panics, while its normalizer alone gives
+    # what the floor gives (test_tokenizer_semantics.cpp checks that case).
+    # The added tokens are matched in the raw text: the library (0.23) decodes
+    # a normalized added token as its normalized text, which this normalizer
+    # would change.
+    "empty_matches": (variant(
+        normalizer={"type": "Replace", "pattern": {"Regex": "(?<=.)o*"}, "content": "\u00b7"},
+        added_tokens=[dict(t, normalized=False) for t in DEEPSEEK_ADDED],
+        pre_tokenizer={"type": "Sequence", "pretokenizers": [
+            split("\\p{N}*", "MergedWithNext"), split(" *", "MergedWithPrevious"), BYTE_LEVEL_PLAIN]}),
+        None, None),
     "split_behaviors": (variant(pre_tokenizer={"type": "Sequence", "pretokenizers": [
         split("\\s+", "Removed"), split(",", "MergedWithPrevious", kind="String"),
         split("[.!?;:]", "MergedWithNext"), split("\\p{P}", "Contiguous"), {"type": "Digits", "individual_digits": False},
