@@ -34,8 +34,10 @@ const char* kHelp =
 
   heatkv: HeatKV's calibration (heatkv §3.1): every layer's and head's scale-to-scale attention
   mass (Eq. 2), from which the policy ranks heads per source scale (S-CAS, Eq. 4). Writes
-  DIR/heatkv_calibration.json. Without it HeatKV calibrates on 2 classes at first use (the
-  paper finds 1 to 10 prompts equivalent).
+  DIR/heatkv_calibration.json. A run uses it when it was made with the settings the run asks
+  (its classes, the run's CFG unless heatkv:calibration_cfg= names one, seed 0), so calibrate
+  at the CFG you generate with; otherwise, or without it, HeatKV measures one at first use
+  (on 2 classes without a file; the paper finds 1 to 10 prompts equivalent).
 
   amskv: AMS-KV's threshold profiling (Appendix E): every layer's inter-scale key similarity S
   at the scales where a layer at C_min decides, and theta placed so that --demanding-fraction
