@@ -4,7 +4,8 @@
 // converts from either shard format, loads with its tokenizer and generates
 // from a prompt; the cached decode agrees with the teacher-forced forward;
 // every raster policy runs with the prompt kept as its condition; bad requests
-// fail with messages that say what to do.
+// fail with messages that say what to do; a bf16 run decodes its images in bf16,
+// as the official program does.
 #include <gtest/gtest.h>
 
 #include <ATen/Functions.h>
@@ -319,4 +320,32 @@ TEST(JanusSession, AModelThatCannotFitIsRefusedBeforeLoading) {
   const std::string message = error_of([&] { session.run(r); });
   EXPECT_NE(message.find("GiB for its weights in f32"), std::string::npos) << message;
   EXPECT_NE(message.find("--dtype bf16"), std::string::npos) << message;
+}
+
+TEST(JanusModel, Bf16RunsDecodeInBf16AsTheOfficialProgramDoes) {
+  // generation_inference.py casts the whole model, the VQ decoder included, to
+  // bf16 and converts the decoded images to float32.
+  test::TempDir dir;
+  janus::write_random_janus_bundle(dir.path().string(), "janus-pro-tiny", janus::tiny_janus_config(), 5, "bf16");
+  const io::ModelBundle bundle = io::ModelBundle::open(dir.path().string());
+  const janus::JanusModel bf16 = janus::JanusModel::load(bundle, at::kCPU, at::kBFloat16);
+  const janus::JanusModel f32 = janus::JanusModel::load(bundle, at::kCPU, at::kFloat);
+  const janus::JanusModel f16 = janus::JanusModel::load(bundle, at::kCPU, at::kHalf);
+  EXPECT_EQ(bf16.vq->dtype(), at::kBFloat16);
+  EXPECT_EQ(f32.vq->dtype(), at::kFloat);
+  EXPECT_EQ(f16.vq->dtype(), at::kFloat);  // no official f16 decode: float32, as f32 runs
+  const int64_t grid = bf16.config.grid_size();
+  const at::Tensor codes = at::randint(0, bf16.config.image_token_size, {2, grid * grid},
+                                       at::TensorOptions().dtype(at::kLong));
+  const at::Tensor in_bf16 = bf16.vq->decode_codes(codes, grid, grid);
+  const at::Tensor in_f32 = f32.vq->decode_codes(codes, grid, grid);
+  EXPECT_EQ(in_bf16.scalar_type(), at::kFloat);
+  EXPECT_EQ(in_f32.scalar_type(), at::kFloat);
+  EXPECT_TRUE(at::equal(f16.vq->decode_codes(codes, grid, grid), in_f32));
+  // The bf16 decode is a decode of the same image, rounded on the way.
+  EXPECT_FALSE(at::equal(in_bf16, in_f32));
+  const double spread = in_f32.std().item<double>();
+  const double drift = (in_bf16 - in_f32).pow(2).mean().sqrt().item<double>();
+  EXPECT_GT(drift, 0.0);
+  EXPECT_LT(drift, 0.05 * spread) << "RMS difference " << drift << ", image spread " << spread;
 }

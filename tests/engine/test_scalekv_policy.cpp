@@ -1,6 +1,7 @@
 // ScaleKV (§3.3, Eq. 2-5): the patch-centroid observation window, the Attention
 // Selectivity Index and its Z-scores, the drafter / refiner budgets of Eq. 4, which
-// entries survive on a hand-built scale cache, the calibration on a tiny random
+// entries survive on a hand-built scale cache (with the paper's scoring and the
+// authors' release's, scoring=official), the calibration on a tiny random
 // VAR model, generations that keep every layer's budget after every layer, and
 // the names of the scale family's policies as the CLI and the bench parse them.
 #include <ATen/ATen.h>
@@ -8,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 
@@ -176,6 +178,145 @@ TEST(ScaleKv, KeepsTheWindowAndTheEntriesItsQueriesAttendTo) {
   // Evict 4 of the 14: the window stays, then the best voted; equal votes lose the older first.
   EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{2, 5, 6, 7, 8, 9, 10, 11, 12, 13}));
   EXPECT_EQ(store.positions(0, 0, 1), (std::vector<int64_t>{1, 5, 6, 7, 8, 9, 10, 11, 12, 13}));
+}
+
+namespace {
+
+// One layer, one head of width 4 (head_dim 4: logits are q.k / 2), no
+// condition entries: appends every scale of `c` with the keys (and values)
+// `key_of(position)` and the queries `query_of(scale, token)`, and runs the
+// policy's hooks after each, as a VAR layer does.
+template <class Keys, class Queries>
+KvStore run_one_head(const PolicyContext& c, ScaleKvPolicy& policy, Keys key_of, Queries query_of) {
+  KvStore store(1, 1, 1, 4, c.image_tokens(), at::TensorOptions().dtype(at::kFloat));
+  for (int64_t u = 0; u < static_cast<int64_t>(c.unit_tokens.size()); ++u) {
+    const int64_t t = c.unit_tokens[static_cast<size_t>(u)], begin = c.unit_begin(u);
+    at::Tensor k = at::zeros({1, 1, t, 4}), q = at::zeros({1, 1, t, 4});
+    for (int64_t i = 0; i < t; ++i) {
+      const std::array<float, 4> kv = key_of(begin + i), qv = query_of(u, i);
+      for (int64_t j = 0; j < 4; ++j) {
+        k[0][0][i][j] = kv[static_cast<size_t>(j)];
+        q[0][0][i][j] = qv[static_cast<size_t>(j)];
+      }
+    }
+    store.append(0, k, k, range(begin, begin + t));
+    policy.observe_queries(0, u, q);
+    policy.before_unit_attention(store, 0, u);
+    policy.after_unit_layer(store, 0, u);
+  }
+  return store;
+}
+
+}  // namespace
+
+TEST(ScaleKv, OfficialWindowIsTheReleasesPatchCentres) {
+  // Patches of floor(side / 2) = 2 rows on a 5x5 map: offsets 0, rows and columns 0 and 2;
+  // the last row and column are in no patch (the paper's bands put centres at 0 and 3).
+  EXPECT_EQ(official_window_tokens(5, 4), (std::vector<int64_t>{0, 2, 10, 12}));
+  EXPECT_EQ(patch_centroid_tokens(5, 4), (std::vector<int64_t>{0, 3, 15, 18}));
+  // 10x10 with 4x4 patches of 2: 0, 2, 4, 6 (the paper: 0, 3, 5, 8).
+  const std::vector<int64_t> ten = official_window_tokens(10, 16);
+  EXPECT_EQ(std::vector<int64_t>(ten.begin(), ten.begin() + 4), (std::vector<int64_t>{0, 2, 4, 6}));
+  EXPECT_EQ(ten.back(), 6 * 10 + 6);
+  // Where the side divides, both are the same: 16x16, centres 1, 5, 9, 13.
+  EXPECT_EQ(official_window_tokens(16, 16), patch_centroid_tokens(16, 16));
+  // Fewer rows than patches: no map window (the cache's last entries instead).
+  EXPECT_TRUE(official_window_tokens(3, 16).empty());
+}
+
+TEST(ScaleKv, OfficialScoringMaxPoolsRawLogitsWithTheWindowMasked) {
+  // Scales 1, 4, 16 (c = 1, 5, 21), B = 10, a 2x2 window, kernel 3: only scale 2
+  // is cut. Its window is tokens 0, 2, 8, 10 = positions 5, 7, 13, 15; 6 of the
+  // other 17 entries stay. Window queries: tokens 0 and 2 are (2, 0, 0, 0),
+  // tokens 8 and 10 are (0, 2, 0, 0), so with keys (x, y, 0, 0) an entry's logit
+  // is x for the first two and y for the others: summed, s = 2x + 2y.
+  const PolicyContext c = scale_context({1, 4, 16}, 1, 1);
+  auto made = make_policy("scalekv:budget=10,drafters=0,window=4,kernel=3,scoring=official", c);
+  auto& policy = dynamic_cast<ScaleKvPolicy&>(*made);
+  EXPECT_EQ(policy.window_tokens(2), (std::vector<int64_t>{0, 2, 8, 10}));
+  auto key_of = [](int64_t pos) -> std::array<float, 4> {
+    switch (pos) {
+      case 1: return {2.5f, 2.5f, 0, 0};   // s = 10
+      case 18: return {2, 2, 0, 0};        // s = 8
+      case 11: return {1.5f, 1.5f, 0, 0};  // s = 6
+      case 7: return {5, 5, 0, 0};         // window: s = 20, masked
+      case 14: return {6, -10, 0, 0};      // s = -8, between window entries 13 and 15
+      case 5:
+      case 13:
+      case 15: return {0, 0, 0, 0};          // window
+      default: return {-0.5f, -0.5f, 0, 0};  // s = -2
+    }
+  };
+  auto query_of = [](int64_t unit, int64_t token) -> std::array<float, 4> {
+    if (unit != 2) return {0, 0, 0, 0};
+    if (token == 0 || token == 2) return {2, 0, 0, 0};
+    if (token == 8 || token == 10) return {0, 2, 0, 0};
+    return {0, 0, 0, 0};
+  };
+  const KvStore store = run_one_head(c, policy, key_of, query_of);
+  // Max pooling (kernel 3) over slot order, the window's entries -inf:
+  //   0, 1, 2 -> 10 (entry 1's peak); 17, 18, 19 -> 8; 10, 11, 12 -> 6; 14 -> -8;
+  //   the rest -2. The six best: 0, 1, 2, 17, 18, 19.
+  // Had the window not been masked, entry 7's 20 would have reached 6 and 8 and
+  // kept them; had the votes been softmax probabilities, 14 (the first queries'
+  // largest logit, 6) would have been the best voted; averaged, 12 (next to the
+  // window) would have beaten 17-19 with the paper's average over the candidates.
+  EXPECT_EQ(store.positions(0, 0, 0), (std::vector<int64_t>{0, 1, 2, 5, 7, 13, 15, 17, 18, 19}));
+
+  // The same cache scored as the paper states it keeps what the softmax votes favour.
+  auto paper = make_policy("scalekv:budget=10,drafters=0,window=4,kernel=3,pooling=max", c);
+  const KvStore by_paper = run_one_head(c, dynamic_cast<ScaleKvPolicy&>(*paper), key_of, query_of);
+  const std::vector<int64_t> kept = by_paper.positions(0, 0, 0);
+  EXPECT_NE(std::find(kept.begin(), kept.end(), 14), kept.end());
+}
+
+TEST(ScaleKvOfficial, OnAMapWithFewerRowsThanPatchesTheWindowIsTheCachesLastEntries) {
+  // Scales 1, 4, 9, 16 (c = 1, 5, 14, 30), a 5x5 window (N = 25), B = 27: scale 3
+  // (4x4, fewer rows than 5) is cut. The window is the last 25 entries
+  // (positions 5-29); the 9 of them before scale 3 read scale 3's first query,
+  // so query 0 counts 10 times, queries 1-15 once. With query 0 = (2, 0, 0, 0)
+  // and the others (0, 2, 0, 0), an entry (x, y, 0, 0) scores 10x + 15y: of
+  // positions 0-4, 1 (15) and 0 (10) stay, 3 (9), 2 (8) and 4 (0) go. Each map
+  // query read once would have kept 1 and 3.
+  const PolicyContext c = scale_context({1, 4, 9, 16}, 1, 1);
+  auto made = make_policy("scalekv:budget=27,drafters=0,window=25,kernel=1,scoring=official", c);
+  auto& policy = dynamic_cast<ScaleKvPolicy&>(*made);
+  EXPECT_TRUE(policy.window_tokens(3).empty());
+  EXPECT_EQ(policy.window_size(3), 25);
+  auto key_of = [](int64_t pos) -> std::array<float, 4> {
+    switch (pos) {
+      case 0: return {1, 0, 0, 0};
+      case 1: return {0, 1, 0, 0};
+      case 2: return {0.8f, 0, 0, 0};
+      case 3: return {0, 0.6f, 0, 0};
+      default: return {0, 0, 0, 0};
+    }
+  };
+  auto query_of = [](int64_t unit, int64_t token) -> std::array<float, 4> {
+    if (unit != 3) return {0, 0, 0, 0};
+    return token == 0 ? std::array<float, 4>{2, 0, 0, 0} : std::array<float, 4>{0, 2, 0, 0};
+  };
+  const KvStore store = run_one_head(c, policy, key_of, query_of);
+  std::vector<int64_t> expected = {0, 1};
+  for (int64_t p : range(5, 30)) expected.push_back(p);
+  EXPECT_EQ(store.positions(0, 0, 0), expected);
+}
+
+TEST(ScaleKvOfficial, ScoringIsAParameterAndTheReleaseMaxPools) {
+  const PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, 2);
+  const PolicyDescription* entry = find_policy_entry("scalekv");
+  ASSERT_NE(entry, nullptr);
+  const PolicyParamSpec* scoring = entry->find_param("scoring");
+  ASSERT_NE(scoring, nullptr);
+  EXPECT_EQ(scoring->default_value, "paper");
+  EXPECT_EQ(scoring->choices, (std::vector<std::string>{"paper", "official"}));
+  EXPECT_EQ(dynamic_cast<ScaleKvPolicy&>(*make_policy("scalekv:budget=20", c)).scoring(), ScaleKvScoring::Paper);
+  EXPECT_EQ(dynamic_cast<ScaleKvPolicy&>(*make_policy("scalekv:budget=20,scoring=official", c)).scoring(),
+            ScaleKvScoring::Official);
+  EXPECT_NO_THROW(make_policy("scalekv:budget=20,scoring=official,pooling=max", c));
+  EXPECT_NE(test::policy_error("scalekv:budget=20,scoring=official,pooling=avg", c).find("pooling=avg applies to"),
+            std::string::npos);
+  EXPECT_NE(test::policy_error("scalekv:scoring=softmax", c).find("must be one of paper, official"), std::string::npos);
 }
 
 namespace {

@@ -41,6 +41,13 @@
 //   a map with fewer rows than sqrt(N) uses every token as its own patch;
 // - average pooling over the candidates' slot order, kernel 5 (the paper names
 //   the pooling, not its size); decisions on the conditional row of a CFG pair.
+// scoring=official selects tokens as the authors' release does instead
+// (StargazerX0/ScaleKV, scale_kv.py, ScaleKVCluster.update_kv): raw logits
+// q K^T / sqrt(d) summed over the window's queries, the window's own entries set
+// to -inf before max pooling over slot order (so their scores never reach their
+// neighbours), the window at the release's patch centres, and on a map with
+// fewer rows than sqrt(N) the cache's last N entries as the window. The budgets
+// are Eq. 4's in both. docs/policies.md#scalekv says which is the default and why.
 #include <vector>
 
 #include "engine/cache/policies/layer_selectivity_profile.h"
@@ -49,6 +56,12 @@
 
 namespace kvs {
 
+// How the entries outside the observation window are scored (Eq. 5).
+enum class ScaleKvScoring {
+  Paper,     // softmax attention of the window's queries, summed, then pooled as ScaleKvOptions::pooling says
+  Official,  // the release's: raw logits summed, the window masked before max pooling, its window placement
+};
+
 struct ScaleKvOptions {
   int64_t budget = 0;           // B_u, tokens per layer and head
   double drafters = 1.0 / 6.0;  // share of the compressed layer-scale pairs that are drafters
@@ -56,7 +69,8 @@ struct ScaleKvOptions {
   double decay = 0.11;          // delta / B_u, per scale
   int64_t window = 16;          // N patches (observation window tokens)
   int64_t kernel = 5;           // pooling kernel (odd)
-  ObservationPooling pooling = ObservationPooling::Average;
+  ObservationPooling pooling = ObservationPooling::Average;  // Paper scoring; Official max-pools
+  ScaleKvScoring scoring = ScaleKvScoring::Paper;
   int64_t top_k = 16;  // K' of the ASI (the calibration's)
 };
 
@@ -84,12 +98,25 @@ class ScaleKvPolicy : public CachePolicy {
   // B_l(k): what layer l keeps after scale k (c_k where the scale is not compressed).
   int64_t layer_budget(int64_t layer, int64_t scale) const;
   bool is_drafter(int64_t layer, int64_t scale) const;
-  // The observation window of a scale: indices within the scale's token map.
+  // The observation window of a scale: indices within the scale's token map
+  // (empty with official scoring on a map with fewer rows than sqrt(window): the
+  // window is then the cache's last `window` entries).
   const std::vector<int64_t>& window_tokens(int64_t scale) const { return windows_.at(static_cast<size_t>(scale)); }
+  // Entries the window holds at a scale (always kept).
+  int64_t window_size(int64_t scale) const;
+  ScaleKvScoring scoring() const { return options_.scoring; }
 
  private:
   size_t index(int64_t layer, int64_t scale) const { return static_cast<size_t>(layer * scales_ + scale); }
   void plan(const LayerSelectivityProfile& profile);
+  // The release's window after `unit`: its flags over the slots (bool [rows,
+  // kv_heads, L]) and, in `reads`, how many window entries read each of the
+  // unit's queries ([rows, kv_heads, T] float).
+  at::Tensor official_window(const ImageSlots& slots, int64_t unit, at::Tensor* reads) const;
+  // The release's pooled scores of every slot (float [rows, kv_heads, L] CPU,
+  // -inf outside the candidates).
+  at::Tensor official_scores(const KvStore& store, int64_t layer, const ImageSlots& slots, const at::Tensor& in_window,
+                             const at::Tensor& reads, const at::Tensor& queries) const;
 
   PolicyContext context_;
   ScaleKvOptions options_;
@@ -104,6 +131,12 @@ class ScaleKvPolicy : public CachePolicy {
 // The patch-centroid tokens (indices into a side x side map, row-major, sorted)
 // of a sqrt(window) x sqrt(window) patch grid.
 std::vector<int64_t> patch_centroid_tokens(int64_t side, int64_t window);
+// The release's window on a side x side map (scale_kv.py,
+// _select_window_indices): patches of floor(side / g) rows and columns (g =
+// sqrt(window)), the token at offset (p - 1) / 2 in each, the last side mod g rows
+// and columns in no patch; empty when side < g (the release then takes the
+// cache's last `window` entries).
+std::vector<int64_t> official_window_tokens(int64_t side, int64_t window);
 
 PolicyInfo scalekv_policy_info();
 

@@ -57,6 +57,20 @@ void JanusConfig::validate() const {
   require(!image_start_tag.empty() && !pad_tag.empty(), "janus config: image_start_tag and pad_tag must be set");
 }
 
+LanguageConfig llama_config_defaults() {
+  LanguageConfig c;
+  c.vocab_size = 32000;
+  c.hidden_size = 4096;
+  c.intermediate_size = 11008;
+  c.num_hidden_layers = 32;
+  c.num_attention_heads = 32;
+  c.num_key_value_heads = 32;  // None in transformers: num_attention_heads
+  c.max_position_embeddings = 2048;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 10000.0;
+  return c;
+}
+
 JanusConfig janus_preset(const std::string& name) {
   JanusConfig c;
   c.vq = llamagen::vq_preset("VQ-16", 16384, 8);
@@ -91,19 +105,35 @@ JanusConfig janus_config_from_hf(const nlohmann::json& j) {
       fail("model_type " + j.at("model_type").dump() + " is not Janus's multi_modality");
     for (const char* section : {"language_config", "gen_vision_config", "gen_aligner_config", "gen_head_config"})
       if (!j.contains(section)) fail(std::string("no ") + section + " (is this a Janus / Janus-Pro checkpoint?)");
+    // MultiModalityConfig builds LlamaConfig(**language_config): a field the file
+    // leaves out takes transformers' default, and Janus-Pro-7B's file leaves out
+    // every size but the layer count.
     const nlohmann::json& l = j.at("language_config");
+    const LanguageConfig d = llama_config_defaults();
     LanguageConfig& lc = c.language;
-    lc.hidden_size = l.value("hidden_size", lc.hidden_size);
-    lc.intermediate_size = l.value("intermediate_size", lc.intermediate_size);
-    lc.num_hidden_layers = l.value("num_hidden_layers", lc.num_hidden_layers);
-    lc.num_attention_heads = l.value("num_attention_heads", lc.num_attention_heads);
+    lc.hidden_size = l.value("hidden_size", d.hidden_size);
+    lc.intermediate_size = l.value("intermediate_size", d.intermediate_size);
+    lc.num_hidden_layers = l.value("num_hidden_layers", d.num_hidden_layers);
+    lc.num_attention_heads = l.value("num_attention_heads", d.num_attention_heads);
     lc.num_key_value_heads = l.value("num_key_value_heads", lc.num_attention_heads);
-    lc.vocab_size = l.value("vocab_size", lc.vocab_size);
-    lc.rope_theta = l.value("rope_theta", 10000.0);
-    lc.rms_norm_eps = l.value("rms_norm_eps", 1e-6);
-    lc.max_position_embeddings = l.value("max_position_embeddings", lc.max_position_embeddings);
+    lc.vocab_size = l.value("vocab_size", d.vocab_size);
+    lc.rope_theta = l.value("rope_theta", d.rope_theta);
+    lc.rms_norm_eps = l.value("rms_norm_eps", d.rms_norm_eps);
+    lc.max_position_embeddings = l.value("max_position_embeddings", d.max_position_embeddings);
+    if (l.contains("rope_parameters") && !l.at("rope_parameters").is_null()) {
+      // Newer transformers write RoPE's settings here instead of rope_theta.
+      const nlohmann::json& rope = l.at("rope_parameters");
+      if (rope.value("rope_type", std::string("default")) != "default")
+        fail("language_config.rope_parameters.rope_type " + rope.at("rope_type").dump() +
+             " is not plain RoPE; scaled RoPE is not supported");
+      lc.rope_theta = rope.value("rope_theta", lc.rope_theta);
+    }
     if (l.contains("rope_scaling") && !l.at("rope_scaling").is_null())
       fail("language_config.rope_scaling is set; Janus-Pro uses plain RoPE and scaled RoPE is not supported");
+    if (l.contains("head_dim") && !l.at("head_dim").is_null() && lc.num_attention_heads > 0 &&
+        l.at("head_dim").get<int64_t>() * lc.num_attention_heads != lc.hidden_size)
+      fail("language_config.head_dim " + l.at("head_dim").dump() + " is not hidden_size / num_attention_heads (" +
+           std::to_string(lc.hidden_size) + " / " + std::to_string(lc.num_attention_heads) + ")");
     if (l.value("hidden_act", std::string("silu")) != "silu")
       fail("language_config.hidden_act must be silu (LLaMA's SwiGLU)");
     if (l.value("attention_bias", false) || l.value("mlp_bias", false))

@@ -15,7 +15,8 @@
 
 namespace kvs::janus {
 
-// transformers LlamaConfig, the fields generation reads.
+// transformers LlamaConfig, the fields generation reads. The defaults here are
+// Janus-Pro-1B's sizes; transformers' own defaults are llama_config_defaults().
 struct LanguageConfig {
   int64_t hidden_size = 2048;
   int64_t intermediate_size = 5632;
@@ -55,8 +56,16 @@ struct JanusConfig {
 JanusConfig janus_preset(const std::string& name);
 std::vector<std::string> janus_preset_names();
 
+// transformers' LlamaConfig defaults (models/llama/configuration_llama.py), which
+// the official loader gives every language_config field config.json leaves out:
+// vocab 32000, hidden 4096, intermediate 11008, 32 layers, 32 heads, key/value
+// heads = heads, 2048 positions, rms_norm_eps 1e-6, rope_theta 10000.
+LanguageConfig llama_config_defaults();
+
 // The official config.json (MultiModalityConfig as Hugging Face stores it) ->
-// config; refuses a config whose generation parts are not the Janus-Pro ones
+// config; language_config fields it leaves out take llama_config_defaults(), as
+// in the official loader (Janus-Pro-7B's names only its layer count, context and
+// vocabulary). Refuses a config whose generation parts are not the Janus-Pro ones
 // (FormatError naming the field). The decoder is VQ-16 and the image 384 px,
 // which config.json does not record: the caller settles both, then validates.
 JanusConfig janus_config_from_hf(const nlohmann::json& config_json);

@@ -26,6 +26,18 @@ at::Tensor take(const TensorMap& tensors, const std::string& name, at::Device de
 
 }  // namespace
 
+at::ScalarType JanusModel::decoder_dtype(at::ScalarType run_dtype) {
+  // generation_inference.py casts the whole model to bf16, the VQ decoder
+  // included, and decodes there (its upsampling returns to bf16 by name), then
+  // converts the images to float32: a bf16 run decodes as the official one
+  // does. f16 has no official decode (that upsampling would hand bf16 to f16
+  // convolutions), so an f16 run decodes in float32, as f32 runs do. One step
+  // stays as VqDecoder does it: the codebook is L2-normalised in float32 and
+  // rounded to bf16 once, where F.normalize on the bf16 table rounds the norm
+  // too (at most a bf16 rounding apart).
+  return run_dtype == at::kBFloat16 ? at::kBFloat16 : at::kFloat;
+}
+
 JanusModel JanusModel::from_weights(const JanusConfig& config, const io::SafetensorsReader& weights, at::Device device,
                                     at::ScalarType dtype) {
   config.validate();
@@ -34,10 +46,8 @@ JanusModel JanusModel::from_weights(const JanusConfig& config, const io::Safeten
   TensorMap generation;
   for (const auto& e : janus_generation_tensors(config)) generation.emplace(e.name, weights.tensor(e.name));
   JanusModel model = from_tensors(config, generation, device, dtype);
-  // The decoder runs once per image (and per preview): float32 keeps the
-  // images what the official float32 decode gives at no memory cost that matters.
   model.vq = std::make_unique<llamagen::VqDecoder>(config.vq, io::tensors_with_prefix(weights, "gen_vision_model."),
-                                                   device);
+                                                   device, decoder_dtype(dtype));
   return model;
 }
 

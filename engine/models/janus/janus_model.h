@@ -32,7 +32,8 @@ struct JanusModel {
   std::shared_ptr<const text::BpeTokenizer> tokenizer;  // null for conformance cases (ids are given)
 
   // Strictly checks every tensor (missing, unexpected, shape, floating dtype)
-  // before building; weights are kept in `dtype` (the decoder in float32).
+  // before building; weights are kept in `dtype`, the decoder in
+  // decoder_dtype(dtype).
   static JanusModel from_weights(const JanusConfig& config, const io::SafetensorsReader& weights, at::Device device,
                                  at::ScalarType dtype);
   // The generation parts without the decoder (vq stays null) on `tensors`
@@ -44,6 +45,10 @@ struct JanusModel {
                                  at::ScalarType dtype);
   // A bundle: model.json, weights and the tokenizer files in tokenizer/.
   static JanusModel load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype);
+
+  // The VQ decoder's dtype for a run in `run_dtype`: bf16 for bf16 (the official
+  // decode), float32 otherwise. Images come out float32 either way.
+  static at::ScalarType decoder_dtype(at::ScalarType run_dtype);
 
   // prepare_gen_img_embeds: gen_aligner(gen_embed(ids)), ids [B, T] -> [B, T, hidden].
   at::Tensor image_embeds(const at::Tensor& ids) const;
