@@ -217,7 +217,10 @@ for name in ("streaming:rho=1/4", "amskv", "heatkv:budget=0.1", "scalekv:rho=1/4
              "snapkv:rho=1/4"):
     r = records[name]
     assert r["kv_bytes_logical"] < full["kv_bytes_logical"], name
-    assert 0 <= r["token_agreement"] <= 1 and r["psnr"] > 0, name
+    assert 0 <= r["token_agreement"] <= 1, name
+    # PSNR is null when every image equals the full cache's (AMS-KV with every layer
+    # at C_max on this random model: each scale attends before its layer rolls).
+    assert (r["psnr"] > 0) if r["psnr"] is not None else r["identical_images"] == r["images"], name
 PY
 then
   pass var-bench-scale-policies
