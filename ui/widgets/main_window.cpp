@@ -605,7 +605,7 @@ bool MainWindow::setPolicySpec(const QString& spec) {
 // settings the run asks (file_serves: its classes, CFG and seed); the notice
 // names the N.
 std::optional<kvs::FamilyDescription::FirstUseCalibration> MainWindow::needsCalibration(const QString& spec,
-                                                                                         double cfg) const {
+                                                                                        double cfg) const {
   const auto* c = firstUseCalibration(spec, family());
   if (!c) return std::nullopt;
   const QString dir = QString::fromStdString(model_.dir);

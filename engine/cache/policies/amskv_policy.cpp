@@ -53,13 +53,15 @@ AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& optio
       for (int64_t s = options.condensed_scales; s < scales; ++s) {
         const int64_t t_s = t[static_cast<size_t>(s)];
         if (t_s <= b && t_s > b - cds_tokens_)
-          throw InvalidArgumentError(
-              "policy amskv: " + std::string(name) + " " + std::to_string(b) +
-              " tokens is impossible with order=evict_first: rolled before scale " + std::to_string(s) +
-              " attends, the cache would keep " + std::to_string(b - cds_tokens_) + " recent tokens, fewer than the "
-              "scale's own " + std::to_string(t_s) + ", so it would lose some of them before they attend; use " +
-              std::string(name) + " >= " + std::to_string(t_s + cds_tokens_) + " (or below " + std::to_string(t_s) +
-              ", which never caches the scale), or order=attend_first");
+          throw InvalidArgumentError("policy amskv: " + std::string(name) + " " + std::to_string(b) +
+                                     " tokens is impossible with order=evict_first: rolled before scale " +
+                                     std::to_string(s) + " attends, the cache would keep " +
+                                     std::to_string(b - cds_tokens_) +
+                                     " recent tokens, fewer than the "
+                                     "scale's own " +
+                                     std::to_string(t_s) + ", so it would lose some of them before they attend; use " +
+                                     std::string(name) + " >= " + std::to_string(t_s + cds_tokens_) + " (or below " +
+                                     std::to_string(t_s) + ", which never caches the scale), or order=attend_first");
       }
     }
   }
@@ -118,7 +120,7 @@ at::Tensor AmsKvPolicy::roll(const KvStore& store, int64_t layer, int64_t unit) 
     drop_pending_[i] = 0;
     // Algorithm 1, lines 5-16, for this layer and image. The scale is already in
     // the store; C_{i-1} is what was there before it.
-    bool drop = t_i > c_max_;  // lines 5-6: never cached
+    bool drop = t_i > c_max_;                                                            // lines 5-6: never cached
     const int64_t cached = store.max_length(layer) > 0 ? store.length(layer, r, 0) : 0;  // |C_i| (heads are equal)
     if (!drop && cached > budget_[i]) {
       const double s = similarity_[i];

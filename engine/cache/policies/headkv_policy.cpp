@@ -54,7 +54,8 @@ HeadKvPolicy::HeadKvPolicy(const PolicyContext& context, const HeadKvOptions& op
   if (options.local_window != 0 && options.local_window < n)
     throw InvalidArgumentError("policy headkv: local_window " + std::to_string(options.local_window) +
                                " tokens is impossible: a local head's window holds the line being generated (" +
-                               std::to_string(n) + " tokens, the one-line buffer of periodic updates) and must be "
+                               std::to_string(n) +
+                               " tokens, the one-line buffer of periodic updates) and must be "
                                "at least that long (0 = two lines)");
   // Two lines at least: a local head keeps one line or more, and less than a global one.
   const int64_t minimum = std::max(recent_, 2 * n);
@@ -62,8 +63,10 @@ HeadKvPolicy::HeadKvPolicy(const PolicyContext& context, const HeadKvOptions& op
     throw InvalidArgumentError(
         "policy headkv: budget " + std::to_string(options.budget_tokens) + " tokens is impossible: B (" +
         std::to_string(budget_) + " after rounding down to whole lines of " + std::to_string(n) + ") must hold the " +
-        std::to_string(options.recent_lines) + " recent line(s) of global heads (the line being generated among "
-        "them) and more than a local head's one line: at least " + std::to_string(minimum) + " tokens (rho >= " +
+        std::to_string(options.recent_lines) +
+        " recent line(s) of global heads (the line being generated among "
+        "them) and more than a local head's one line: at least " +
+        std::to_string(minimum) + " tokens (rho >= " +
         std::to_string(static_cast<double>(minimum) / static_cast<double>(big_n)).substr(0, 6) + ")");
   // A local head's budget is "always smaller than that of global heads" (§5.1):
   // the default window is two lines, or one line less than B when B is shorter.

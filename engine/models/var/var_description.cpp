@@ -44,8 +44,7 @@ const FamilyDescription& var_description() {
     auto images_work = [](int64_t images) {
       return "S-CAS head scores on " + std::to_string(images) + (images == 1 ? " class" : " classes");
     };
-    auto file_serves = [](const std::string& bundle_dir, int64_t num_classes, const std::string& spec,
-                          double run_cfg) {
+    auto file_serves = [](const std::string& bundle_dir, int64_t num_classes, const std::string& spec, double run_cfg) {
       try {
         const auto stored = stored_scale_attention(bundle_dir);
         return stored && measured_with(*stored, heatkv_calibration_settings(spec, num_classes, run_cfg, stored.get()));
