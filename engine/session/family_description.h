@@ -78,10 +78,10 @@ struct FamilyDescription {
     // on N classes spread over the model's.
     std::string images_param;
     std::function<std::string(int64_t images)> images_work;  // `work` for N > 0
-    // The policy's parameter that names the CFG its calibration is measured at
-    // (HeatKV's calibration_cfg; unset or 0: the run's CFG). A calibration is
-    // made once per set and CFG.
-    std::string cfg_param;
+    // The CFG a run of `spec` at `run_cfg` measures its calibration at (HeatKV's
+    // calibration_cfg, else the run's); unset: the run's. A calibration is made
+    // once per set and CFG.
+    std::function<double(const std::string& spec, double run_cfg)> calibration_cfg;
     // Whether the bundle's file serves a run of `spec` at CFG `run_cfg` (it was
     // measured with the settings the spec asks: classes, CFG, seed); unset: any
     // file serves.

@@ -96,20 +96,6 @@ int64_t calibrationImages(const QString& spec, const kvs::FamilyDescription::Fir
   }
 }
 
-double calibrationCfg(const QString& spec, const kvs::FamilyDescription::FirstUseCalibration& calibration,
-                      double runCfg) {
-  if (calibration.cfg_param.empty()) return runCfg;
-  try {
-    const auto params = kvs::split_policy_spec(spec.trimmed().toStdString()).params;
-    const auto it = params.find(calibration.cfg_param);
-    if (it == params.end()) return runCfg;
-    const auto cfg = kvs::parse_number_text(it->second);
-    return cfg && *cfg > 0 ? *cfg : runCfg;  // the run refuses an impossible value itself
-  } catch (const std::exception&) {
-    return runCfg;
-  }
-}
-
 bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return !family.discrete_tokens; }
 
 int64_t ScaleLayout::tokens(int64_t scale) const {

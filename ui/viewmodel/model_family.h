@@ -48,10 +48,6 @@ const kvs::FamilyDescription::FirstUseCalibration* firstUseCalibration(const QSt
 // calibration_images=N: its own calibration set); 0 when the spec leaves it out
 // or the calibration has no such parameter (the default calibration).
 int64_t calibrationImages(const QString& spec, const kvs::FamilyDescription::FirstUseCalibration& calibration);
-// The CFG the calibration of a run of `spec` at `runCfg` is measured at: the
-// calibration's cfg_param in `spec` when it names one (> 0), else the run's.
-double calibrationCfg(const QString& spec, const kvs::FamilyDescription::FirstUseCalibration& calibration,
-                      double runCfg);
 
 // Whether the family samples continuous tokens (no token ids: top-k / top-p do
 // not apply, and GenerationResult::tokens holds the generation order).

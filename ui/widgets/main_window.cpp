@@ -627,7 +627,7 @@ QString MainWindow::calibrationKey(const QString& modelDir, const QString& spec,
                                    const kvs::FamilyDescription::FirstUseCalibration& c, double cfg) {
   return modelDir + QLatin1Char('\n') + QString::fromStdString(c.policy) + QLatin1Char('\n') +
          QString::number(calibrationImages(spec, c)) + QLatin1Char('\n') +
-         QString::number(calibrationCfg(spec, c, cfg), 'g', 17);
+         QString::number(c.calibration_cfg ? c.calibration_cfg(spec.trimmed().toStdString(), cfg) : cfg, 'g', 17);
 }
 
 // Everything that depends on the model's family besides the parameter panel

@@ -130,8 +130,7 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
   auto log = module_logger("session");
   const std::string path = ctx.bundle_dir + "/" + kScaleAttentionProfileFile;
   const std::shared_ptr<const ScaleAttentionProfile> stored = stored_scale_attention(ctx.bundle_dir);
-  const ScaleAttentionSettings settings = heatkv_calibration_settings(spec, num_classes, request.cfg_scale,
-                                                                      stored.get());
+  const ScaleAttentionSettings settings = heatkv_calibration_settings(images, cfg, num_classes, stored.get());
   const std::string what = std::to_string(settings.classes.size()) + " classes at CFG " +
                            format_text("%g", settings.cfg) +
                            (images > 0 ? " (HeatKV calibration_images=" + std::to_string(images) + ")" : "");

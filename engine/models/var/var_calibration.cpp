@@ -5,7 +5,6 @@
 
 #include <filesystem>
 
-#include "engine/cache/policies/heatkv_policy.h"
 #include "engine/core/errors.h"
 #include "engine/models/var/var_model.h"
 
@@ -18,14 +17,13 @@ std::vector<int64_t> spread_classes(int64_t num_classes, int64_t count) {
   return classes;
 }
 
-ScaleAttentionSettings heatkv_calibration_settings(const std::string& spec, int64_t num_classes, double run_cfg,
+ScaleAttentionSettings heatkv_calibration_settings(int64_t images, double cfg, int64_t num_classes,
                                                    const ScaleAttentionProfile* stored) {
-  const int64_t images = heatkv_calibration_images(spec, num_classes);
   ScaleAttentionSettings settings;
   settings.classes = images > 0 ? spread_classes(num_classes, images)
                      : stored   ? stored->classes
                                 : spread_classes(num_classes, 2);
-  settings.cfg = heatkv_calibration_cfg(spec, run_cfg);
+  settings.cfg = cfg;
   settings.seed = 0;
   return settings;
 }

@@ -31,11 +31,10 @@ struct ScaleAttentionSettings {
   uint64_t seed = 0;
 };
 
-// The settings a heatkv `spec` asks of its calibration in a run at `run_cfg`:
-// calibration_images N > 0 -> N classes spread over the model's, else those of the
-// bundle's file `stored` (else 2 spread classes); calibration_cfg, else the run's
-// CFG; seed 0. InvalidArgumentError for an impossible calibration_images.
-ScaleAttentionSettings heatkv_calibration_settings(const std::string& spec, int64_t num_classes, double run_cfg,
+// The settings of a HeatKV calibration on `images` classes (heatkv_calibration_images)
+// at `cfg` (heatkv_calibration_cfg): N > 0 -> N classes spread over the model's,
+// 0 -> those of the bundle's file `stored` (else 2 spread classes); seed 0.
+ScaleAttentionSettings heatkv_calibration_settings(int64_t images, double cfg, int64_t num_classes,
                                                    const ScaleAttentionProfile* stored);
 bool measured_with(const ScaleAttentionProfile& profile, const ScaleAttentionSettings& settings);
 

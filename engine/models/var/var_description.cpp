@@ -1,6 +1,7 @@
 #include "engine/models/var/var_family.h"
 
 #include "engine/cache/policies/head_variance_profile.h"
+#include "engine/cache/policies/heatkv_policy.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
@@ -47,16 +48,26 @@ const FamilyDescription& var_description() {
     auto file_serves = [](const std::string& bundle_dir, int64_t num_classes, const std::string& spec, double run_cfg) {
       try {
         const auto stored = stored_scale_attention(bundle_dir);
-        return stored && measured_with(*stored, heatkv_calibration_settings(spec, num_classes, run_cfg, stored.get()));
+        return stored &&
+               measured_with(*stored, heatkv_calibration_settings(heatkv_calibration_images(spec, num_classes),
+                                                                  heatkv_calibration_cfg(spec, run_cfg), num_classes,
+                                                                  stored.get()));
       } catch (const Error&) {
         return false;  // a corrupt file: the run says so
       }
     };
+    auto calibration_cfg = [](const std::string& spec, double run_cfg) {
+      try {
+        return heatkv_calibration_cfg(spec, run_cfg);
+      } catch (const Error&) {
+        return run_cfg;  // a bad spec: the run refuses it itself
+      }
+    };
     f.calibrated_on_first_use = {
         {"heatkv", "HeatKV", kScaleAttentionProfileFile, "S-CAS head scores on 2 classes", "calibration_images",
-         images_work, "calibration_cfg", file_serves},
-        {"scalekv", "ScaleKV", kScaleKvCalibrationFile, "drafter and refiner layers from 10 classes", "", {}, {}},
-        {"hack", "HACK", kHeadVarianceProfileFile, "contextual and structural heads from 10 classes", "", {}, {}}};
+         images_work, calibration_cfg, file_serves},
+        {"scalekv", "ScaleKV", kScaleKvCalibrationFile, "drafter and refiner layers from 10 classes", "", {}, {}, {}},
+        {"hack", "HACK", kHeadVarianceProfileFile, "contextual and structural heads from 10 classes", "", {}, {}, {}}};
     return f;
   }();
   return d;
