@@ -37,7 +37,9 @@ bool decode_kernel_enabled() { return enabled_flag().load(); }
 
 const char* decode_kernel_description(bool bf16) {
   if (!decode_kernel_enabled()) return "off";
-  if (!skinny_linear_f32_available()) return "not available on this CPU";
+  const SkinnyLinearIsa isa = skinny_linear_isa();
+  if (isa == SkinnyLinearIsa::none) return "not available on this CPU";
+  if (isa == SkinnyLinearIsa::avx2) return "AVX2";
   if (!bf16) return "AVX-512";
   if (cpu_has_amx_bf16()) {
     static const std::string with_amx = std::string(skinny_linear_bf16_native() ? "AVX-512 BF16" : "AVX-512") +
@@ -59,7 +61,9 @@ bool linear_uses_decode_kernel(const at::Tensor& input, const at::Tensor& weight
   if (c10::GradMode::is_enabled() && (input.requires_grad() || weight.requires_grad())) return false;
   const int64_t rows = input.numel() / input.size(-1);
   // bf16 on an AMX CPU: oneDNN's tile matmul is faster past a few rows (skinny_linear.h).
-  if (bf16 && rows > kSkinnyLinearBf16RowsBesideAmx && cpu_has_amx_bf16()) return false;
+  if (bf16 && rows > kSkinnyLinearBf16RowsBesideAmx && skinny_linear_isa() == SkinnyLinearIsa::avx512 &&
+      cpu_has_amx_bf16())
+    return false;
   return rows >= 1 && rows <= kSkinnyLinearMaxRows;
 }
 

@@ -15,6 +15,8 @@
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
 #include "engine/models/family_registry.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/linear.h"
 
 namespace kvs::cli {
 namespace {
@@ -128,6 +130,14 @@ void print_bench_table(const std::vector<BenchRecord>& records) {
               records[0].rounds > 1
                   ? (", speed: fastest of " + std::to_string(records[0].rounds) + " interleaved rounds").c_str()
                   : "");
+  // Speed depends on the CPU's instruction sets (the decode kernel's path), so
+  // every table names them.
+  const bool on_cpu = records[0].device.rfind("cpu", 0) == 0;
+  std::printf("CPU: %s%s\n", kvs::kernels::cpu_summary().c_str(),
+              on_cpu ? ("; decode kernel: " +
+                        std::string(kvs::kernels::decode_kernel_description(records[0].dtype == "bf16")))
+                           .c_str()
+                     : "");
   const BenchRecord& r = records[0];
   if (judged && r.class_judged != r.images)  // prompts of which only some name a class
     std::printf("class accuracy and demo-FID on %lld images (demo-FID against %lld held-out images)\n",
@@ -174,8 +184,15 @@ void print_max_batch_table(const std::vector<BenchRecord>& records) {
 void write_bench_files(const std::vector<BenchRecord>& records, const std::string& json_path,
                        const std::string& chart_path, const BenchSweep* sweep) {
   if (!json_path.empty()) {
+    // Each record names the CPU it ran beside (model, instruction sets, the
+    // decode kernel's path), as the table does.
+    nlohmann::json j = to_json(records);
+    for (nlohmann::json& record : j)
+      record["cpu"] = {{"model", kvs::kernels::cpu_model_name()},
+                       {"flags", kvs::kernels::cpu_kernel_flags()},
+                       {"decode_kernel", kvs::kernels::decode_kernel_description(record.value("dtype", "") == "bf16")}};
     std::ofstream out(json_path);
-    out << to_json(records).dump(2) << "\n";
+    out << j.dump(2) << "\n";
     if (!out) throw FileError("cannot write " + json_path);
   }
   if (!chart_path.empty()) write_png(chart_path, sweep ? draw_sweep_chart(*sweep, records) : draw_bench_chart(records));

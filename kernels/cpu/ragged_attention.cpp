@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/float_dot.h"
+#include "kernels/cpu/skinny_linear.h"
 #include "kernels/kernel_error.h"
 
 namespace kvs::kernels {
@@ -82,8 +83,15 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
 // treated as one [G*T, head_dim] query matrix and every key and value row is
 // loaded once for all of them. `weights` and `widened` are the calling thread's
 // scratch (the latter holds a bf16 segment's keys and values as float32).
-void attend_segment(const RaggedKvView& kv, const RaggedAttentionArgs& args, int64_t segment,
-                    std::vector<float>& weights, std::vector<float>& widened) {
+//
+// The body is compiled twice: for the x86-64 baseline and, where the compiler
+// targets x86, for AVX2 + FMA (the same C++ auto-vectorised eight floats wide
+// with fused multiply-adds); attend_segment picks one at run time by the CPU
+// kernels' path (skinny_linear_isa(): AVX2 on an AVX2 or AVX-512 CPU unless
+// KVSTUDIO_CPU_DECODE_KERNEL=none). Nothing runs an instruction the CPU lacks.
+__attribute__((always_inline)) inline void attend_segment_body(const RaggedKvView& kv, const RaggedAttentionArgs& args,
+                                                               int64_t segment, std::vector<float>& weights,
+                                                               std::vector<float>& widened) {
   const int64_t d = kv.head_dim, capacity = kv.capacity, t = args.T;
   const int64_t group = args.n_head / kv.kv_heads;
   const int64_t n_query = group * t;
@@ -166,7 +174,34 @@ void attend_segment(const RaggedKvView& kv, const RaggedAttentionArgs& args, int
   }
 }
 
+void attend_segment_baseline(const RaggedKvView& kv, const RaggedAttentionArgs& args, int64_t segment,
+                             std::vector<float>& weights, std::vector<float>& widened) {
+  attend_segment_body(kv, args, segment, weights, widened);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((target("avx2,fma"))) void attend_segment_avx2(const RaggedKvView& kv, const RaggedAttentionArgs& args,
+                                                             int64_t segment, std::vector<float>& weights,
+                                                             std::vector<float>& widened) {
+  attend_segment_body(kv, args, segment, weights, widened);
+}
+#endif
+
+using AttendSegment = void (*)(const RaggedKvView&, const RaggedAttentionArgs&, int64_t, std::vector<float>&,
+                               std::vector<float>&);
+
+AttendSegment attend_segment_for_this_cpu() {
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (skinny_linear_isa() != SkinnyLinearIsa::none) return attend_segment_avx2;
+#endif
+  return attend_segment_baseline;
+}
+
 }  // namespace
+
+const char* ragged_attention_cpu_path() {
+  return attend_segment_for_this_cpu() == attend_segment_baseline ? "x86-64 baseline" : "AVX2";
+}
 
 void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
   validate(kv, args);
@@ -179,6 +214,7 @@ void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& arg
   const int64_t work_per_segment = std::max<int64_t>(1, args.n_head / kv.kv_heads * args.T * kv.capacity *
                                                             std::max<int64_t>(kv.head_dim, 1));
   const int64_t grain = std::max<int64_t>(1, kGrainWork / work_per_segment);
+  const AttendSegment attend_segment = attend_segment_for_this_cpu();
   at::parallel_for(0, segments, grain, [&](int64_t begin, int64_t end) {
     std::vector<float> weights, widened;
     for (int64_t s = begin; s < end; ++s) attend_segment(kv, args, s, weights, widened);

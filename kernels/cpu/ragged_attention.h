@@ -64,4 +64,8 @@ struct RaggedAttentionArgs {
 // reaching past total_slots, or a missing buffer; nothing is written in that case.
 void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& args);
 
+// Which build of the kernel runs ("AVX2" or "x86-64 baseline"): the one for the
+// CPU kernels' instruction-set path (skinny_linear.h), chosen at run time.
+const char* ragged_attention_cpu_path();
+
 }  // namespace kvs::kernels

@@ -19,16 +19,44 @@
 namespace kvs::kernels {
 
 // The most rows of x one call takes: every row keeps an accumulator per output
-// in a vector register, and 16 rows still fit the 32 AVX-512 registers.
+// in a vector register, and 16 rows still fit the 32 AVX-512 registers (the AVX2
+// path blocks them 4 at a time in its 16).
 constexpr int64_t kSkinnyLinearMaxRows = 16;
 
-// Whether this CPU runs the kernels: the f32 kernel needs AVX-512F, the bf16 one
-// AVX-512F and AVX-512BW (it uses the AVX-512 BF16 dot-product instruction where the
-// CPU has it and widens bf16 to f32 where it does not). False elsewhere: the
-// caller uses its general GEMM.
+// The instruction sets the kernels are written for, chosen at run time: nothing
+// is compiled for more than the x86-64 baseline except these functions, which
+// carry their own target attributes and run only on a CPU that reports the
+// features. AVX-512 needs F, BW and VL (and uses the BF16 dot product where the
+// CPU has it); AVX2 needs AVX2 and FMA (Intel since Haswell, AMD since Zen:
+// the desktop and laptop CPUs without AVX-512). `none`: the caller uses its
+// general GEMM.
+enum class SkinnyLinearIsa { none, avx2, avx512 };
+
+// The best path this CPU runs.
+SkinnyLinearIsa skinny_linear_best_isa();
+// Whether this CPU runs `isa` (`none` always).
+bool skinny_linear_isa_supported(SkinnyLinearIsa isa);
+// The path the kernels take: the best one, unless KVSTUDIO_CPU_DECODE_KERNEL in
+// the environment names another (`avx2`, `avx512`; one this CPU lacks falls back
+// to the best it has, never to an illegal instruction) or set_skinny_linear_isa
+// changed it.
+SkinnyLinearIsa skinny_linear_isa();
+// Chooses the path for the whole process (tests and benchmarks compare them);
+// false, and nothing changed, when this CPU lacks it.
+bool set_skinny_linear_isa(SkinnyLinearIsa isa);
+// "AVX-512", "AVX2", "none".
+const char* skinny_linear_isa_name(SkinnyLinearIsa isa);
+// Parses a path's name as the environment switch spells it ("avx512", "avx2",
+// "none"); false for any other text.
+bool parse_skinny_linear_isa(const char* text, SkinnyLinearIsa& isa);
+
+// Whether the kernels run on this CPU (the chosen path is not `none`): f32 and
+// bf16 take the same path. False elsewhere: the caller uses its general GEMM.
 bool skinny_linear_f32_available();
 bool skinny_linear_bf16_available();
-// Whether the bf16 kernel uses the BF16 dot-product instruction (for reports).
+// Whether the bf16 kernel uses the AVX-512 BF16 dot-product instruction (for
+// reports): only on the AVX-512 path of a CPU that has it; the AVX2 path and
+// AVX-512 without it widen bf16 to f32 in registers.
 bool skinny_linear_bf16_native();
 
 // Whether this CPU multiplies bf16 matrices in AMX tiles and Linux lets this
@@ -63,7 +91,8 @@ void skinny_linear_bf16(const uint16_t* x, int64_t rows, int64_t x_stride, int64
                         int64_t out_begin, int64_t out_end, uint16_t* y, int64_t y_stride);
 
 // skinny_linear_bf16 as it runs on a CPU without the BF16 dot-product instruction
-// (x and the weights widened to f32), whatever this CPU has: tests compare it too.
+// (x and the weights widened to f32) on the chosen path, whatever this CPU has:
+// tests compare it too.
 void skinny_linear_bf16_widened(const uint16_t* x, int64_t rows, int64_t x_stride, int64_t in_features,
                                 const uint16_t* w, int64_t out_begin, int64_t out_end, uint16_t* y, int64_t y_stride);
 

@@ -9,12 +9,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu/ragged_attention.h"
 #include "kernels/cpu/ragged_attention_torch.h"
+#include "kernels/cpu/skinny_linear.h"
 
 using namespace kvs;
 using kvs::kernels::ragged_attention;
@@ -111,12 +113,21 @@ RaggedAttentionResult run_kernel(const RaggedCase& c, bool causal, bool want_pro
                           want_probs, want_mass);
 }
 
+// Compares both builds of the kernel this CPU runs (AVX2 and the x86-64
+// baseline on an AVX2 CPU) with the reference; each failure names its build.
 void expect_matches_reference(const RaggedCase& c, bool causal, const std::string& what) {
-  RaggedAttentionResult got = run_kernel(c, causal);
+  const kernels::SkinnyLinearIsa was = kernels::skinny_linear_isa();
   RaggedAttentionResult want = reference(c, causal);
-  expect_close(got.out, want.out, what + " out");
-  expect_close(got.probs, want.probs, what + " probs");
-  expect_close(got.key_mass, want.key_mass, what + " key_mass");
+  for (auto isa : {kernels::skinny_linear_best_isa(), kernels::SkinnyLinearIsa::none}) {
+    ASSERT_TRUE(kernels::set_skinny_linear_isa(isa));
+    const std::string path = what + " [" + kernels::ragged_attention_cpu_path() + "]";
+    RaggedAttentionResult got = run_kernel(c, causal);
+    expect_close(got.out, want.out, path + " out");
+    expect_close(got.probs, want.probs, path + " probs");
+    expect_close(got.key_mass, want.key_mass, path + " key_mass");
+    if (isa == kernels::SkinnyLinearIsa::none) break;
+  }
+  kernels::set_skinny_linear_isa(was);
 }
 
 std::vector<int64_t> uneven_lengths(int64_t segments, int64_t capacity) {
@@ -139,6 +150,20 @@ std::string error_of(F f) {
 }
 
 }  // namespace
+
+TEST(RaggedAttention, TheBuildFollowsTheCpuPath) {
+  const kernels::SkinnyLinearIsa was = kernels::skinny_linear_isa();
+  ASSERT_TRUE(kernels::set_skinny_linear_isa(kernels::SkinnyLinearIsa::none));
+  EXPECT_STREQ(kernels::ragged_attention_cpu_path(), "x86-64 baseline");
+  if (kernels::skinny_linear_isa_supported(kernels::SkinnyLinearIsa::avx2)) {
+    ASSERT_TRUE(kernels::set_skinny_linear_isa(kernels::SkinnyLinearIsa::avx2));
+    EXPECT_STREQ(kernels::ragged_attention_cpu_path(), "AVX2");
+  }
+  std::printf("[ ragged attention with the best path: %s ]\n",
+              (kernels::set_skinny_linear_isa(kernels::skinny_linear_best_isa()),
+               kernels::ragged_attention_cpu_path()));
+  kernels::set_skinny_linear_isa(was);
+}
 
 TEST(RaggedAttention, HandComputedSegment) {
   // One segment, head_dim 1: scores 0 and ln 3 -> weights 1/4, 3/4 -> 0.25*4 + 0.75*8 = 7.

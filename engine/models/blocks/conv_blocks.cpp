@@ -15,9 +15,29 @@ const at::Tensor& weight(const Weights& w, const std::string& name) {
   return it->second;
 }
 
+namespace {
+
+bool half_on_cpu(const at::Tensor& t) {
+  return t.device().is_cpu() && (t.scalar_type() == at::kBFloat16 || t.scalar_type() == at::kHalf);
+}
+
+}  // namespace
+
+at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t stride,
+                  int64_t padding) {
+  if (!half_on_cpu(x)) return at::conv2d(x, weight, bias, {stride, stride}, {padding, padding});
+  return at::conv2d(x.to(at::kFloat), weight.to(at::kFloat), bias.defined() ? bias.to(at::kFloat) : bias,
+                    {stride, stride}, {padding, padding})
+      .to(x.scalar_type());
+}
+
+at::Tensor bmm(const at::Tensor& a, const at::Tensor& b) {
+  if (!half_on_cpu(a)) return at::bmm(a, b);
+  return at::bmm(a.to(at::kFloat), b.to(at::kFloat)).to(a.scalar_type());
+}
+
 at::Tensor conv(const Weights& w, const at::Tensor& x, const std::string& prefix, int64_t padding, int64_t stride) {
-  return at::conv2d(x, weight(w, prefix + ".weight"), weight(w, prefix + ".bias"), {stride, stride},
-                    {padding, padding});
+  return conv2d(x, weight(w, prefix + ".weight"), weight(w, prefix + ".bias"), stride, padding);
 }
 
 at::Tensor group_norm(const Weights& w, const at::Tensor& x, const std::string& prefix) {
@@ -40,9 +60,9 @@ at::Tensor attn_block(const Weights& w, const at::Tensor& x, const std::string& 
   at::Tensor q = conv(w, hn, p + ".q", 0), k = conv(w, hn, p + ".k", 0), v = conv(w, hn, p + ".v", 0);
   const int64_t b = q.size(0), c = q.size(1), hh = q.size(2), ww = q.size(3);
   // Same operation order as upstream: bmm(q^T, k) * int(c)^-0.5, softmax over keys.
-  at::Tensor scores = at::bmm(q.reshape({b, c, hh * ww}).permute({0, 2, 1}), k.reshape({b, c, hh * ww}));
+  at::Tensor scores = conv_blocks::bmm(q.reshape({b, c, hh * ww}).permute({0, 2, 1}), k.reshape({b, c, hh * ww}));
   scores = at::softmax(scores * std::pow(static_cast<double>(c), -0.5), 2, at::kFloat).to(v.scalar_type());
-  at::Tensor out = at::bmm(v.reshape({b, c, hh * ww}), scores.permute({0, 2, 1})).reshape({b, c, hh, ww});
+  at::Tensor out = conv_blocks::bmm(v.reshape({b, c, hh * ww}), scores.permute({0, 2, 1})).reshape({b, c, hh, ww});
   return x + conv(w, out, p + ".proj_out", 0);
 }
 

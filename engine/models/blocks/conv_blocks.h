@@ -16,6 +16,19 @@ namespace kvs::conv_blocks {
 
 using Weights = std::map<std::string, at::Tensor>;
 
+// at::conv2d and at::bmm, except that on the CPU bf16 and f16 operands are
+// multiplied in float32 and the result rounded back to their dtype. A half-
+// precision run's decoders keep their dtype between operations (as the official
+// bf16 decodes do), but LibTorch's CPU convolution and matmul in bf16/f16 take a
+// reference GEMM on CPUs without the AVX-512 BF16 / AMX instructions: measured on
+// a 2-core AMD EPYC (AVX2, no AVX-512), LlamaGen's VQ decoder in bf16 did not
+// finish one 384x384 image in minutes. A bf16 product sums in float32 anyway,
+// so the numbers are a bf16 product's up to the summation order; on the GPU the
+// calls are LibTorch's own.
+at::Tensor conv2d(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t stride,
+                  int64_t padding);
+at::Tensor bmm(const at::Tensor& a, const at::Tensor& b);
+
 // Throws ModelMismatchError("VQ weights: missing tensor <name>").
 const at::Tensor& weight(const Weights& w, const std::string& name);
 // nn.Conv2d "<prefix>.weight/.bias" with symmetric padding.

@@ -27,8 +27,8 @@ at::Tensor vae_attn_block(const std::map<std::string, at::Tensor>& weights, cons
   at::Tensor k = parts[1].reshape({b, c, h * w});
   // Upstream order: bmm(q^T, k) * int(C)^-0.5, softmax over keys, bmm(v, w^T).
   at::Tensor scores =
-      at::softmax(at::bmm(q, k) * std::pow(static_cast<double>(c), -0.5), 2, at::kFloat).to(q.scalar_type());
-  at::Tensor out = at::bmm(parts[2].reshape({b, c, h * w}), scores.permute({0, 2, 1})).reshape({b, c, h, w});
+      at::softmax(blocks::bmm(q, k) * std::pow(static_cast<double>(c), -0.5), 2, at::kFloat).to(q.scalar_type());
+  at::Tensor out = blocks::bmm(parts[2].reshape({b, c, h * w}), scores.permute({0, 2, 1})).reshape({b, c, h, w});
   return x + blocks::conv(weights, out, p + ".proj_out", 0);
 }
 
