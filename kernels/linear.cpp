@@ -38,7 +38,8 @@ bool decode_kernel_enabled() { return enabled_flag().load(); }
 const char* decode_kernel_description(bool bf16) {
   if (!decode_kernel_enabled()) return "off";
   const SkinnyLinearIsa isa = skinny_linear_isa();
-  if (isa == SkinnyLinearIsa::none) return "not available on this CPU";
+  if (isa == SkinnyLinearIsa::none)
+    return skinny_linear_best_isa() == SkinnyLinearIsa::none ? "not available on this CPU" : "none (chosen)";
   if (isa == SkinnyLinearIsa::avx2) return "AVX2";
   if (!bf16) return "AVX-512";
   if (cpu_has_amx_bf16()) {

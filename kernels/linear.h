@@ -29,7 +29,7 @@ void set_decode_kernel_enabled(bool enabled);
 bool decode_kernel_enabled();
 
 // A line for reports: which CPU decode kernel runs ("AVX-512 BF16", "AVX-512",
-// "AVX2", "off", "not available on this CPU").
+// "AVX2", "off", "none (chosen)", "not available on this CPU").
 const char* decode_kernel_description(bool bf16);
 
 }  // namespace kvs::kernels

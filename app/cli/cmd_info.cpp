@@ -14,6 +14,8 @@
 #include "engine/models/family_registry.h"
 #include "engine/models/model_catalog.h"
 #include "engine/session/bundle_info.h"
+#include "kernels/cpu/cpu_features.h"
+#include "kernels/linear.h"
 
 namespace kvs::cli {
 namespace {
@@ -96,6 +98,9 @@ int cmd_info(const std::vector<std::string>& args) {
     j["kv_bytes_per_token"] = kv_per_token;  // at run_dtype; 0 for models without a KV cache
     j["provenance"] = bundle.manifest.value("provenance", nlohmann::json::object());
     j["device_auto"] = describe_auto_device();
+    j["cpu"] = {{"model", kernels::cpu_model_name()},
+                {"flags", kernels::cpu_kernel_flags()},
+                {"decode_kernel", kernels::decode_kernel_description(dtype == RunDtype::Bf16)}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -110,6 +115,10 @@ int cmd_info(const std::vector<std::string>& args) {
   }
   print_provenance_and_quality(bundle);
   print_line("device auto", describe_auto_device());
+  // What the CPU runs (it decodes on the CPU when there is no GPU): the kernels'
+  // build follows its instruction sets.
+  print_line("cpu", kernels::cpu_summary() +
+                        "\nCPU decode kernel: " + kernels::decode_kernel_description(dtype == RunDtype::Bf16));
   return 0;
 }
 

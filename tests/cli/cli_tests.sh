@@ -170,6 +170,22 @@ else
   fail info-device-auto
 fi
 
+# info names the CPU, its instruction sets and the decode kernel's build; the
+# environment switch turns it off or picks a build (one the CPU lacks falls back
+# to the best it has).
+avx2_here=0
+grep -m1 '^flags' /proc/cpuinfo | grep -qw avx2 && grep -m1 '^flags' /proc/cpuinfo | grep -qw fma && avx2_here=1
+if grep -Eq "^cpu: +.+; " <<<"$demo_info" &&
+   grep -Eq "CPU decode kernel: (AVX-512|AVX2|not available on this CPU)" <<<"$demo_info" &&
+   KVSTUDIO_CPU_DECODE_KERNEL=off "$cli" info | grep -q "CPU decode kernel: off" &&
+   KVSTUDIO_CPU_DECODE_KERNEL=none "$cli" info | grep -Eq "CPU decode kernel: (none \(chosen\)|not available on this CPU)" &&
+   { [[ $avx2_here == 0 ]] || KVSTUDIO_CPU_DECODE_KERNEL=avx2 "$cli" info | grep -q "CPU decode kernel: AVX2"; } &&
+   [[ "$("$cli" info --json | grep -c '"decode_kernel": ')" == 1 ]]; then
+  pass info-cpu-decode-kernel
+else
+  fail info-cpu-decode-kernel
+fi
+
 # A next-scale (VAR) model: info, generate scale by scale, reproducible ids, clear errors.
 if "$cli" create-random --preset var-demo --out "$work/var" --seed 2 >/dev/null &&
    "$cli" info "$work/var" | grep -q "10 scales (1,2,3,4,5,6,8,10,13,16) = 680 tokens" &&
