@@ -39,11 +39,13 @@ void CudaGraphSet::capture_cuda(int device_index, const std::vector<std::functio
   const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(/*isHighPriority=*/false, device);
   std::vector<std::unique_ptr<at::cuda::CUDAGraph>> graphs;
   at::cuda::CUDAGraph* capturing = nullptr;
+  // The side stream stays current until the end, the clean-up below included:
+  // a capture ends on the stream it began on.
+  c10::cuda::CUDAStreamGuard stream_guard(side);
   try {
     // Once per shape: waiting here is simpler than events, and the inputs
     // written on the current stream are there for the warm-ups.
     current.synchronize();
-    c10::cuda::CUDAStreamGuard stream_guard(side);
     for (int run = 0; run < warmup_runs; ++run)
       for (const auto& body : bodies) body();
     side.synchronize();
@@ -65,6 +67,13 @@ void CudaGraphSet::capture_cuda(int device_index, const std::vector<std::functio
         capturing->capture_end();  // ends the stream's capture; reports the invalidated graph
       } catch (const std::exception&) {
       }
+    }
+    // Whatever happened above, the side stream must not stay in capture mode.
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(side.stream(), &status) == cudaSuccess && status != cudaStreamCaptureStatusNone) {
+      cudaGraph_t abandoned = nullptr;
+      if (cudaStreamEndCapture(side.stream(), &abandoned) == cudaSuccess && abandoned != nullptr)
+        (void)cudaGraphDestroy(abandoned);
     }
     graphs.clear();
     (void)cudaGetLastError();  // a capture's error is not sticky: no later launch should report it
