@@ -7,7 +7,7 @@
 # minutes gives as many answers as it can. Everything goes to $OUT (default
 # gpu-checks/): summary.txt (one line per step, with its time and result), and
 # one log per step. Usage:
-#   tools/gpu_checks.sh [STEP...]     steps: build tests b1 b8 xl mar compare (default: all)
+#   tools/gpu_checks.sh [STEP...]     steps: build tests b1 b8 graphs xl mar compare (default: all)
 # Environment:
 #   OUT                 where the logs go
 #   GPU_ARCH            CUDA architecture to build for (default: what nvidia-smi reports, e.g. 90)
@@ -25,7 +25,7 @@ limit="${STEP_LIMIT_S:-150}"
 build="$repo/build/gpu-checks"
 cli="$build/app/kvstudio-cli"
 steps=("$@")
-[[ ${#steps[@]} -eq 0 ]] && steps=(build tests b1 b8 xl mar compare)
+[[ ${#steps[@]} -eq 0 ]] && steps=(build tests b1 b8 graphs xl mar compare)
 
 note() { printf '%s %s\n' "$(date -u +%T)" "$*" | tee -a "$out/summary.txt"; }
 # step NAME LIMIT CMD...: runs CMD with its output in $out/NAME.log, notes time and exit code.
@@ -67,7 +67,7 @@ fi
 if wants tests; then
   # Every test that runs only on a GPU, and the CPU twins they are compared with.
   step gpu-tests 300 "$build/tests/kvs_engine_tests" \
-    "--gtest_filter=CudaScoring.*:SegmentScoring*:PackedAttention.*:PolicyScoringPaths.*:HostUpload.*:TokenRecord.*:SamplerRng.*:Device*"
+    "--gtest_filter=CudaScoring.*:SegmentScoring*:PackedAttention.*:PolicyScoringPaths.*:HostUpload.*:TokenRecord.*:SamplerRng.*:Device*:CudaGraph*:DecodeGraphs*"
   grep -E "^\[  (PASSED|FAILED|SKIPPED) " "$out/gpu-tests.log" | sort | uniq -c | tee -a "$out/summary.txt"
 fi
 
@@ -80,6 +80,15 @@ llamagen="full,linear:rho=1/6,headkv:rho=1/6,h2o:rho=1/6,streaming:rho=1/6"
 # LlamaGen-B@384: batch 1 and 8, bf16 (the CUDA default), CFG 4, top-k 2000.
 wants b1 && bench b1 --random llamagen-B@384 --policies "$llamagen" --batch 1 --images 1 --top-k 2000 --cfg 4 --rounds 3
 wants b8 && bench b8 --random llamagen-B@384 --policies "$llamagen" --batch 8 --images 8 --top-k 2000 --cfg 4 --rounds 3
+# CUDA graphs of the decode step against the eager step at batch 1, where launches bound
+# the step (b1 above ran with them on, the default): the same tokens, and each table's
+# last line names the path it timed.
+if wants graphs; then
+  for mode in on off; do
+    bench "graphs-$mode" --random llamagen-B@384 --policies full,linear:rho=1/6,headkv:rho=1/6,streaming:rho=1/6 \
+      --batch 1 --images 1 --top-k 2000 --cfg 4 --rounds 3 --cuda-graphs "$mode"
+  done
+fi
 # LlamaGen-XL@384 at a large batch, and the largest batch each policy fits under 70 GiB.
 wants xl && bench xl --random llamagen-XL@384 --policies full,linear:rho=1/6,headkv:rho=1/6 --batch 128 --images 128 \
   --top-k 2000 --cfg 4 --no-warmup

@@ -12,6 +12,7 @@
 #include "engine/bench/bench_chart.h"
 #include "engine/bench/bench_results.h"
 #include "engine/bench/sweep_chart.h"
+#include "engine/core/cuda_graphs.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
 #include "engine/models/family_registry.h"
@@ -123,6 +124,9 @@ void print_bench_table(const std::vector<BenchRecord>& records) {
   // The device description names a dtype other than f32; the line always names it.
   std::string where = records[0].device;
   if (where.find(records[0].dtype) == std::string::npos) where += ", " + records[0].dtype;
+  // Which decode path was timed, wherever there is a choice (a GPU run of a family with graphs).
+  if (!records[0].cuda_graphs.empty() && records[0].cuda_graphs != cuda_graphs_report::kNone)
+    where += ", CUDA graphs " + records[0].cuda_graphs;
   std::printf("model %s on %s, %dx%d tokens%s, %lld images per policy in runs of %lld%s\n", records[0].model.c_str(),
               where.c_str(), static_cast<int>(records[0].grid_height), static_cast<int>(records[0].grid_width),
               records[0].steps > 0 ? (", " + std::to_string(records[0].steps) + " decoding steps").c_str() : "",

@@ -23,6 +23,7 @@
 #include "engine/bench/bench_sweep.h"
 #include "engine/bench/policy_bench.h"
 #include "engine/bench/sweep_chart.h"
+#include "engine/core/cuda_graphs.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
@@ -76,6 +77,11 @@ world, and on class where a prompt line names one.
                       cuda is cuda:0, cuda:N picks GPU N)
   --threads N         CPU threads (default: all cores)
   --dtype T           weights and KV cache: auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on the CPU)
+  --cuda-graphs on|off
+                      LlamaGen models on a GPU: the decode step's fixed-shape work as CUDA graphs
+                      (default on; KVSTUDIO_CUDA_GRAPHS=0 turns them off too). The table and the
+                      JSON's "cuda_graphs" say which path ran: on, off, partly, failed, not built
+                      (a build without them), n/a (the CPU, other families)
   --max-memory GiB    also find, per policy, the largest batch whose run stays under this cap, and
                       the image tokens/s at it (beside the same-batch comparison): the batch is
                       doubled from 1 while it fits, then bisected; each probe is one run of that
@@ -151,7 +157,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   ArgParser p(args, {"--model",       "--random", "--policies",    "--batch", "--images", "--seed",       "--classes",
                      "--prompts",     "--cfg",    "--temperature", "--top-k", "--top-p",  "--device",     "--threads",
                      "--json",        "--chart",  "--rounds",      "--steps", "--dtype",  "--max-memory", "--max-batch",
-                     "--sampler-rng", "--out",    "--shard",       "--sweep", "--grid"},
+                     "--sampler-rng", "--out",    "--shard",       "--sweep", "--grid",   "--cuda-graphs"},
               {"--quiet", "--no-warmup", "--help", "--save-images"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -209,6 +215,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   options.threads = static_cast<int>(p.get_int("--threads", 0));
   options.dtype = p.get("--dtype", "auto");
   parse_run_dtype(options.dtype);  // an unknown name fails before any work
+  options.cuda_graphs = p.get("--cuda-graphs", "on");
+  parse_cuda_graphs(options.cuda_graphs);
   const std::string out_dir = p.get("--out", "");
   if (p.has("--shard")) {
     if (out_dir.empty()) throw InvalidArgumentError("option --shard needs --out DIR (where the shard's results go)");

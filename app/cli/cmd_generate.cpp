@@ -58,6 +58,10 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
                       cuda is cuda:0, cuda:N picks GPU N)
   --threads N         CPU threads (default: all cores)
   --dtype T           weights and KV cache: auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on the CPU)
+  --cuda-graphs on|off
+                      LlamaGen models on a GPU: replay each decode step's fixed-shape work as CUDA
+                      graphs, attention eager between them (default on; the same tokens either way;
+                      KVSTUDIO_CUDA_GRAPHS=0 turns them off too). The CPU ignores it
   --quiet             no progress output
 )";
 
@@ -126,7 +130,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--model", "--class", "--batch", "--seed", "--cfg", "--cfg-interval", "--temperature", "--top-k",
                "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule", "--dtype",
-               "--sampler-rng",
+               "--sampler-rng", "--cuda-graphs",
                // Text models' conditioning.
                "--prompt", "--prompt-file", "--negative-prompt", "--images"},
               {"--quiet", "--greedy", "--help"}, 0);
@@ -167,6 +171,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.device = p.get("--device", "auto");
   request.threads = static_cast<int>(p.get_int("--threads", 0));
   request.dtype = p.get("--dtype", "auto");  // checked by request.validate()
+  request.cuda_graphs = p.get("--cuda-graphs", "on");
   request.policy = p.get("--policy", "full");
   request.validate();
 

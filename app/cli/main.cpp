@@ -35,6 +35,11 @@ global options:
 run-time dtype (generate, bench, calibrate, info):
   --dtype T       weights and KV cache in auto|f32|bf16|f16 (default auto: bf16 on CUDA, f32 on
                   the CPU); KV bytes follow it. verify always runs f32
+
+decode path on a GPU (generate, bench):
+  --cuda-graphs on|off
+                  LlamaGen's decode step as CUDA graphs between eager attentions (default on;
+                  KVSTUDIO_CUDA_GRAPHS=0 turns them off for the process); bench reports which ran
 )";
 
 }  // namespace

@@ -145,6 +145,7 @@ nlohmann::json bench_settings(const BenchOptions& o, const std::string& version)
           {"device", o.device},
           {"threads", o.threads},
           {"dtype", o.dtype},
+          {"cuda_graphs", o.cuda_graphs},
           {"steps", o.steps},
           {"rounds", o.rounds},
           {"save_images", o.save_images},

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "engine/bench/demo_quality_judge.h"
+#include "engine/core/cuda_graphs.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
@@ -82,6 +83,7 @@ std::vector<BenchRecord> summarize_bench(const BenchResults& results) {
     rec.model = results.model;
     rec.device = results.device;
     rec.dtype = results.dtype;
+    rec.cuda_graphs = results.cuda_graphs;
     rec.grid_height = results.grid_height;
     rec.grid_width = results.grid_width;
     rec.steps = results.steps;
@@ -205,6 +207,7 @@ BenchResults merge_bench_results(const std::vector<BenchResults>& parts) {
                part.judged != merged.judged || part.reference.count != merged.reference.count) {
       throw InvalidArgumentError("bench merge: the shards were made with different models");
     }
+    merged.cuda_graphs = combine_cuda_graphs_reports(merged.cuda_graphs, part.cuda_graphs);
     merged.runs.insert(part.runs.begin(), part.runs.end());
     for (size_t pi = 0; pi < part.policies.size(); ++pi) {
       const BenchPolicyResults& from = part.policies[pi];
@@ -314,6 +317,7 @@ nlohmann::json bench_statistics_json(const BenchResults& r) {
           {"model", r.model},
           {"device", r.device},
           {"dtype", r.dtype},
+          {"cuda_graphs", r.cuda_graphs},
           {"grid", {r.grid_height, r.grid_width}},
           {"judged", r.judged},
           {"reference", to_json(r.reference)},
@@ -334,6 +338,7 @@ BenchResults bench_results_from_statistics(const nlohmann::json& j, const std::s
     r.model = j.at("model").get<std::string>();
     r.device = j.at("device").get<std::string>();
     r.dtype = j.at("dtype").get<std::string>();
+    r.cuda_graphs = j.value("cuda_graphs", std::string());  // absent in files written before it was recorded
     r.grid_height = j.at("grid").at(0).get<int64_t>();
     r.grid_width = j.at("grid").at(1).get<int64_t>();
     r.judged = j.at("judged").get<bool>();

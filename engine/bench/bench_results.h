@@ -77,6 +77,7 @@ struct BenchResults {
   bool measures_flops = false;
   // Known once a run is made (empty in a shard that made none):
   std::string model, device, dtype;
+  std::string cuda_graphs;  // how the decode steps ran (BenchRecord::cuda_graphs)
   int64_t grid_height = 0, grid_width = 0;
   bool judged = false;                       // the bundle has an evaluation classifier
   FeatureSums reference;                     // its held-out images' features (for demo-FID)

@@ -18,6 +18,7 @@
 #include "engine/bench/bench_shard.h"
 #include "engine/bench/demo_quality_judge.h"
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/core/cuda_graphs.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -255,6 +256,7 @@ nlohmann::json to_json(const BenchRecord& r) {
           {"model", r.model},
           {"device", r.device},
           {"dtype", r.dtype},
+          {"cuda_graphs", r.cuda_graphs},
           {"grid", {r.grid_height, r.grid_width}},
           {"family", r.family},
           {"steps", r.steps > 0 ? nlohmann::json(r.steps) : nlohmann::json(nullptr)},
@@ -360,6 +362,7 @@ std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options
   base.device = options.device;
   base.threads = options.threads;
   base.dtype = options.dtype;
+  base.cuda_graphs = options.cuda_graphs;
   const std::string dtype_name = run_dtype_name(
       resolve_run_dtype(parse_run_dtype(options.dtype), parse_device_kind(options.device)));
   if (takes_steps) {
@@ -686,6 +689,8 @@ std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options
     results.model = ref.model_name;
     results.device = ref.device;
     results.dtype = dtype_name;
+    for (const Made& m : made)
+      results.cuda_graphs = combine_cuda_graphs_reports(results.cuda_graphs, m.result.cuda_graphs);
     results.grid_height = ref.grid_height;
     results.grid_width = ref.grid_width;
     if (!judge_checked && !ref.images.empty()) {

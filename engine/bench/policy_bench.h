@@ -23,6 +23,10 @@
 // - dtype is the resolved run-time dtype every run used (BenchOptions::dtype,
 //   auto: bf16 on CUDA, f32 on the CPU); the kv_bytes_* fields are at its
 //   element size (bf16/f16 half of f32).
+// - cuda_graphs says how the decode steps ran (BenchOptions::cuda_graphs asks;
+//   GenerationResult::cuda_graphs reports): "on" when every run of every policy
+//   replayed CUDA graphs, "off", "n/a" (the CPU, families without them), ...,
+//   "partly" when the runs differ. It is the same for every record of a bench.
 // - tokens_per_s counts image tokens of every image over generation time only
 //   (up to the last token; excludes model loading and VQ decoding), summed over
 //   the runs; with rounds, each run's time is its fastest round.
@@ -128,6 +132,8 @@ struct BenchOptions {
   int threads = 0;
   std::string dtype = "auto";  // run-time dtype of weights and KV cache: auto | f32 | bf16 | f16
   int64_t steps = 0;           // masked models (MAR): decoding steps; 0 = the bundle's default, else 64
+  // on | off: CUDA graphs for the decode step (GenerationRequest::cuda_graphs).
+  std::string cuda_graphs = "on";
   // > 0: also find each policy's largest batch under this many bytes (see above).
   int64_t max_memory_bytes = 0;
   int64_t max_batch_limit = 256;  // the largest batch the search tries (1..256)
@@ -206,6 +212,9 @@ struct BenchRecord {
   int64_t images = 0, batch = 0;
   std::string model, device;
   std::string dtype;  // the resolved run-time dtype ("f32", "bf16", "f16"): KV bytes scale with it
+  // How the runs' decode steps ran (engine/core/cuda_graphs.h: on, off, n/a, ...;
+  // "partly" when runs differed); empty for results written before it was recorded.
+  std::string cuda_graphs;
   int64_t grid_height = 0, grid_width = 0;
   std::optional<MaxBatchResult> max_memory;  // with BenchOptions::max_memory_bytes > 0
 };

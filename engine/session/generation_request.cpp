@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/core/cuda_graphs.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 
@@ -22,6 +23,7 @@ void GenerationRequest::validate() const {
   if (class_ids.size() > 256)
     throw InvalidArgumentError("batch of " + std::to_string(class_ids.size()) + " is larger than 256");
   parse_run_dtype(dtype);
+  parse_cuda_graphs(cuda_graphs);
   if (!(cfg_scale >= 0)) throw InvalidArgumentError("cfg scale must be >= 0");
   if (cfg_interval < -1) throw InvalidArgumentError("cfg interval must be >= -1 (-1 = always)");
   if (steps < 0) throw InvalidArgumentError("steps must be >= 0 (0 = the model's default)");

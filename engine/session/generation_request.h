@@ -30,6 +30,8 @@ struct GenerationRequest {
   std::string device = "auto";       // auto | cpu | cuda | cuda:N
   std::string dtype = "auto";        // weights and KV cache: auto | f32 | bf16 | f16 (auto: bf16 on CUDA, f32 on CPU)
   int threads = 0;                   // 0: all hardware threads
+  std::string cuda_graphs = "on";    // on | off: CUDA graphs for the decode step on a GPU (raster LlamaGen
+                                     // models; engine/core/cuda_graphs.h); the CPU ignores it
   std::string policy = "full";       // KV-cache policy spec, e.g. "linear:rho=1/6" (see policy_registry.h)
   int preview_every_units = 0;       // decode a preview every N lines (0: off)
   double preview_max_share = 0;      // > 0: skip a due preview while preview decoding has

@@ -25,6 +25,8 @@ struct GenerationResult {
   std::string policy;                  // the spec active at the end
   double flops = 0;                    // masked models (MAR): matmul/attention FLOPs per image
                                        // executed, counted (engine/models/mar/mar_flops.h); 0 otherwise
+  std::string cuda_graphs = "n/a";     // how the decode steps ran: on | partly | off | failed | not built |
+                                       // n/a (engine/core/cuda_graphs.h)
 };
 
 }  // namespace kvs

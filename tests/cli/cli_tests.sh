@@ -61,6 +61,8 @@ expect_error unknown-dtype "unknown dtype 'xyz' \(expected auto, f32, bf16 or f1
 expect_error bench-unknown-dtype "unknown dtype 'fp8'" -- bench --policies full --dtype fp8
 expect_error info-unknown-dtype "unknown dtype 'f64'" -- info --dtype f64
 expect_error calibrate-unknown-dtype "unknown dtype 'int8'" -- calibrate --policy heatkv --dtype int8
+expect_error bad-cuda-graphs "cuda graphs must be on or off, got 'maybe'" -- generate --class 1 --cuda-graphs maybe --out "$work/x.png"
+expect_error bench-bad-cuda-graphs "cuda graphs must be on or off, got 'auto'" -- bench --policies full --cuda-graphs auto
 expect_error missing-model "model $work/nope: does not exist" -- generate --model "$work/nope" --class 1
 expect_error not-png "--out must name a .png file" -- generate --class 1 --out "$work/x.jpg"
 expect_error info-missing "does not exist" -- info "$work/nope"
@@ -132,6 +134,22 @@ for ra, rb in zip(a, b):
         assert ra[key] > 0 and 2 * rb[key] == ra[key], (ra["policy"], key, ra[key], rb[key])
 PY
 then pass bench-dtype-halves-kv; else fail bench-dtype-halves-kv; fi
+# --cuda-graphs: a CPU bench takes both and ignores them (the same tokens,
+# "n/a" in the JSON); the help texts name the switch.
+if "$cli" bench --policies full,streaming:rho=1/4 --classes 2 --threads 1 --no-warmup --quiet --device cpu \
+     --cuda-graphs on --json "$work/bench-graphs-on.json" >/dev/null &&
+   "$cli" bench --policies full,streaming:rho=1/4 --classes 2 --threads 1 --no-warmup --quiet --device cpu \
+     --cuda-graphs off --json "$work/bench-graphs-off.json" >/dev/null &&
+   "$cli" generate --help | grep -q -- "--cuda-graphs on|off" && "$cli" bench --help | grep -q -- "--cuda-graphs on|off" &&
+   "$cli" help | grep -q -- "--cuda-graphs on|off" &&
+   python3 - "$work/bench-graphs-on.json" "$work/bench-graphs-off.json" <<'PY'
+import json, sys
+a, b = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert [r["cuda_graphs"] for r in a + b] == ["n/a"] * 4, (a, b)
+assert [r["identical_images"] for r in a] == [r["identical_images"] for r in b], (a, b)
+assert [r["kv_bytes_logical"] for r in a] == [r["kv_bytes_logical"] for r in b], (a, b)
+PY
+then pass cuda-graphs-switch-on-cpu; else fail cuda-graphs-switch-on-cpu; fi
 if help=$("$cli" help) && grep -q -- "--dtype T" <<<"$help" &&
    "$cli" generate --help | grep -q -- "--dtype T" && "$cli" bench --help | grep -q -- "--dtype T"; then
   pass help-lists-dtype

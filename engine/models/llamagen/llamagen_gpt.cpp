@@ -52,35 +52,62 @@ at::Tensor LlamaGenGpt::feed_forward(const Layer& layer, const at::Tensor& x) co
   return kernels::linear(at::silu(kernels::linear(x, layer.w1)) * kernels::linear(x, layer.w3), layer.w2);
 }
 
-at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const at::Tensor& x, const at::Tensor& rope,
-                                  KvStore* cache, const std::vector<int64_t>& positions, const StepObserver& observer,
-                                  TeacherAttention teacher) const {
-  const int64_t b = x.size(0), t = x.size(1);
+at::Tensor LlamaGenGpt::image_embeddings(const at::Tensor& tokens) const {
+  return at::embedding(tok_embeddings_, tokens);
+}
+
+at::Tensor LlamaGenGpt::rope_rows(int64_t first, int64_t count) const { return rope_.narrow(0, first, count); }
+
+LlamaGenGpt::Qkv LlamaGenGpt::layer_qkv(int64_t layer_index, const at::Tensor& h, const at::Tensor& rope) const {
+  const Layer& layer = layers_[static_cast<size_t>(layer_index)];
+  const int64_t b = h.size(0), t = h.size(1);
+  const int64_t n_head = config_.n_head, hkv = config_.kv_heads(), d = config_.head_dim();
+  at::Tensor qkv = kernels::linear(rms_norm(h, layer.attention_norm), layer.wqkv);
+  auto parts = qkv.split_with_sizes({config_.dim, hkv * d, hkv * d}, -1);
+  return Qkv{apply_rope(parts[0].reshape({b, t, n_head, d}), rope).transpose(1, 2),  // [B,H,T,D]
+             apply_rope(parts[1].reshape({b, t, hkv, d}), rope).transpose(1, 2),     // [B,Hkv,T,D]
+             parts[2].reshape({b, t, hkv, d}).transpose(1, 2)};
+}
+
+at::Tensor LlamaGenGpt::layer_output(int64_t layer_index, const at::Tensor& h, const at::Tensor& attention) const {
+  const Layer& layer = layers_[static_cast<size_t>(layer_index)];
+  const int64_t b = h.size(0), t = h.size(1);
+  at::Tensor out = h + kernels::linear(attention.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
+  return out + feed_forward(layer, rms_norm(out, layer.ffn_norm));
+}
+
+at::Tensor LlamaGenGpt::logits(const at::Tensor& h) const {
+  return kernels::linear(rms_norm(h, norm_), output_).to(at::kFloat);
+}
+
+at::Tensor LlamaGenGpt::attend_cached(int64_t layer_index, const Qkv& qkv, KvStore& cache,
+                                      const std::vector<int64_t>& positions, const StepObserver& observer) const {
+  if (observer.on_queries) observer.on_queries(layer_index, qkv.q);
+  // Only retained entries are attended (ragged per head once a policy has
+  // evicted), with the true positions for causality.
+  cache.append(layer_index, qkv.k, qkv.v, positions);
+  KvAttention attention = cache.attend(layer_index, qkv.q, positions, /*causal=*/true, false, observer.want_key_mass);
+  if (observer.on_attention) observer.on_attention(layer_index, attention, cache);
+  return attention.out;
+}
+
+at::Tensor LlamaGenGpt::attend(int64_t layer_index, const Qkv& qkv, KvStore* cache,
+                               const std::vector<int64_t>& positions, const StepObserver& observer,
+                               TeacherAttention teacher) const {
+  if (cache != nullptr) return attend_cached(layer_index, qkv, *cache, positions, observer);
+  // Teacher forcing over the whole sequence: plain causal attention.
+  const at::Tensor& q = qkv.q;
+  at::Tensor k = qkv.k, v = qkv.v;
+  const int64_t b = q.size(0), t = q.size(2);
   const int64_t h = config_.n_head, hkv = config_.kv_heads(), d = config_.head_dim();
   const int64_t group = h / hkv;
-  at::Tensor qkv = kernels::linear(x, layer.wqkv);
-  auto parts = qkv.split_with_sizes({config_.dim, hkv * d, hkv * d}, -1);
-  at::Tensor q = apply_rope(parts[0].reshape({b, t, h, d}), rope).transpose(1, 2);    // [B,H,T,D]
-  at::Tensor k = apply_rope(parts[1].reshape({b, t, hkv, d}), rope).transpose(1, 2);  // [B,Hkv,T,D]
-  at::Tensor v = parts[2].reshape({b, t, hkv, d}).transpose(1, 2);
-
   if (observer.on_queries) observer.on_queries(layer_index, q);
-  if (cache != nullptr) {
-    // Through the store: only retained entries are attended (ragged per head
-    // once a policy has evicted), with the true positions for causality.
-    cache->append(layer_index, k, v, positions);
-    KvAttention attention = cache->attend(layer_index, q, positions, /*causal=*/true, false, observer.want_key_mass);
-    if (observer.on_attention) observer.on_attention(layer_index, attention, *cache);
-    return kernels::linear(attention.out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
-  }
-  // Teacher forcing over the whole sequence: plain causal attention.
   if (teacher == TeacherAttention::Fused) {
     if (group > 1) {
       k = k.repeat_interleave(group, 1);
       v = v.repeat_interleave(group, 1);
     }
-    at::Tensor out = at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/t > 1);
-    return kernels::linear(out.transpose(1, 2).reshape({b, t, config_.dim}), layer.wo);
+    return at::scaled_dot_product_attention(q, k, v, {}, 0.0, /*is_causal=*/t > 1);
   }
   const int64_t l = k.size(2);
   // Query head j uses kv head j / group (upstream: repeat_interleave on the kv
@@ -94,8 +121,7 @@ at::Tensor LlamaGenGpt::attention(int64_t layer_index, const Layer& layer, const
                  .view({b, hkv, group * t, l});
   }
   at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(v.scalar_type());  // a no-op in float32
-  at::Tensor out = at::matmul(probs, v).view({b, h, t, d}).transpose(1, 2).reshape({b, t, config_.dim});
-  return kernels::linear(out, layer.wo);
+  return at::matmul(probs, v).view({b, h, t, d});
 }
 
 at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const StepObserver& observer,
@@ -103,13 +129,10 @@ at::Tensor LlamaGenGpt::run_layers(at::Tensor h, int64_t first_position, KvStore
   const int64_t t = h.size(1);
   std::vector<int64_t> positions(static_cast<size_t>(t));
   for (int64_t i = 0; i < t; ++i) positions[i] = first_position + i;
-  at::Tensor rope = rope_.narrow(0, first_position, t);
-  for (int64_t i = 0; i < config_.n_layer; ++i) {
-    const Layer& layer = layers_[i];
-    h = h + attention(i, layer, rms_norm(h, layer.attention_norm), rope, cache, positions, observer, teacher);
-    h = h + feed_forward(layer, rms_norm(h, layer.ffn_norm));
-  }
-  return kernels::linear(rms_norm(h, norm_), output_).to(at::kFloat);
+  const at::Tensor rope = rope_rows(first_position, t);
+  for (int64_t i = 0; i < config_.n_layer; ++i)
+    h = layer_output(i, h, attend(i, layer_qkv(i, h, rope), cache, positions, observer, teacher));
+  return logits(h);
 }
 
 at::Tensor LlamaGenGpt::forward_teacher(const at::Tensor& labels, const at::Tensor& tokens,
@@ -119,7 +142,7 @@ at::Tensor LlamaGenGpt::forward_teacher(const at::Tensor& labels, const at::Tens
     throw InvalidArgumentError("teacher forward: " + std::to_string(tokens.size(1)) +
                                " tokens exceed the model's block size " + std::to_string(config_.block_size));
   at::Tensor cond = at::embedding(cls_embedding_, labels.to(device_, at::kLong)).unsqueeze(1);
-  at::Tensor h = at::cat({cond, at::embedding(tok_embeddings_, tokens.to(device_, at::kLong))}, 1);
+  at::Tensor h = at::cat({cond, image_embeddings(tokens.to(device_, at::kLong))}, 1);
   return run_layers(h, 0, nullptr, {}, attention);
 }
 
@@ -139,7 +162,7 @@ at::Tensor LlamaGenGpt::decode_step(const at::Tensor& tokens, int64_t position, 
                                     const StepObserver& observer) const {
   if (position >= rope_.size(0))
     throw InvalidArgumentError("decode position " + std::to_string(position) + " is beyond the block size");
-  at::Tensor h = at::embedding(tok_embeddings_, tokens.to(device_, at::kLong).view({-1, 1}));
+  at::Tensor h = image_embeddings(tokens.to(device_, at::kLong).view({-1, 1}));
   return run_layers(h, position, &cache, observer).select(1, 0);
 }
 

@@ -24,7 +24,9 @@ using TensorMap = std::map<std::string, at::Tensor>;
 
 // What a cache policy sees of a decode step, per layer: the post-RoPE queries
 // [rows, n_head, T, head_dim] (LineAR scores with them) and, when want_key_mass,
-// the attention output with its per-key mass (H2O-style accumulators).
+// the attention output with its per-key mass (H2O-style accumulators). The
+// queries are valid for the call only (with CUDA graphs they are a buffer the
+// next step overwrites): an observer copies what it keeps.
 struct StepObserver {
   std::function<void(int64_t layer, const at::Tensor& queries)> on_queries;
   bool want_key_mass = false;
@@ -69,6 +71,32 @@ class LlamaGenGpt {
   at::Tensor decode_step(const at::Tensor& tokens, int64_t position, KvStore& cache,
                          const StepObserver& observer = {}) const;
 
+  // A layer's pieces, as every forward runs them: decode_step is image_embeddings,
+  // then per layer layer_qkv, attention through the store and layer_output, then
+  // logits. DecodeGraphs (decode_graphs.h) captures the pieces between two
+  // attentions as CUDA graphs: the same operations, so the same numbers.
+  struct Qkv {
+    at::Tensor q;     // [B, n_head, T, head_dim], after RoPE
+    at::Tensor k, v;  // [B, kv_heads, T, head_dim], k after RoPE
+  };
+  // tok_embeddings of image tokens [B, T] (int64 on the device): [B, T, dim].
+  at::Tensor image_embeddings(const at::Tensor& tokens) const;
+  // The RoPE table's rows of positions first..first+count-1: [count, head_dim/2, 2] float32.
+  at::Tensor rope_rows(int64_t first, int64_t count) const;
+  // Attention norm, QKV projection and RoPE of layer `layer` on hidden states h [B, T, dim].
+  Qkv layer_qkv(int64_t layer, const at::Tensor& h, const at::Tensor& rope) const;
+  // The rest of the layer: h + wo(attention [B, n_head, T, head_dim]), then the
+  // feed-forward residual. Returns the next hidden states [B, T, dim].
+  at::Tensor layer_output(int64_t layer, const at::Tensor& h, const at::Tensor& attention) const;
+  // Attention of the T new tokens through the store: the observer sees the
+  // queries, K and V are appended at `positions`, the retained entries are
+  // attended (causal by position) and the observer sees the attention.
+  // Returns [B, n_head, T, head_dim].
+  at::Tensor attend_cached(int64_t layer, const Qkv& qkv, KvStore& cache, const std::vector<int64_t>& positions,
+                           const StepObserver& observer) const;
+  // Final norm and output head: float32 logits [B, T, vocab].
+  at::Tensor logits(const at::Tensor& h) const;
+
  private:
   struct Layer {
     at::Tensor wqkv, wo, w1, w2, w3, attention_norm, ffn_norm;
@@ -76,10 +104,11 @@ class LlamaGenGpt {
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight) const;
   at::Tensor feed_forward(const Layer& layer, const at::Tensor& x) const;
-  // x: [B, T, dim] normalised input; positions: the T sequence positions.
-  at::Tensor attention(int64_t layer_index, const Layer& layer, const at::Tensor& x, const at::Tensor& rope,
-                       KvStore* cache, const std::vector<int64_t>& positions, const StepObserver& observer,
-                       TeacherAttention teacher = TeacherAttention::Explicit) const;
+  // Attention output [B, n_head, T, head_dim] of the T queries; positions: their
+  // sequence positions. Through the store when `cache` is given, else causal
+  // over the T tokens themselves (teacher forcing).
+  at::Tensor attend(int64_t layer_index, const Qkv& qkv, KvStore* cache, const std::vector<int64_t>& positions,
+                    const StepObserver& observer, TeacherAttention teacher = TeacherAttention::Explicit) const;
   at::Tensor run_layers(at::Tensor h, int64_t first_position, KvStore* cache, const StepObserver& observer = {},
                         TeacherAttention teacher = TeacherAttention::Explicit) const;
 

@@ -22,6 +22,7 @@ LlamaGenModel LlamaGenModel::from_weights(const GptConfig& gpt_config, const VqC
   LlamaGenModel model;
   model.gpt = std::make_unique<LlamaGenGpt>(gpt_config, io::tensors_with_prefix(weights, "gpt."), device, dtype);
   model.vq = std::make_unique<VqDecoder>(vq_config, io::tensors_with_prefix(weights, "vq."), device, dtype);
+  model.decode_graphs = std::make_unique<DecodeGraphs>(*model.gpt);
   return model;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/io/model_bundle.h"
+#include "engine/models/llamagen/decode_graphs.h"
 #include "engine/models/llamagen/llamagen_gpt.h"
 #include "engine/models/llamagen/vq_decoder.h"
 
@@ -20,6 +21,10 @@ struct LlamaGenModel {
   std::vector<std::string> class_names;
   std::unique_ptr<LlamaGenGpt> gpt;
   std::unique_ptr<VqDecoder> vq;
+  // CUDA graphs of gpt's decode step, kept between runs (captured at a run's
+  // first decode step of a shape; on the CPU every step runs eagerly). After gpt,
+  // so that it goes first.
+  std::unique_ptr<DecodeGraphs> decode_graphs;
 
   // Strictly checks every tensor (missing, unexpected, shape) before building.
   static LlamaGenModel from_weights(const GptConfig& gpt_config, const VqConfig& vq_config,

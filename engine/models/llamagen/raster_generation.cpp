@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "engine/core/errors.h"
+#include "engine/models/llamagen/decode_graphs.h"
 #include "engine/sampling/token_record.h"
 #include "engine/sampling/token_sampler.h"
 
@@ -98,7 +99,10 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
     at::Tensor x = cfg_active ? at::cat({next, next}) : next;
     CachePolicy* policy = active_policy();
     const StepObserver observer = step_observer(policy, hooks, i);
-    logits = gpt.decode_step(x, config.cls_token_num + i, cache, observer);
+    const int64_t position = config.cls_token_num + i;
+    logits = params.decode_graphs ? params.decode_graphs->step(x, position, cache, observer) : at::Tensor();
+    if (logits.defined()) ++result.graph_steps;
+    else logits = gpt.decode_step(x, position, cache, observer);
     // Token i's K/V is now in every layer: the policy may evict (line ends, or per token).
     if (policy != nullptr) policy->after_token(cache, i);
     if (cfg_active) logits = combine_cfg(logits, params.cfg_scale);
@@ -108,6 +112,7 @@ RasterResult generate_raster(const LlamaGenGpt& gpt, const at::Tensor& labels_in
     if (hooks.on_token) hooks.on_token(i + 2, record_tokens.host(i + 2), cache);
   }
   record_tokens.host(n_tokens);
+  result.decode_steps = n_tokens - 1;
   result.memory = cache.memory();
   return result;
 }

@@ -17,11 +17,16 @@
 
 namespace kvs::llamagen {
 
+class DecodeGraphs;
+
 struct RasterParams {
   double cfg_scale = 1.0;     // > 1 enables CFG (as upstream)
   int64_t cfg_interval = -1;  // -1 = CFG on every step
   SamplingParams sampling;
   uint64_t seed = 0;
+  // CUDA graphs of the model's decode step (decode_graphs.h; LlamaGenModel keeps
+  // them); nullptr: every step runs eagerly. Both give the same tokens.
+  DecodeGraphs* decode_graphs = nullptr;
 };
 
 struct RasterHooks {
@@ -49,6 +54,8 @@ struct RasterResult {
   at::Tensor tokens;                    // [B, block_size] int64, CPU
   std::vector<at::Tensor> step_logits;  // first record_logits_steps, each [B, vocab]
   KvMemoryStats memory;
+  int64_t decode_steps = 0;  // steps after the prefill (block_size - 1)
+  int64_t graph_steps = 0;   // of them, those that replayed CUDA graphs
 };
 
 // The policy context of a LlamaGen generation: geometry and head counts.

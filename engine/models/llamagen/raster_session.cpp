@@ -4,6 +4,7 @@
 #include <ATen/TensorOperators.h>
 
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/core/cuda_graphs.h"
 #include "engine/core/errors.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/raster_generation.h"
@@ -45,6 +46,8 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
   params.cfg_interval = request.cfg_interval;
   params.sampling = request.sampling;
   params.seed = request.seed;
+  const bool graphs_requested = parse_cuda_graphs(request.cuda_graphs) && !cuda_graphs_disabled_by_environment();
+  if (graphs_requested) params.decode_graphs = model.decode_graphs.get();
 
   RunClock clock;
   const PolicyContext context = raster_policy_context(config, batch, request.cfg_scale > 1.0, request.seed);
@@ -94,6 +97,8 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
   result.tokens = token_rows(raster.tokens);
   fill_kv_result(result, raster.memory);
   result.policy = policy_spec;
+  result.cuda_graphs = decode_graphs_report(graphs_requested, model.gpt->device().is_cuda(), raster.graph_steps,
+                                            raster.decode_steps, model.decode_graphs && model.decode_graphs->failed());
   result.elapsed_ms = clock.elapsed_ms();
   return result;
 }
