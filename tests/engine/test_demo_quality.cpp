@@ -157,6 +157,7 @@ TEST(SharedClassifier, IsFoundBesideTheBundleAndMissingIsNamed) {
             std::optional<std::string>(dir.file("shared/" + std::string(kEvaluationClassifierFile))));
   EXPECT_NE(DemoQualityJudge::for_bundle(bundle, {0, 3}, kImagePx, 2), nullptr);
 
+  fs::create_directories(dir.file("elsewhere"));
   fs::copy(bundle, dir.file("elsewhere/bundle"), fs::copy_options::recursive);
   const io::ModelBundle moved = io::ModelBundle::open(dir.file("elsewhere/bundle"));
   try {
