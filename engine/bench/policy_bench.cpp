@@ -124,7 +124,8 @@ int64_t weights_bytes_at(const io::ModelBundle& bundle, int64_t element_bytes) {
   std::vector<std::string> files;
   for (const auto& [key, value] : bundle.manifest.at("files").items()) {
     const std::string name = value.is_string() ? value.get<std::string>() : value.value("shared", std::string());
-    if (name.size() > 12 && name.rfind(".safetensors") == name.size() - 12) files.push_back(*io::bundle_file_path(bundle, key));
+    if (name.size() > 12 && name.rfind(".safetensors") == name.size() - 12)
+      files.push_back(*io::bundle_file_path(bundle, key));
   }
   int64_t bytes = 0;
   for (const std::string& file : files) {
