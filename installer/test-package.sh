@@ -126,6 +126,8 @@ done
 readelf -d "$chroot_dir/usr/bin/kvstudio-cli" | grep -E 'RPATH|RUNPATH'
 check "menu entry" test -f "$chroot_dir/usr/share/applications/org.kvstudio.KVStudio.desktop"
 check "demo models" test -f "$chroot_dir/usr/share/kvstudio/resources/models/llamagen-demo/model.json"
+check "the demo models' shared evaluation classifier" \
+  test -f "$chroot_dir/usr/share/kvstudio/resources/models/shared/evaluation-classifier.safetensors"
 check "docs" test -f "$chroot_dir/usr/share/kvstudio/docs/design.md"
 echo "Depends: $(dpkg-deb -f "$deb" Depends)"
 

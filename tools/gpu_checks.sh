@@ -8,6 +8,17 @@
 # gpu-checks/): summary.txt (one line per step, with its time and result), and
 # one log per step. Usage:
 #   tools/gpu_checks.sh [STEP...]     steps: build tests b1 b8 graphs xl mar compare (default: all)
+# The build's dependencies beyond LibTorch, CMake, nvcc and the compiler (spdlog,
+# fmt, nlohmann-json, GoogleTest, libpng, zlib, PCRE2, OpenCV core + imgproc,
+# pkg-config): on a machine without them and without internet, run
+#   tools/pack_gpu_deps.sh
+# on a Debian 12 machine that has them (installer/install-deps.sh) before the
+# tree is copied: it writes gpu-deps/ (ignored by git; about 8 MB, checked to be
+# at most 15 MB), which travels with the tree. When gpu-deps/deps.tar.xz is
+# there, this script unpacks it into build/gpu-checks-deps/, puts it first in
+# CMAKE_PREFIX_PATH, links with it on the run-time path (its libraries need
+# glibc 2.34 and libstdc++ GLIBCXX_3.4.30, GCC 12's, or newer) and uses its
+# pkg-config when the machine has none.
 # Environment:
 #   OUT                 where the logs go
 #   GPU_ARCH            CUDA architecture to build for (default: what nvidia-smi reports, e.g. 90)
@@ -53,12 +64,27 @@ if wants build; then
   arch="${GPU_ARCH:-$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d '.')}"
   arch="${arch:-90}"
   prefix="${CMAKE_PREFIX_PATH:-}"
+  deps_options=()
+  if [[ -f "$repo/gpu-deps/deps.tar.xz" ]]; then  # tools/pack_gpu_deps.sh
+    deps="$repo/build/gpu-checks-deps"
+    if [[ ! -f "$deps/unpacked" || "$repo/gpu-deps/deps.tar.xz" -nt "$deps/unpacked" ]]; then
+      rm -rf "$deps" && mkdir -p "$deps" && tar -C "$deps" -xJf "$repo/gpu-deps/deps.tar.xz" && touch "$deps/unpacked" ||
+        { note "gpu-deps/deps.tar.xz could not be unpacked"; exit 1; }
+    fi
+    prefix="$deps/usr${prefix:+;$prefix}"
+    deps_lib="$deps/usr/lib/x86_64-linux-gnu"
+    # DT_RPATH (not RUNPATH) also serves the libraries those libraries load.
+    deps_options+=("-DCMAKE_EXE_LINKER_FLAGS=-Wl,-rpath-link,$deps_lib -Wl,--disable-new-dtags")
+    command -v pkg-config >/dev/null || deps_options+=("-DPKG_CONFIG_EXECUTABLE=$deps/usr/bin/pkg-config")
+    note "dependencies: gpu-deps/ ($(head -1 "$repo/gpu-deps/README.txt" 2>/dev/null))"
+  fi
   if [[ ! -x .venv/bin/python ]]; then
     torch_cmake="$(python3 -c 'import torch.utils; print(torch.utils.cmake_prefix_path)' 2>/dev/null)"
     prefix="${prefix:+$prefix;}$torch_cmake"
   fi
   step configure 300 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKVSTUDIO_BUILD_GUI=OFF \
-    "-DCMAKE_PREFIX_PATH=$prefix" "-DKVSTUDIO_CUDA_ARCHITECTURES=$arch" "-DTORCH_CUDA_ARCH_LIST=${arch:0:1}.${arch:1}" ||
+    "-DCMAKE_PREFIX_PATH=$prefix" "-DKVSTUDIO_CUDA_ARCHITECTURES=$arch" "-DTORCH_CUDA_ARCH_LIST=${arch:0:1}.${arch:1}" \
+    "${deps_options[@]}" ||
     { note "configure failed: see configure.log"; exit 1; }
   step build 900 cmake --build "$build" -j "$jobs" --target kvs_engine_tests kvstudio-cli ||
     { note "build failed: see build.log"; exit 1; }

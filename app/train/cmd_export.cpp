@@ -13,7 +13,7 @@ int cmd_export(const std::vector<std::string>& args, const std::string& command_
   cli::ArgParser p(args,
                    {"--work", "--out", "--family", "--name", "--dtype", "--classifier", "--cfg", "--temperature",
                     "--top-k", "--top-p", "--steps", "--cfg-schedule", "--num-sampling-steps"},
-                   {"--no-ema", "--help"}, 0);
+                   {"--no-ema", "--shared-classifier", "--help"}, 0);
   if (p.flag("--help")) {
     std::puts(
         "usage: kvstudio-train export --work DIR --out BUNDLE_DIR [options]\n"
@@ -25,7 +25,10 @@ int cmd_export(const std::vector<std::string>& args, const std::string& command_
         "  --family llamagen|var|mar|janus-pro   which demo model (default llamagen)\n"
         "  --name NAME              bundle name (default llamagen-demo / var-demo / mar-demo)\n"
         "  --classifier FILE        evaluation classifier to copy when DIR/classifier has none\n"
-        "                           (e.g. resources/models/llamagen-demo/evaluation-classifier.safetensors)\n"
+        "                           (e.g. resources/models/shared/evaluation-classifier.safetensors)\n"
+        "  --shared-classifier      name --classifier FILE as a shared file instead of copying it:\n"
+        "                           FILE must be in the folder shared/ beside BUNDLE_DIR (as the demo\n"
+        "                           bundles in resources/models share one classifier)\n"
         "  --dtype f16|bf16|f32     stored weight type (default f16)\n"
         "  --cfg X --temperature X --top-k N --top-p X   sampling_defaults (default 4, 1, 0, 1)\n"
         "  mar only:\n"
@@ -43,6 +46,7 @@ int cmd_export(const std::vector<std::string>& args, const std::string& command_
   const training::TrainableFamily& family = training::find_trainable_family(family_name);
   o.name = p.get("--name", family_name + "-demo");
   o.classifier_file = p.get("--classifier", "");
+  o.shared_classifier = p.flag("--shared-classifier");
   o.dtype = p.get("--dtype", "f16");
   // The family's sampling defaults, each overridden by its option.
   o.sampling_defaults = family.sampling_defaults;

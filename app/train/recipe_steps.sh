@@ -4,7 +4,7 @@
 # defaults).
 T=${T:-build/default/app/train/kvstudio-train}
 CLI=${CLI:-build/default/app/kvstudio-cli}
-CLASSIFIER=${CLASSIFIER:-resources/models/llamagen-demo/evaluation-classifier.safetensors}
+CLASSIFIER=${CLASSIFIER:-resources/models/shared/evaluation-classifier.safetensors}
 SAMPLES=${SAMPLES:-$OUT/samples.png}
 THREADS=${THREADS:-1}
 

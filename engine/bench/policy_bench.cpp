@@ -21,6 +21,7 @@
 #include "engine/core/cuda_graphs.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
+#include "engine/io/bundle_file_path.h"
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/metrics/device_memory.h"
@@ -122,10 +123,11 @@ int bench_cuda_index(const std::string& device) {
 // safetensors files at `element_bytes`, the others as stored.
 int64_t weights_bytes_at(const io::ModelBundle& bundle, int64_t element_bytes) {
   std::vector<std::string> files;
-  for (const auto& [key, value] : bundle.manifest.at("files").items())
-    if (value.is_string() && value.get<std::string>().size() > 12 &&
-        value.get<std::string>().rfind(".safetensors") == value.get<std::string>().size() - 12)
-      files.push_back((fs::path(bundle.dir) / value.get<std::string>()).string());
+  for (const auto& [key, value] : bundle.manifest.at("files").items()) {
+    const std::string name = value.is_string() ? value.get<std::string>() : value.value("shared", std::string());
+    if (name.size() > 12 && name.rfind(".safetensors") == name.size() - 12)
+      files.push_back(*io::bundle_file_path(bundle, key));
+  }
   int64_t bytes = 0;
   for (const std::string& file : files) {
     const auto reader = io::SafetensorsReader::open(file);

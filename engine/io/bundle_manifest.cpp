@@ -7,6 +7,16 @@
 
 namespace kvs::io {
 
+bool is_inside_bundle(const std::string& name) {
+  return !name.empty() && name.find("..") == std::string::npos && name.find('\0') == std::string::npos &&
+         !std::filesystem::path(name).is_absolute();
+}
+
+bool is_shared_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\\\0", 3)) == std::string::npos;
+}
+
 nlohmann::json parse_bundle_manifest(const std::string& text, const std::string& origin) {
   nlohmann::json m;
   try {
@@ -32,9 +42,20 @@ nlohmann::json parse_bundle_manifest(const std::string& text, const std::string&
   require(m.contains("files") && m["files"].is_object() && m["files"].contains("weights") &&
               m["files"]["weights"].is_string(),
           "missing \"files\": {\"weights\": \"<file>.safetensors\"}");
-  const std::string weights = m["files"]["weights"].get<std::string>();
-  require(!weights.empty() && weights.find("..") == std::string::npos && !std::filesystem::path(weights).is_absolute(),
-          "files.weights must be a file inside the bundle folder");
+  // Every file a bundle names is inside its folder, or a named shared file
+  // (model_bundle.h): nothing in model.json reaches elsewhere.
+  for (const auto& [key, value] : m["files"].items()) {
+    if (value.is_string()) {
+      require(is_inside_bundle(value.get<std::string>()), "files." + key + " must be a file inside the bundle folder");
+    } else if (value.is_object()) {
+      require(value.size() == 1 && value.contains("shared") && value["shared"].is_string() &&
+                  is_shared_file_name(value["shared"].get<std::string>()),
+              "files." + key + " must be {\"shared\": \"<file name>\"}: one file name, no folder, in the folder \"" +
+                  std::string(kSharedBundleFilesFolder) + "\" beside the bundle folder");
+    } else {
+      require(false, "files." + key + " must be a file name or {\"shared\": \"<file name>\"}");
+    }
+  }
   if (m.contains("name")) require(m["name"].is_string(), "field \"name\" must be a string");
   if (m.contains("class_names")) {
     require(m["class_names"].is_array(), "class_names must be an array of strings");

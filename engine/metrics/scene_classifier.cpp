@@ -6,9 +6,8 @@
 #include <ATen/TensorOperators.h>
 #include <c10/core/GradMode.h>
 
-#include <filesystem>
-
 #include "engine/core/errors.h"
+#include "engine/io/bundle_file_path.h"
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
@@ -150,9 +149,7 @@ void save_classifier(const std::string& path, const ClassifierConfig& config,
 }
 
 std::optional<std::string> evaluation_classifier_path(const io::ModelBundle& bundle) {
-  const auto& files = bundle.manifest.at("files");
-  if (!files.contains("evaluation_classifier") || !files["evaluation_classifier"].is_string()) return std::nullopt;
-  return (std::filesystem::path(bundle.dir) / files["evaluation_classifier"].get<std::string>()).string();
+  return io::bundle_file_path(bundle, "evaluation_classifier");
 }
 
 double accuracy(const at::Tensor& logits, const at::Tensor& labels) {

@@ -72,9 +72,13 @@ class SceneClassifier {
 void save_classifier(const std::string& path, const ClassifierConfig& config,
                      const std::map<std::string, at::Tensor>& weights, at::ScalarType dtype = at::kFloat);
 
-// Trained bundles carry their evaluation classifier as
-// files.evaluation_classifier = "evaluation-classifier.safetensors" (written by
-// kvstudio-train export); the benchmark and `kvstudio-train evaluate` use it.
+// Trained bundles name their evaluation classifier in
+// files.evaluation_classifier: "evaluation-classifier.safetensors" inside the
+// bundle (kvstudio-train export copies it there), or {"shared":
+// "evaluation-classifier.safetensors"} for the shipped demo bundles, which share
+// one copy in resources/models/shared (io::bundle_file_path). The
+// benchmark and `kvstudio-train evaluate` use it. nullopt: the bundle has none;
+// FileError: a shared classifier that is not where the bundle says.
 constexpr const char* kEvaluationClassifierFile = "evaluation-classifier.safetensors";
 std::optional<std::string> evaluation_classifier_path(const io::ModelBundle& bundle);
 

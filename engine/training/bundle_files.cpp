@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "engine/core/errors.h"
+#include "engine/io/bundle_manifest.h"
 #include "engine/io/model_bundle.h"
 #include "engine/metrics/scene_classifier.h"
 #include "engine/training/checkpoint.h"
@@ -32,6 +33,24 @@ nlohmann::json world_provenance(int image_size) {
 void attach_evaluation_classifier(const BundleExportOptions& options, at::ScalarType dtype, nlohmann::json& manifest) {
   const std::string classifier_dir = (fs::path(options.work_dir) / "classifier").string();
   const std::string out = (fs::path(options.out_dir) / kEvaluationClassifierFile).string();
+  if (options.shared_classifier) {
+    if (options.classifier_file.empty())
+      throw InvalidArgumentError("option --shared-classifier needs --classifier FILE (in the folder \"" +
+                                 std::string(io::kSharedBundleFilesFolder) + "\" beside the bundle folder)");
+    SceneClassifier::load(options.classifier_file, at::kCPU);  // must be a classifier file
+    // The folder the loader will look in (io::bundle_file_path).
+    const fs::path bundle_dir = fs::absolute(fs::path(options.out_dir) / "model.json").lexically_normal().parent_path();
+    const fs::path shared_dir = bundle_dir.parent_path() / io::kSharedBundleFilesFolder;
+    const fs::path file = fs::absolute(options.classifier_file).lexically_normal();
+    std::error_code ec;
+    if (!fs::equivalent(file.parent_path(), shared_dir, ec))
+      throw InvalidArgumentError("option --shared-classifier: " + options.classifier_file + " is not in " +
+                                 shared_dir.string() + ", the folder \"" + io::kSharedBundleFilesFolder +
+                                 "\" beside the bundle folder where the bundle will look for it");
+    manifest["provenance"]["classifier_source"] = options.classifier_file;
+    manifest["files"]["evaluation_classifier"] = {{"shared", file.filename().string()}};
+    return;
+  }
   if (read_checkpoint_manifest(classifier_dir)) {
     nlohmann::json cls_manifest;
     const auto cls_weights = load_checkpoint_weights(classifier_dir, &cls_manifest);

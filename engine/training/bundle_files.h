@@ -24,6 +24,10 @@ struct BundleExportOptions {
   // Evaluation classifier: WORK/classifier when it holds a checkpoint, else this
   // classifier file when given (e.g. another demo bundle's), else none.
   std::string classifier_file;
+  // Name classifier_file as a shared file ({"shared": NAME}, io::bundle_file_path)
+  // instead of copying it into the bundle: it must be in the folder "shared" beside
+  // OUT (how the demo bundles in resources/models share one classifier).
+  bool shared_classifier = false;
   std::string command;  // recorded in provenance
   // MAR: ship the EMA weights when the run kept them (as the converter takes
   // "model_ema"), and the diffusion head's sampling respacing ("" = the run's config).
@@ -54,7 +58,9 @@ void require_trained_on_tokenizer(const std::string& trained_on, const nlohmann:
 nlohmann::json world_provenance(int image_size);
 
 // Writes OUT/evaluation-classifier.safetensors as BundleExportOptions says and
-// records it in `manifest` (files + provenance). Call after creating OUT.
+// records it in `manifest` (files + provenance), or with shared_classifier
+// records the shared classifier file without copying it (InvalidArgumentError
+// when it is not in OUT/../shared). Call after creating OUT.
 void attach_evaluation_classifier(const BundleExportOptions& options, at::ScalarType dtype, nlohmann::json& manifest);
 
 // The world's class names, checked against the model's class count

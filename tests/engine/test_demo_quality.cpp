@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <filesystem>
 
 #include "engine/bench/demo_quality_judge.h"
 #include "engine/bench/policy_bench.h"
@@ -15,6 +16,7 @@
 #include "engine/metrics/image_tensors.h"
 #include "engine/metrics/scene_classifier.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
+#include "engine/training/bundle_files.h"
 #include "engine/world/scene_world.h"
 #include "tests/engine/test_helpers.h"
 
@@ -123,6 +125,83 @@ TEST(DemoQualityJudge, BenchJudgesEveryPolicy) {
     EXPECT_TRUE(j["class_accuracy"].is_number());
     EXPECT_TRUE(j["demo_fid"].is_number());
   }
+}
+
+// The demo bundles in resources/models name one classifier file that they share,
+// resources/models/shared/evaluation-classifier.safetensors.
+TEST(SharedClassifier, ShippedDemoBundlesShareOneClassifier) {
+  const std::filesystem::path models = std::filesystem::path(KVSTUDIO_SOURCE_DIR) / "resources/models";
+  const std::string shared = (models / "shared" / kEvaluationClassifierFile).string();
+  for (const char* name : {"llamagen-demo", "var-demo", "mar-demo", "janus-pro-demo"}) {
+    const io::ModelBundle bundle = io::ModelBundle::open((models / name).string());
+    EXPECT_EQ(evaluation_classifier_path(bundle), std::optional<std::string>(shared)) << name;
+    EXPECT_FALSE(std::filesystem::exists(models / name / kEvaluationClassifierFile)) << name;
+  }
+  EXPECT_EQ(SceneClassifier::load(shared, at::kCPU).config().num_classes,
+            static_cast<int64_t>(world::scene_classes().size()));
+}
+
+// A bundle whose classifier is shared judges with the file beside its folder;
+// the same bundle copied elsewhere without that folder says where it looked.
+TEST(SharedClassifier, IsFoundBesideTheBundleAndMissingIsNamed) {
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  const std::string bundle = judged_bundle(dir);
+  fs::create_directories(dir.file("shared"));
+  fs::rename(dir.file("bundle/" + std::string(kEvaluationClassifierFile)),
+             dir.file("shared/" + std::string(kEvaluationClassifierFile)));
+  nlohmann::json manifest = io::ModelBundle::open(bundle).manifest;
+  manifest["files"]["evaluation_classifier"] = {{"shared", kEvaluationClassifierFile}};
+  io::write_bundle_manifest(bundle, manifest);
+  EXPECT_EQ(evaluation_classifier_path(io::ModelBundle::open(bundle)),
+            std::optional<std::string>(dir.file("shared/" + std::string(kEvaluationClassifierFile))));
+  EXPECT_NE(DemoQualityJudge::for_bundle(bundle, {0, 3}, kImagePx, 2), nullptr);
+
+  fs::create_directories(dir.file("elsewhere"));
+  fs::copy(bundle, dir.file("elsewhere/bundle"), fs::copy_options::recursive);
+  const io::ModelBundle moved = io::ModelBundle::open(dir.file("elsewhere/bundle"));
+  try {
+    evaluation_classifier_path(moved);
+    ADD_FAILURE() << "a missing shared classifier was not reported";
+  } catch (const FileError& e) {
+    EXPECT_NE(std::string(e.what()).find("files.evaluation_classifier is the shared file "
+                                         "evaluation-classifier.safetensors, which is not at " +
+                                         dir.file("elsewhere/shared/evaluation-classifier.safetensors")),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// kvstudio-train export --shared-classifier names the classifier as a shared
+// file, without a copy, only when it is in the folder the loader looks in.
+TEST(SharedClassifier, ExportNamesItOnlyFromTheSharedFolder) {
+  namespace fs = std::filesystem;
+  test::TempDir dir;
+  const std::string source = judged_bundle(dir);  // its classifier is a valid classifier file
+  fs::create_directories(dir.file("models/shared"));
+  fs::copy_file(dir.file("bundle/" + std::string(kEvaluationClassifierFile)),
+                dir.file("models/shared/" + std::string(kEvaluationClassifierFile)));
+  training::BundleExportOptions o;
+  o.work_dir = dir.file("no-work");
+  o.out_dir = dir.file("models/demo");
+  o.classifier_file = dir.file("models/shared/" + std::string(kEvaluationClassifierFile));
+  o.shared_classifier = true;
+  fs::create_directories(o.out_dir);
+  nlohmann::json manifest;
+  training::attach_evaluation_classifier(o, at::kFloat, manifest);
+  EXPECT_EQ(manifest["files"]["evaluation_classifier"], nlohmann::json({{"shared", kEvaluationClassifierFile}}));
+  EXPECT_FALSE(fs::exists(dir.file("models/demo/" + std::string(kEvaluationClassifierFile))));
+
+  o.classifier_file = dir.file("bundle/" + std::string(kEvaluationClassifierFile));  // not in models/shared
+  EXPECT_THROW(training::attach_evaluation_classifier(o, at::kFloat, manifest), InvalidArgumentError);
+  o.classifier_file.clear();
+  EXPECT_THROW(training::attach_evaluation_classifier(o, at::kFloat, manifest), InvalidArgumentError);
+  // Without the option the classifier is copied: the bundle stands alone.
+  o.shared_classifier = false;
+  o.classifier_file = dir.file("models/shared/" + std::string(kEvaluationClassifierFile));
+  training::attach_evaluation_classifier(o, at::kFloat, manifest);
+  EXPECT_EQ(manifest["files"]["evaluation_classifier"], kEvaluationClassifierFile);
+  EXPECT_TRUE(fs::exists(dir.file("models/demo/" + std::string(kEvaluationClassifierFile))));
 }
 
 }  // namespace

@@ -273,6 +273,10 @@ TEST_F(HostileFiles, BundleManifestsThatLieAreRefused) {
        R"({"format": "kvstudio-bundle", "format_version": 1, "family": "var", "architecture": {},)"
        R"( "files": {"weights": "../../etc/passwd"}})",
        "files.weights must be a file inside the bundle folder"},
+      {"shared_escape",
+       R"({"format": "kvstudio-bundle", "format_version": 1, "family": "var", "architecture": {},)"
+       R"( "files": {"weights": "w.safetensors", "evaluation_classifier": {"shared": "../../etc/passwd"}}})",
+       "files.evaluation_classifier must be {\"shared\": \"<file name>\"}"},
       {"name_type",
        R"({"format": "kvstudio-bundle", "format_version": 1, "name": 7, "family": "var", "architecture": {}, )" +
            weights + "}",

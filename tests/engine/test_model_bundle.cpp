@@ -3,8 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
+#include <utility>
+#include <vector>
 
 #include "engine/core/errors.h"
+#include "engine/io/bundle_file_path.h"
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/safetensors_writer.h"
@@ -93,6 +97,60 @@ TEST(ModelBundle, ManifestProblemsAreReported) {
   test::write_bytes(b.dir.file("model.json"), R"({"format":"kvstudio-bundle","format_version":1,"family":"llamagen",
     "architecture":{},"files":{"weights":"../escape.safetensors"}})");
   EXPECT_NE(load_error(b.dir).find("inside the bundle folder"), std::string::npos) << load_error(b.dir);
+}
+
+// A manifest names files inside its folder or, by name alone, in the folder
+// "shared" beside it; every other form is refused when the bundle opens, with
+// the field named, before any file is read.
+TEST(ModelBundle, FilesOutsideTheBundleAndTheSharedFolderAreRefused) {
+  test::TempDir root;
+  const std::string folder = root.file("models/b");
+  llamagen::write_random_llamagen_bundle(folder, "b", test::tiny_gqa_gpt(), test::tiny_vq(), 1);
+  const std::string manifest_file = folder + "/model.json";
+  const nlohmann::json good = io::ModelBundle::open(folder).manifest;
+  const std::vector<std::pair<nlohmann::json, std::string>> cases = {
+      {"../escape.safetensors", "files.extra must be a file inside the bundle folder"},
+      {"/etc/passwd", "files.extra must be a file inside the bundle folder"},
+      {"", "files.extra must be a file inside the bundle folder"},
+      {{{"shared", "../../etc/passwd"}}, "files.extra must be {\"shared\": \"<file name>\"}"},
+      {{{"shared", "sub/file.safetensors"}}, "files.extra must be {\"shared\": \"<file name>\"}"},
+      {{{"shared", ".."}}, "files.extra must be {\"shared\": \"<file name>\"}"},
+      {{{"shared", ""}}, "files.extra must be {\"shared\": \"<file name>\"}"},
+      {{{"shared", "a.safetensors"}, {"also", "b"}}, "files.extra must be {\"shared\": \"<file name>\"}"},
+      {{{"path", "a.safetensors"}}, "files.extra must be {\"shared\": \"<file name>\"}"},
+      {7, "files.extra must be a file name or {\"shared\": \"<file name>\"}"},
+  };
+  for (const auto& [entry, expected] : cases) {
+    nlohmann::json m = good;
+    m["files"]["extra"] = entry;
+    test::write_bytes(manifest_file, m.dump());
+    try {
+      io::ModelBundle::open(folder);
+      ADD_FAILURE() << "accepted " << entry.dump();
+    } catch (const FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << entry.dump() << ": " << e.what();
+    }
+  }
+  // The weights are always the bundle's own.
+  nlohmann::json m = good;
+  m["files"]["weights"] = {{"shared", "weights.safetensors"}};
+  test::write_bytes(manifest_file, m.dump());
+  EXPECT_THROW(io::ModelBundle::open(folder), FormatError);
+  // A well-formed shared name resolves beside the bundle folder, nowhere else.
+  m = good;
+  m["files"]["extra"] = {{"shared", "x.safetensors"}};
+  m["files"]["own"] = "sub/y.safetensors";
+  test::write_bytes(manifest_file, m.dump());
+  const io::ModelBundle bundle = io::ModelBundle::open(folder);
+  const std::filesystem::path dir(bundle.dir);
+  ASSERT_EQ(dir.parent_path(), std::filesystem::path(root.file("models")));
+  EXPECT_EQ(io::bundle_file_path(bundle, "own"), std::optional<std::string>((dir / "sub/y.safetensors").string()));
+  EXPECT_EQ(io::bundle_file_path(bundle, "none"), std::nullopt);
+  EXPECT_THROW(io::bundle_file_path(bundle, "extra"), FileError);  // not there yet
+  std::filesystem::create_directories(dir.parent_path() / "shared");
+  test::write_bytes((dir.parent_path() / "shared/x.safetensors").string(), "x");
+  EXPECT_EQ(io::bundle_file_path(bundle, "extra"),
+            std::optional<std::string>((dir.parent_path() / "shared/x.safetensors").string()));
 }
 
 TEST(ModelBundle, BundledDemoModelLoads) {
