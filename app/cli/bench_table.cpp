@@ -191,9 +191,11 @@ void write_bench_files(const std::vector<BenchRecord>& records, const std::strin
     // Each record names the CPU it ran beside (model, instruction sets, the
     // decode kernel's path), as the table does.
     nlohmann::json j = to_json(records);
+    const std::string model = kvs::kernels::cpu_model_name();  // read /proc/cpuinfo once
+    const std::vector<std::string> flags = kvs::kernels::cpu_kernel_flags();
     for (nlohmann::json& record : j)
-      record["cpu"] = {{"model", kvs::kernels::cpu_model_name()},
-                       {"flags", kvs::kernels::cpu_kernel_flags()},
+      record["cpu"] = {{"model", model},
+                       {"flags", flags},
                        {"decode_kernel", kvs::kernels::decode_kernel_description(record.value("dtype", "") == "bf16")}};
     std::ofstream out(json_path);
     out << j.dump(2) << "\n";
