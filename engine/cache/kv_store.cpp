@@ -27,6 +27,45 @@ at::Tensor offsets_of(const at::Tensor& capacities) {
 
 bool all_equal(const at::Tensor& t) { return t.numel() == 0 || t.min().item<int64_t>() == t.max().item<int64_t>(); }
 
+// The segments' bookkeeping (lengths, capacities, positions) lives in small CPU
+// int64 tensors that a decode step reads and advances in every layer: plain
+// loops over them cost nanoseconds where a LibTorch reduction or in-place add
+// costs microseconds of dispatch.
+struct LengthRange {
+  int64_t lo = 0, hi = 0;
+};
+LengthRange length_range(const at::Tensor& lengths) {
+  const at::Tensor l = lengths.contiguous();
+  const int64_t* p = l.data_ptr<int64_t>();
+  const int64_t n = l.numel();
+  if (n == 0) return {};
+  LengthRange r{p[0], p[0]};
+  for (int64_t i = 1; i < n; ++i) {
+    r.lo = std::min(r.lo, p[i]);
+    r.hi = std::max(r.hi, p[i]);
+  }
+  return r;
+}
+
+// Whether some segment lacks room for `more` entries.
+bool some_segment_full(const at::Tensor& lengths, const at::Tensor& capacities, int64_t more) {
+  const at::Tensor l = lengths.contiguous(), c = capacities.contiguous();
+  const int64_t* lp = l.data_ptr<int64_t>();
+  const int64_t* cp = c.data_ptr<int64_t>();
+  for (int64_t i = 0; i < l.numel(); ++i)
+    if (lp[i] + more > cp[i]) return true;
+  return false;
+}
+
+void add_to_lengths(at::Tensor& lengths, int64_t more) {
+  if (!lengths.is_contiguous()) {
+    lengths += more;
+    return;
+  }
+  int64_t* p = lengths.data_ptr<int64_t>();
+  for (int64_t i = 0; i < lengths.numel(); ++i) p[i] += more;
+}
+
 // KVSTUDIO_CUDA_ATTENTION=dense keeps GPU runs on the dense path (to compare
 // the two paths in one build); anything else lets the packed kernels run.
 bool packed_kernels_allowed() {
@@ -122,9 +161,7 @@ std::vector<int64_t> KvStore::positions(int64_t layer, int64_t row, int64_t head
   return std::vector<int64_t>(p, p + n);
 }
 
-int64_t KvStore::max_length_of(const Layer& layer) {
-  return layer.lengths.numel() ? layer.lengths.max().item<int64_t>() : 0;
-}
+int64_t KvStore::max_length_of(const Layer& layer) { return length_range(layer.lengths).hi; }
 
 void KvStore::repack(Layer& layer, const at::Tensor& new_capacities, const std::vector<std::vector<int64_t>>& kept) {
   const int64_t segments = rows_ * kv_heads_;
@@ -191,8 +228,8 @@ void KvStore::write_after(Layer& layer, const at::Tensor& k, const at::Tensor& v
   if (k.size(0) != rows_ || k.size(1) != kv_heads_ || k.size(3) != head_dim_)
     throw Error("KvStore::append: keys have the wrong shape");
   const int64_t segments = rows_ * kv_heads_;
-  at::Tensor needed = layer.lengths + t;
-  if ((needed > layer.capacities).any().item<bool>()) {
+  if (some_segment_full(layer.lengths, layer.capacities, t)) {
+    const at::Tensor needed = layer.lengths + t;
     // Grow the segments that lack room: to the next unit's worth with a headroom,
     // else by doubling (amortised O(1) per entry).
     at::Tensor grown = fitted_ ? needed + headroom_ : at::maximum(needed, at::clamp_min(layer.capacities * 2, 16));
@@ -203,15 +240,15 @@ void KvStore::write_after(Layer& layer, const at::Tensor& k, const at::Tensor& v
       for (int64_t j = 0; j < len[s]; ++j) kept[static_cast<size_t>(s)].push_back(j);
     repack(layer, new_capacities, kept);
   }
-  const int64_t lo = layer.lengths.min().item<int64_t>();
-  const int64_t hi = layer.lengths.max().item<int64_t>();
+  const auto [lo, hi] = length_range(layer.lengths);
   const int64_t stride = layer.positions.size(2);
   if (layer.regular && lo == hi) {
     const int64_t capacity = stride;
     layer.k.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, lo, t).copy_(k);
     layer.v.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, lo, t).copy_(v);
-    layer.positions.narrow(2, lo, t).copy_(
-        at::tensor(positions, kCpuLong).view({1, 1, t}).expand({rows_, kv_heads_, t}));
+    int64_t* pos = layer.positions.data_ptr<int64_t>();
+    for (int64_t s = 0; s < segments; ++s)
+      std::copy(positions.begin(), positions.end(), pos + s * stride + lo);
   } else {
     // Ragged: every segment continues at its own length; one scatter per buffer.
     // On a GPU the slots come from the device copy of the segments, so that a
@@ -232,7 +269,7 @@ void KvStore::write_after(Layer& layer, const at::Tensor& k, const at::Tensor& v
     for (int64_t s = 0; s < segments; ++s)
       for (int64_t j = 0; j < t; ++j) pos[s * stride + len[s] + j] = positions[static_cast<size_t>(j)];
   }
-  layer.lengths += t;
+  add_to_lengths(layer.lengths, t);
   if (layer.device_lengths.defined()) layer.device_lengths.add_(t);
 }
 
@@ -463,8 +500,7 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
   const Layer& layer = layers_.at(layer_index);
   const int64_t n_head = queries.size(1), t = queries.size(2);
   const int64_t group = n_head / kv_heads_;
-  const int64_t lo = layer.lengths.min().item<int64_t>();
-  const int64_t hi = layer.lengths.max().item<int64_t>();
+  const auto [lo, hi] = length_range(layer.lengths);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_dim_));
   KvAttention result;
   const bool on_cpu_kernel = layer.k.device().is_cpu() &&

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/core/errors.h"
+#include "engine/models/blocks/transformer_blocks.h"
 #include "kernels/linear.h"
 
 namespace kvs::janus {
@@ -46,9 +47,7 @@ at::Tensor JanusLanguageModel::embed_text(const at::Tensor& ids) const {
 
 at::Tensor JanusLanguageModel::rms_norm(const at::Tensor& x, const at::Tensor& weight) const {
   // LlamaRMSNorm: statistics in float32, the scale applied in the input dtype.
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor normed = xf * at::rsqrt(at::mean(xf * xf, {-1}, /*keepdim=*/true) + config_.rms_norm_eps);
-  return weight * normed.to(x.scalar_type());
+  return transformer_blocks::rms_norm(x, weight, config_.rms_norm_eps);
 }
 
 at::Tensor JanusLanguageModel::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "engine/core/errors.h"
+#include "engine/models/blocks/transformer_blocks.h"
 #include "engine/models/llamagen/rope_2d.h"
 #include "kernels/linear.h"
 
@@ -42,9 +43,7 @@ LlamaGenGpt::LlamaGenGpt(GptConfig config, const TensorMap& weights, at::Device 
 
 at::Tensor LlamaGenGpt::rms_norm(const at::Tensor& x, const at::Tensor& weight) const {
   // RMSNorm in float32: x * rsqrt(mean(x^2) + eps), then the learned scale.
-  at::Tensor xf = x.to(at::kFloat);
-  at::Tensor normed = xf * at::rsqrt(at::mean(xf * xf, {-1}, /*keepdim=*/true) + config_.norm_eps);
-  return normed.to(x.scalar_type()) * weight;
+  return transformer_blocks::rms_norm(x, weight, config_.norm_eps);
 }
 
 at::Tensor LlamaGenGpt::feed_forward(const Layer& layer, const at::Tensor& x) const {

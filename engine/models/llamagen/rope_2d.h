@@ -13,7 +13,11 @@ namespace kvs::llamagen {
 // Returns [cls_token_num + grid_size^2, head_dim/2, 2] float32 (cos, sin).
 at::Tensor rope_2d_table(int64_t grid_size, int64_t head_dim, double base, int64_t cls_token_num);
 
-// x: [B, T, H, D]; table: [T, D/2, 2]. Computed in float32, returned in x's dtype.
+// x: [B, T, H, D]; table: [T, D/2, 2]. Computed in float32, returned in x's dtype
+// (contiguous). On the CPU, float32 and bf16 take one pass over the elements
+// (a decode step's rotations otherwise cost more in LibTorch dispatch than in
+// arithmetic), equal to the operation-by-operation reference bit for bit.
 at::Tensor apply_rope(const at::Tensor& x, const at::Tensor& table);
+at::Tensor apply_rope_reference(const at::Tensor& x, const at::Tensor& table);
 
 }  // namespace kvs::llamagen
