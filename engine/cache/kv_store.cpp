@@ -247,8 +247,7 @@ void KvStore::write_after(Layer& layer, const at::Tensor& k, const at::Tensor& v
     layer.k.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, lo, t).copy_(k);
     layer.v.view({rows_, kv_heads_, capacity, head_dim_}).narrow(2, lo, t).copy_(v);
     int64_t* pos = layer.positions.data_ptr<int64_t>();
-    for (int64_t s = 0; s < segments; ++s)
-      std::copy(positions.begin(), positions.end(), pos + s * stride + lo);
+    for (int64_t s = 0; s < segments; ++s) std::copy(positions.begin(), positions.end(), pos + s * stride + lo);
   } else {
     // Ragged: every segment continues at its own length; one scatter per buffer.
     // On a GPU the slots come from the device copy of the segments, so that a
