@@ -16,14 +16,6 @@
 namespace kvs::kernels {
 namespace {
 
-// bf16 -> float32 (a bf16 is the upper half of a float32).
-void widen_bf16(const uint16_t* in, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const uint32_t bits = static_cast<uint32_t>(in[i]) << 16;
-    std::memcpy(out + i, &bits, sizeof bits);
-  }
-}
-
 std::string segment_name(const RaggedKvView& kv, int64_t segment) {
   return "segment (row " + std::to_string(segment / kv.kv_heads) + ", kv head " +
          std::to_string(segment % kv.kv_heads) + ")";
@@ -81,17 +73,19 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
 // share the segment's kv head, T queries each. Their queries, outputs and probs
 // rows are contiguous blocks of `queries` / `out` / `probs`, so the group is
 // treated as one [G*T, head_dim] query matrix and every key and value row is
-// loaded once for all of them. `weights` and `widened` are the calling thread's
-// scratch (the latter holds a bf16 segment's keys and values as float32).
+// loaded once for all of them. `weights` is the calling thread's scratch. A bf16
+// segment's keys and values are widened to float32 in registers as they are
+// read (float_dot, the value sum), never copied: the attention reads each
+// cache byte once.
 //
 // The body is compiled twice: for the x86-64 baseline and, where the compiler
 // targets x86, for AVX2 + FMA (the same C++ auto-vectorised eight floats wide
 // with fused multiply-adds); attend_segment picks one at run time by the CPU
 // kernels' path (skinny_linear_isa(): AVX2 on an AVX2 or AVX-512 CPU unless
 // KVSTUDIO_CPU_DECODE_KERNEL=none). Nothing runs an instruction the CPU lacks.
+template <typename Element>
 __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvView& kv, const RaggedAttentionArgs& args,
-                                                               int64_t segment, std::vector<float>& weights,
-                                                               std::vector<float>& widened) {
+                                                               int64_t segment, std::vector<float>& weights) {
   const int64_t d = kv.head_dim, capacity = kv.capacity, t = args.T;
   const int64_t group = args.n_head / kv.kv_heads;
   const int64_t n_query = group * t;
@@ -100,18 +94,8 @@ __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvVie
   const int64_t first_query = (row * args.n_head + kv_head * group) * t;  // index of the group's first query row
 
   const int64_t first_slot = kv.offsets != nullptr ? kv.offsets[segment] : segment * capacity;
-  const float* keys = nullptr;
-  const float* values = nullptr;
-  if (kv.element_type == KvElementType::bf16) {
-    widened.resize(static_cast<size_t>(2 * length * d));
-    widen_bf16(static_cast<const uint16_t*>(kv.keys) + first_slot * d, length * d, widened.data());
-    widen_bf16(static_cast<const uint16_t*>(kv.values) + first_slot * d, length * d, widened.data() + length * d);
-    keys = widened.data();
-    values = widened.data() + length * d;
-  } else {
-    keys = static_cast<const float*>(kv.keys) + first_slot * d;
-    values = static_cast<const float*>(kv.values) + first_slot * d;
-  }
+  const Element* keys = static_cast<const Element*>(kv.keys) + first_slot * d;
+  const Element* values = static_cast<const Element*>(kv.values) + first_slot * d;
   const int64_t* key_positions = kv.positions + segment * capacity;
   const float* queries = args.queries + first_query * d;
   float* out = args.out + first_query * d;
@@ -120,7 +104,7 @@ __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvVie
   float* w = weights.data();  // [n_query, length]: scores, then softmax weights
 
   for (int64_t j = 0; j < length; ++j) {
-    const float* k = keys + j * d;
+    const Element* k = keys + j * d;
     for (int64_t i = 0; i < n_query; ++i) w[i * length + j] = float_dot(queries + i * d, k, d) * args.scale;
   }
 
@@ -149,11 +133,11 @@ __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvVie
 
   std::fill(out, out + n_query * d, 0.0f);
   for (int64_t j = 0; j < length; ++j) {
-    const float* v = values + j * d;
+    const Element* v = values + j * d;
     for (int64_t i = 0; i < n_query; ++i) {
       const float p = w[i * length + j];
       float* o = out + i * d;
-      for (int64_t c = 0; c < d; ++c) o[c] += p * v[c];
+      for (int64_t c = 0; c < d; ++c) o[c] += p * as_float32(v[c]);
     }
   }
 
@@ -175,20 +159,20 @@ __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvVie
 }
 
 void attend_segment_baseline(const RaggedKvView& kv, const RaggedAttentionArgs& args, int64_t segment,
-                             std::vector<float>& weights, std::vector<float>& widened) {
-  attend_segment_body(kv, args, segment, weights, widened);
+                             std::vector<float>& weights) {
+  if (kv.element_type == KvElementType::bf16) attend_segment_body<uint16_t>(kv, args, segment, weights);
+  else attend_segment_body<float>(kv, args, segment, weights);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target("avx2,fma"))) void attend_segment_avx2(const RaggedKvView& kv, const RaggedAttentionArgs& args,
-                                                             int64_t segment, std::vector<float>& weights,
-                                                             std::vector<float>& widened) {
-  attend_segment_body(kv, args, segment, weights, widened);
+                                                             int64_t segment, std::vector<float>& weights) {
+  if (kv.element_type == KvElementType::bf16) attend_segment_body<uint16_t>(kv, args, segment, weights);
+  else attend_segment_body<float>(kv, args, segment, weights);
 }
 #endif
 
-using AttendSegment = void (*)(const RaggedKvView&, const RaggedAttentionArgs&, int64_t, std::vector<float>&,
-                               std::vector<float>&);
+using AttendSegment = void (*)(const RaggedKvView&, const RaggedAttentionArgs&, int64_t, std::vector<float>&);
 
 AttendSegment attend_segment_for_this_cpu() {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -216,8 +200,8 @@ void ragged_attention_cpu(const RaggedKvView& kv, const RaggedAttentionArgs& arg
   const int64_t grain = std::max<int64_t>(1, kGrainWork / work_per_segment);
   const AttendSegment attend_segment = attend_segment_for_this_cpu();
   at::parallel_for(0, segments, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> weights, widened;
-    for (int64_t s = begin; s < end; ++s) attend_segment(kv, args, s, weights, widened);
+    std::vector<float> weights;
+    for (int64_t s = begin; s < end; ++s) attend_segment(kv, args, s, weights);
   });
 }
 
