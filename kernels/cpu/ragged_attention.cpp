@@ -13,6 +13,13 @@
 #include "kernels/cpu/skinny_linear.h"
 #include "kernels/kernel_error.h"
 
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define KVS_RAGGED_X86 1
+#else
+#define KVS_RAGGED_X86 0
+#endif
+
 namespace kvs::kernels {
 namespace {
 
@@ -69,6 +76,90 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
   }
 }
 
+#if KVS_RAGGED_X86
+#define KVS_TARGET_AVX2 __attribute__((target("avx2,fma")))
+
+// The AVX2 build's two inner products, written with intrinsics because the
+// auto-vectorised loops leave one dependent chain of FMAs per key (measured on
+// a 2-core AMD EPYC, AVX2: 11.5 ns per 64-dim bf16 key scored alone, 4.7 four
+// at a time). Each sum keeps float_dot's lanes and final order, and the value
+// sum its order over the keys, so the results are the loops' bit for bit.
+KVS_TARGET_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+KVS_TARGET_AVX2 inline __m256 load8(const uint16_t* p) {
+  const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
+}
+// float_dot's ((c0 + c4) + (c1 + c5)) + ((c2 + c6) + (c3 + c7)), plus its empty tail.
+KVS_TARGET_AVX2 inline float reduce8(__m256 c) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
+  s = _mm_hadd_ps(s, s);
+  return _mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s))) + 0.0f;
+}
+
+// w[i * length + j] = (query i . key j) * scale, four keys at a time; d % 8 == 0.
+template <typename Element>
+KVS_TARGET_AVX2 void scores_avx2(const float* queries, int64_t n_query, const Element* keys, int64_t length, int64_t d,
+                                 float scale, float* w) {
+  for (int64_t i = 0; i < n_query; ++i) {
+    const float* q = queries + i * d;
+    float* wi = w + i * length;
+    int64_t j = 0;
+    for (; j + 4 <= length; j += 4) {
+      const Element* k = keys + j * d;
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      for (int64_t c = 0; c < d; c += 8) {
+        const __m256 qv = _mm256_loadu_ps(q + c);
+        a0 = _mm256_fmadd_ps(qv, load8(k + c), a0);
+        a1 = _mm256_fmadd_ps(qv, load8(k + d + c), a1);
+        a2 = _mm256_fmadd_ps(qv, load8(k + 2 * d + c), a2);
+        a3 = _mm256_fmadd_ps(qv, load8(k + 3 * d + c), a3);
+      }
+      wi[j] = reduce8(a0) * scale;
+      wi[j + 1] = reduce8(a1) * scale;
+      wi[j + 2] = reduce8(a2) * scale;
+      wi[j + 3] = reduce8(a3) * scale;
+    }
+    for (; j < length; ++j) {
+      const Element* k = keys + j * d;
+      __m256 a = _mm256_setzero_ps();
+      for (int64_t c = 0; c < d; c += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), load8(k + c), a);
+      wi[j] = reduce8(a) * scale;
+    }
+  }
+}
+
+// out[i] = sum over j of w[i * length + j] * value j, the sums in key order, up
+// to 64 columns held in registers across all keys; d % 8 == 0.
+template <typename Element>
+KVS_TARGET_AVX2 void values_avx2(const float* w, int64_t n_query, const Element* values, int64_t length, int64_t d,
+                                 float* out) {
+  constexpr int kBlocks = 8;
+  for (int64_t i = 0; i < n_query; ++i) {
+    const float* wi = w + i * length;
+    for (int64_t c0 = 0; c0 < d; c0 += 8 * kBlocks) {
+      const int blocks = static_cast<int>(std::min<int64_t>(kBlocks, (d - c0) / 8));
+      __m256 acc[kBlocks];
+      for (int b = 0; b < kBlocks; ++b) acc[b] = _mm256_setzero_ps();
+      if (blocks == kBlocks) {
+        for (int64_t j = 0; j < length; ++j) {
+          const __m256 p = _mm256_set1_ps(wi[j]);
+          const Element* v = values + j * d + c0;
+#pragma GCC unroll 8
+          for (int b = 0; b < kBlocks; ++b) acc[b] = _mm256_fmadd_ps(p, load8(v + 8 * b), acc[b]);
+        }
+      } else {
+        for (int64_t j = 0; j < length; ++j) {
+          const __m256 p = _mm256_set1_ps(wi[j]);
+          const Element* v = values + j * d + c0;
+          for (int b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(p, load8(v + 8 * b), acc[b]);
+        }
+      }
+      for (int b = 0; b < blocks; ++b) _mm256_storeu_ps(out + i * d + c0 + 8 * b, acc[b]);
+    }
+  }
+}
+#endif
+
 // Attention of one segment's query group: the n_head / kv_heads query heads that
 // share the segment's kv head, T queries each. Their queries, outputs and probs
 // rows are contiguous blocks of `queries` / `out` / `probs`, so the group is
@@ -83,7 +174,7 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
 // with fused multiply-adds); attend_segment picks one at run time by the CPU
 // kernels' path (skinny_linear_isa(): AVX2 on an AVX2 or AVX-512 CPU unless
 // KVSTUDIO_CPU_DECODE_KERNEL=none). Nothing runs an instruction the CPU lacks.
-template <typename Element>
+template <typename Element, bool kAvx2>
 __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvView& kv, const RaggedAttentionArgs& args,
                                                                int64_t segment, std::vector<float>& weights) {
   const int64_t d = kv.head_dim, capacity = kv.capacity, t = args.T;
@@ -103,10 +194,19 @@ __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvVie
   weights.resize(static_cast<size_t>(n_query * length));
   float* w = weights.data();  // [n_query, length]: scores, then softmax weights
 
-  for (int64_t j = 0; j < length; ++j) {
-    const Element* k = keys + j * d;
-    for (int64_t i = 0; i < n_query; ++i) w[i * length + j] = float_dot(queries + i * d, k, d) * args.scale;
-  }
+  bool scored = false;
+#if KVS_RAGGED_X86
+  if constexpr (kAvx2)
+    if (d % 8 == 0) {
+      scores_avx2(queries, n_query, keys, length, d, args.scale, w);
+      scored = true;
+    }
+#endif
+  if (!scored)
+    for (int64_t j = 0; j < length; ++j) {
+      const Element* k = keys + j * d;
+      for (int64_t i = 0; i < n_query; ++i) w[i * length + j] = float_dot(queries + i * d, k, d) * args.scale;
+    }
 
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (int64_t i = 0; i < n_query; ++i) {
@@ -131,13 +231,23 @@ __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvVie
     for (int64_t j = 0; j < length; ++j) wi[j] *= inv_sum;
   }
 
-  std::fill(out, out + n_query * d, 0.0f);
-  for (int64_t j = 0; j < length; ++j) {
-    const Element* v = values + j * d;
-    for (int64_t i = 0; i < n_query; ++i) {
-      const float p = w[i * length + j];
-      float* o = out + i * d;
-      for (int64_t c = 0; c < d; ++c) o[c] += p * as_float32(v[c]);
+  bool summed = false;
+#if KVS_RAGGED_X86
+  if constexpr (kAvx2)
+    if (d % 8 == 0) {
+      values_avx2(w, n_query, values, length, d, out);
+      summed = true;
+    }
+#endif
+  if (!summed) {
+    std::fill(out, out + n_query * d, 0.0f);
+    for (int64_t j = 0; j < length; ++j) {
+      const Element* v = values + j * d;
+      for (int64_t i = 0; i < n_query; ++i) {
+        const float p = w[i * length + j];
+        float* o = out + i * d;
+        for (int64_t c = 0; c < d; ++c) o[c] += p * as_float32(v[c]);
+      }
     }
   }
 
@@ -160,15 +270,15 @@ __attribute__((always_inline)) inline void attend_segment_body(const RaggedKvVie
 
 void attend_segment_baseline(const RaggedKvView& kv, const RaggedAttentionArgs& args, int64_t segment,
                              std::vector<float>& weights) {
-  if (kv.element_type == KvElementType::bf16) attend_segment_body<uint16_t>(kv, args, segment, weights);
-  else attend_segment_body<float>(kv, args, segment, weights);
+  if (kv.element_type == KvElementType::bf16) attend_segment_body<uint16_t, false>(kv, args, segment, weights);
+  else attend_segment_body<float, false>(kv, args, segment, weights);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 __attribute__((target("avx2,fma"))) void attend_segment_avx2(const RaggedKvView& kv, const RaggedAttentionArgs& args,
                                                              int64_t segment, std::vector<float>& weights) {
-  if (kv.element_type == KvElementType::bf16) attend_segment_body<uint16_t>(kv, args, segment, weights);
-  else attend_segment_body<float>(kv, args, segment, weights);
+  if (kv.element_type == KvElementType::bf16) attend_segment_body<uint16_t, true>(kv, args, segment, weights);
+  else attend_segment_body<float, true>(kv, args, segment, weights);
 }
 #endif
 
