@@ -48,7 +48,15 @@ if [[ "$preset" == "headless" ]]; then KVSTUDIO_NO_GUI=1 bash installer/install-
 step "configure + build ($preset)"
 start=$(date +%s)
 cmake --preset "$preset" >/dev/null
-cmake --build --preset "$preset" -j "$jobs"
+if [[ "$mode" == "run" ]]; then
+  # `run` builds what it runs: the window (where Qt 6 is installed) and the CLI,
+  # with the engine they link; the test suites and tools wait for `test`.
+  targets=(kvstudio-cli)
+  if cmake --build --preset "$preset" --target help 2>/dev/null | grep -qE '^kvstudio(:| )'; then targets+=(kvstudio); fi
+  cmake --build --preset "$preset" -j "$jobs" --target "${targets[@]}"
+else
+  cmake --build --preset "$preset" -j "$jobs"
+fi
 echo "build: $(( $(date +%s) - start )) s" >&2
 cli="build/$preset/app/kvstudio-cli"
 
