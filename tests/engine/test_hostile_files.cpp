@@ -337,10 +337,11 @@ TEST_F(HostileFiles, PngsThatLieAboutSizesAreRefused) {
 
 TEST_F(HostileFiles, CalibrationFilesThatLieAboutSizesAreRefused) {
   const std::string heat = write("heatkv_calibration.json",
-                                 R"({"format": "kvstudio-scale-attention-profile", "version": 1, "layers": 4294967296,)"
-                                 R"( "heads": 4294967296, "unit_tokens": [1, 4], "beta": [1, 0, 0.5, 0.5]})");
+                                 R"({"format": "kvstudio-scale-attention-profile", "version": 1, "layers": 2,)"
+                                 R"( "heads": 4611686018427387904, "unit_tokens": [1, 4], "beta": [1, 0, 0.5, 0.5]})");
   expect_refused(
-      heat, [&] { kvs::ScaleAttentionProfile::load(heat); }, "beta has 4 values");
+      heat, [&] { kvs::ScaleAttentionProfile::load(heat); },
+      "beta has 4 values, expected layers x heads x scales^2 = more than 2^63");
   const std::string format = write("amskv_calibration.json", R"({"format": 5})");
   expect_refused(
       format, [&] { kvs::AmsKvCalibration::load(format); }, "format is not 'kvstudio-amskv-calibration'");

@@ -4,39 +4,25 @@
 // which stay torch-free so that they can be fuzzed on their own.
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/calibration_header.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
-namespace {
-
-std::string layer_geometry(int64_t layers, const std::vector<int64_t>& tokens) {
-  std::string s = std::to_string(layers) + " layers, scales of";
-  for (int64_t t : tokens) s += " " + std::to_string(t);
-  return s + " tokens";
-}
-
-std::string head_geometry(int64_t layers, int64_t heads, const std::vector<int64_t>& tokens) {
-  std::string s = std::to_string(layers) + " layers x " + std::to_string(heads) + " heads, scales of";
-  for (int64_t t : tokens) s += " " + std::to_string(t);
-  return s + " tokens";
-}
-
-}  // namespace
 
 void AmsKvCalibration::check_matches(const PolicyContext& context) const {
   if (layers != context.n_layer || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the AMS-KV calibration (" + layer_geometry(layers, unit_tokens) +
+    throw InvalidArgumentError("the AMS-KV calibration (" + calibration_geometry(layers, unit_tokens) +
                                ") was made for another model than this one (" +
-                               layer_geometry(context.n_layer, context.unit_tokens) +
+                               calibration_geometry(context.n_layer, context.unit_tokens) +
                                "): run 'kvstudio-cli calibrate --policy amskv --model DIR' again, or give theta=");
 }
 
 void ScaleAttentionProfile::check_matches(const PolicyContext& context) const {
   if (layers != context.n_layer || heads != context.kv_heads || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the scale-attention calibration (" + head_geometry(layers, heads, unit_tokens) +
+    throw InvalidArgumentError("the scale-attention calibration (" + calibration_geometry(layers, unit_tokens, heads) +
                                ") was made for another model than this one (" +
-                               head_geometry(context.n_layer, context.kv_heads, context.unit_tokens) +
+                               calibration_geometry(context.n_layer, context.unit_tokens, context.kv_heads) +
                                "): run 'kvstudio-cli calibrate --policy heatkv --model DIR' again");
 }
 
