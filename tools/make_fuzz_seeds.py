@@ -164,6 +164,14 @@ def calibrations(out):
            "target_layers": 1, "demanding_layers": 1, "theta": 0.5, "layer_statistic": [0.4, 0.6],
            "similarity": [[[0.9, 0.4], [0.8, 0.6]]]}
     write(folder, "amskv.json", json.dumps(ams, indent=1))
+    hack = {"format": "kvstudio-head-variance-profile", "version": 1, "model": "tiny", "layers": 2, "heads": 2,
+            "unit_tokens": [1, 4, 9], "classes": [0, 1], "seed": 0, "cfg": 4.0, "samples": 2,
+            "variance": [0, 1.5, 2.0, 0, 0.5, 0.25, 0, 3.0, 2.5, 0, 0.1, 0.2]}
+    write(folder, "hack.json", json.dumps(hack, indent=1))
+    scalekv = {"format": "kvstudio-scalekv-calibration", "version": 1, "model": "tiny", "layers": 2,
+               "unit_tokens": [1, 4, 9], "top_k": 16, "classes": [0, 1], "seed": 0, "cfg": 4.0, "samples": 2,
+               "current_ratio": [1.0, 0.6, 0.4, 1.0, 0.3, 0.2], "history_top_k": [0, 0.4, 0.5, 0, 0.7, 0.8]}
+    write(folder, "scalekv.json", json.dumps(scalekv, indent=1))
 
 
 def prompts(out):

@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "engine/cache/policies/amskv_calibration.h"
+#include "engine/cache/policies/head_variance_profile.h"
+#include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
@@ -337,13 +339,25 @@ TEST_F(HostileFiles, PngsThatLieAboutSizesAreRefused) {
 
 TEST_F(HostileFiles, CalibrationFilesThatLieAboutSizesAreRefused) {
   const std::string heat = write("heatkv_calibration.json",
-                                 R"({"format": "kvstudio-scale-attention-profile", "version": 1, "layers": 4294967296,)"
-                                 R"( "heads": 4294967296, "unit_tokens": [1, 4], "beta": [1, 0, 0.5, 0.5]})");
+                                 R"({"format": "kvstudio-scale-attention-profile", "version": 1, "layers": 2,)"
+                                 R"( "heads": 4611686018427387904, "unit_tokens": [1, 4], "beta": [1, 0, 0.5, 0.5]})");
   expect_refused(
-      heat, [&] { kvs::ScaleAttentionProfile::load(heat); }, "beta has 4 values");
+      heat, [&] { kvs::ScaleAttentionProfile::load(heat); },
+      "beta has 4 values, expected layers x heads x scales^2 = more than 2^63");
   const std::string format = write("amskv_calibration.json", R"({"format": 5})");
   expect_refused(
       format, [&] { kvs::AmsKvCalibration::load(format); }, "format is not 'kvstudio-amskv-calibration'");
+  const std::string hack = write("hack_calibration.json",
+                                 R"({"format": "kvstudio-head-variance-profile", "version": 1, "layers": 4,)"
+                                 R"( "heads": 4611686018427387904, "unit_tokens": [1, 4], "variance": []})");
+  expect_refused(
+      hack, [&] { kvs::HeadVarianceProfile::load(hack); },
+      "variance has 0 values, expected layers x heads x scales = more than 2^63");
+  const std::string layers = write("scalekv_calibration.json",
+                                   R"({"format": "kvstudio-scalekv-calibration", "version": 1, "layers": 1e300,)"
+                                   R"( "unit_tokens": [1, 4], "top_k": 16, "current_ratio": [], "history_top_k": []})");
+  expect_refused(
+      layers, [&] { kvs::LayerSelectivityProfile::load(layers); }, "field \"layers\" must be an integer, got 1e+300");
 }
 
 }  // namespace

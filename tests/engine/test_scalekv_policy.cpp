@@ -486,7 +486,7 @@ TEST(ScaleKvCalibrationFile, RoundTripsAndRefusesWhatIsNotACalibration) {
   refused(with("unit_tokens", "[1, 0, 9, 16]"), "a scale has no tokens");
   refused(with("top_k", "0"), "top_k must be >= 1");
   refused(with("current_ratio", "[0.5]"), "need 12 values each");
-  refused(with("history_top_k", "\"many\""), "type must be array");
+  refused(with("history_top_k", "\"many\""), "field \"history_top_k\" must be a list, got a string");
   nlohmann::json j = nlohmann::json::parse(good);
   j["history_top_k"][5] = 1.5;
   refused(j.dump(), "layer 1, scale 1: 1.5");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "engine/cache/policies/calibration_header.h"
 #include "engine/core/errors.h"
 #include "engine/io/mapped_file.h"
 
@@ -94,45 +95,23 @@ std::string AmsKvCalibration::to_json_text() const {
 }
 
 AmsKvCalibration AmsKvCalibration::from_json_text(const std::string& text, const std::string& source) {
-  auto bad = [&](const std::string& why) { return FormatError(source + ": not an AMS-KV calibration: " + why); };
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("invalid JSON (") + e.what() + ")");
-  }
-  // value("format", "") would throw nlohmann's own error for a non-string format.
-  const auto format = j.is_object() ? j.find("format") : j.end();
-  if (!j.is_object() || format == j.end() || !format->is_string() || *format != kFormat)
-    throw bad("format is not '" + std::string(kFormat) + "'");
+  const CalibrationReader file(text, source, kFormat, "an AMS-KV calibration");
   AmsKvCalibration c;
-  try {
-    if (j.at("version") != 1) throw bad("unsupported version " + j.at("version").dump());
-    c.model = j.value("model", std::string());
-    c.created = j.value("created", std::string());
-    c.command = j.value("command", std::string());
-    c.layers = j.at("layers").get<int64_t>();
-    c.unit_tokens = j.at("unit_tokens").get<std::vector<int64_t>>();
-    c.classes = j.value("classes", std::vector<int64_t>{});
-    c.seed = j.value("seed", uint64_t{0});
-    c.cfg = j.value("cfg", 0.0);
-    c.cds = j.value("cds", int64_t{0});
-    c.c_min = j.value("c_min", int64_t{0});
-    c.c_max = j.value("c_max", int64_t{0});
-    c.decision_scales = j.at("decision_scales").get<std::vector<int64_t>>();
-    c.demanding_fraction = j.at("demanding_fraction").get<double>();
-    c.theta.target_layers = j.value("target_layers", int64_t{0});
-    c.theta.demanding_layers = j.value("demanding_layers", int64_t{0});
-    c.theta.theta = j.at("theta").get<double>();
-    c.layer_statistic = j.at("layer_statistic").get<std::vector<double>>();
-    c.similarity = j.at("similarity").get<std::vector<std::vector<std::vector<double>>>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(e.what());
-  }
+  file.header().copy_to(c);
+  c.created = file.text("created", std::string());
+  c.command = file.text("command", std::string());
+  c.cds = file.integer("cds", 0);
+  c.c_min = file.integer("c_min", 0);
+  c.c_max = file.integer("c_max", 0);
+  c.decision_scales = file.integers("decision_scales");
+  c.demanding_fraction = file.real("demanding_fraction");
+  c.theta.target_layers = file.integer("target_layers", 0);
+  c.theta.demanding_layers = file.integer("demanding_layers", 0);
+  c.theta.theta = file.real("theta");
+  c.layer_statistic = file.reals("layer_statistic");
+  c.similarity = file.reals_3d("similarity");
+  auto bad = [&](const std::string& why) { return file.error(why); };
   const int64_t k = c.scales();
-  if (c.layers <= 0 || k < 2) throw bad("layers and at least two scales are required");
-  for (int64_t t : c.unit_tokens)
-    if (t <= 0) throw bad("a scale has no tokens");
   if (!std::isfinite(c.theta.theta)) throw bad("theta is not a finite number");
   if (static_cast<int64_t>(c.layer_statistic.size()) != c.layers)
     throw bad("layer_statistic has " + std::to_string(c.layer_statistic.size()) + " values, expected one per layer (" +

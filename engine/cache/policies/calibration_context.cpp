@@ -1,42 +1,32 @@
-// The two scale calibration files against the model they are used on: whether
-// one was made for this geometry, and HeatKV's uniform stand-in profile. Apart
-// from the files' parsers (amskv_calibration.cpp, scale_attention_profile.cpp),
-// which stay torch-free so that they can be fuzzed on their own.
+// The four calibration files of the scale policies against the model they are
+// used on: whether one was made for this geometry, and the uniform stand-ins
+// HeatKV, HACK and ScaleKV use before a calibration exists. Apart from the
+// files' parsers (amskv_calibration.cpp, scale_attention_profile.cpp,
+// head_variance_profile.cpp, layer_selectivity_profile.cpp), which stay
+// torch-free so that they can be fuzzed on their own.
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/calibration_header.h"
+#include "engine/cache/policies/head_variance_profile.h"
+#include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
 
 namespace kvs {
-namespace {
-
-std::string layer_geometry(int64_t layers, const std::vector<int64_t>& tokens) {
-  std::string s = std::to_string(layers) + " layers, scales of";
-  for (int64_t t : tokens) s += " " + std::to_string(t);
-  return s + " tokens";
-}
-
-std::string head_geometry(int64_t layers, int64_t heads, const std::vector<int64_t>& tokens) {
-  std::string s = std::to_string(layers) + " layers x " + std::to_string(heads) + " heads, scales of";
-  for (int64_t t : tokens) s += " " + std::to_string(t);
-  return s + " tokens";
-}
-
-}  // namespace
 
 void AmsKvCalibration::check_matches(const PolicyContext& context) const {
   if (layers != context.n_layer || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the AMS-KV calibration (" + layer_geometry(layers, unit_tokens) +
+    throw InvalidArgumentError("the AMS-KV calibration (" + calibration_geometry(layers, unit_tokens) +
                                ") was made for another model than this one (" +
-                               layer_geometry(context.n_layer, context.unit_tokens) +
+                               calibration_geometry(context.n_layer, context.unit_tokens) +
                                "): run 'kvstudio-cli calibrate --policy amskv --model DIR' again, or give theta=");
 }
 
 void ScaleAttentionProfile::check_matches(const PolicyContext& context) const {
   if (layers != context.n_layer || heads != context.kv_heads || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the scale-attention calibration (" + head_geometry(layers, heads, unit_tokens) +
+    throw InvalidArgumentError("the scale-attention calibration (" + calibration_geometry(layers, unit_tokens, heads) +
                                ") was made for another model than this one (" +
-                               head_geometry(context.n_layer, context.kv_heads, context.unit_tokens) +
+                               calibration_geometry(context.n_layer, context.unit_tokens, context.kv_heads) +
                                "): run 'kvstudio-cli calibrate --policy heatkv --model DIR' again");
 }
 
@@ -55,6 +45,43 @@ ScaleAttentionProfile ScaleAttentionProfile::uniform(const PolicyContext& contex
         for (int64_t k2 = 0; k2 <= k1; ++k2)
           p.beta_at(l, h, k1, k2) = static_cast<double>(context.unit_tokens[static_cast<size_t>(k2)]) / seen;
       }
+  return p;
+}
+
+void HeadVarianceProfile::check_matches(const PolicyContext& context) const {
+  if (layers != context.n_layer || heads != context.kv_heads || unit_tokens != context.unit_tokens)
+    throw InvalidArgumentError("the HACK head calibration (" + calibration_geometry(layers, unit_tokens, heads) +
+                               ") was made for another model than this one (" +
+                               calibration_geometry(context.n_layer, context.unit_tokens, context.kv_heads) +
+                               "): run 'kvstudio-cli calibrate --policy hack --model DIR' again");
+}
+
+HeadVarianceProfile HeadVarianceProfile::uniform(const PolicyContext& context) {
+  HeadVarianceProfile p;
+  p.model = "uniform";
+  p.layers = context.n_layer;
+  p.heads = context.kv_heads;
+  p.unit_tokens = context.unit_tokens;
+  p.variance.assign(static_cast<size_t>(p.layers * p.heads * p.scales()), 0.0);
+  return p;
+}
+
+void LayerSelectivityProfile::check_matches(const PolicyContext& context) const {
+  if (layers != context.n_layer || unit_tokens != context.unit_tokens)
+    throw InvalidArgumentError("the attention-selectivity calibration (" + calibration_geometry(layers, unit_tokens) +
+                               ") was made for another model than this one (" +
+                               calibration_geometry(context.n_layer, context.unit_tokens) +
+                               "): run 'kvstudio-cli calibrate --policy scalekv --model DIR' again");
+}
+
+LayerSelectivityProfile LayerSelectivityProfile::uniform(const PolicyContext& context, int64_t top_k) {
+  LayerSelectivityProfile p;
+  p.layers = context.n_layer;
+  p.unit_tokens = context.unit_tokens;
+  p.top_k = top_k;
+  const auto n = static_cast<size_t>(p.layers * p.scales());
+  p.current_ratio.assign(n, 0.5);
+  p.history_top_k.assign(n, 0.5);
   return p;
 }
 

@@ -6,20 +6,13 @@
 #include <cmath>
 #include <numeric>
 
-#include "engine/cache/policies/cache_policy.h"
-#include "engine/core/errors.h"
+#include "engine/cache/policies/calibration_header.h"
 #include "engine/io/mapped_file.h"
 
 namespace kvs {
 namespace {
 
 constexpr const char* kFormat = "kvstudio-head-variance-profile";
-
-std::string geometry(int64_t layers, int64_t heads, const std::vector<int64_t>& tokens) {
-  std::string s = std::to_string(layers) + " layers x " + std::to_string(heads) + " heads, scales of";
-  for (int64_t t : tokens) s += " " + std::to_string(t);
-  return s + " tokens";
-}
 
 }  // namespace
 
@@ -54,14 +47,6 @@ std::vector<uint8_t> HeadVarianceProfile::contextual_heads(int64_t count) const 
   return flags;
 }
 
-void HeadVarianceProfile::check_matches(const PolicyContext& context) const {
-  if (layers != context.n_layer || heads != context.kv_heads || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the HACK head calibration (" + geometry(layers, heads, unit_tokens) +
-                               ") was made for another model than this one (" +
-                               geometry(context.n_layer, context.kv_heads, context.unit_tokens) +
-                               "): run 'kvstudio-cli calibrate --policy hack --model DIR' again");
-}
-
 std::string HeadVarianceProfile::to_json_text() const {
   nlohmann::json j;
   j["format"] = kFormat;
@@ -80,37 +65,18 @@ std::string HeadVarianceProfile::to_json_text() const {
 }
 
 HeadVarianceProfile HeadVarianceProfile::from_json_text(const std::string& text, const std::string& source) {
-  auto bad = [&](const std::string& why) { return FormatError(source + ": not a HACK head calibration: " + why); };
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("invalid JSON (") + e.what() + ")");
-  }
-  if (!j.is_object() || j.value("format", std::string()) != kFormat)
-    throw bad("format is not '" + std::string(kFormat) + "'");
+  const CalibrationReader file(text, source, kFormat, "a HACK head calibration");
   HeadVarianceProfile p;
-  try {
-    if (j.at("version").get<int>() != 1) throw bad("unsupported version " + j.at("version").dump());
-    p.model = j.value("model", std::string());
-    p.layers = j.at("layers").get<int64_t>();
-    p.heads = j.at("heads").get<int64_t>();
-    p.unit_tokens = j.at("unit_tokens").get<std::vector<int64_t>>();
-    p.classes = j.value("classes", std::vector<int64_t>{});
-    p.seed = j.value("seed", uint64_t{0});
-    p.cfg = j.value("cfg", 0.0);
-    p.samples = j.value("samples", int64_t{0});
-    p.variance = j.at("variance").get<std::vector<double>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(e.what());
-  }
-  const int64_t k = p.scales();
-  if (p.layers <= 0 || p.heads <= 0 || k < 2) throw bad("layers, heads and at least two scales are required");
-  for (int64_t t : p.unit_tokens)
-    if (t <= 0) throw bad("a scale has no tokens");
-  if (static_cast<int64_t>(p.variance.size()) != p.layers * p.heads * k)
+  file.header().copy_to(p);
+  p.heads = file.integer("heads");
+  p.samples = file.integer("samples", 0);
+  p.variance = file.reals("variance");
+  auto bad = [&](const std::string& why) { return file.error(why); };
+  if (p.heads <= 0) throw bad("at least one head is required");
+  const int64_t expected = calibration_table_size({p.layers, p.heads, p.scales()});
+  if (expected < 0 || static_cast<int64_t>(p.variance.size()) != expected)
     throw bad("variance has " + std::to_string(p.variance.size()) + " values, expected " +
-              std::to_string(p.layers * p.heads * k));
+              (expected < 0 ? std::string("layers x heads x scales = more than 2^63") : std::to_string(expected)));
   for (size_t i = 0; i < p.variance.size(); ++i)
     if (!std::isfinite(p.variance[i]) || p.variance[i] < 0)
       throw bad("variance value " + std::to_string(i) + " = " + std::to_string(p.variance[i]) +
@@ -122,16 +88,6 @@ void HeadVarianceProfile::save(const std::string& path) const { io::write_file_a
 
 HeadVarianceProfile HeadVarianceProfile::load(const std::string& path) {
   return from_json_text(io::read_text_file(path), path);
-}
-
-HeadVarianceProfile HeadVarianceProfile::uniform(const PolicyContext& context) {
-  HeadVarianceProfile p;
-  p.model = "uniform";
-  p.layers = context.n_layer;
-  p.heads = context.kv_heads;
-  p.unit_tokens = context.unit_tokens;
-  p.variance.assign(static_cast<size_t>(p.layers * p.heads * p.scales()), 0.0);
-  return p;
 }
 
 }  // namespace kvs

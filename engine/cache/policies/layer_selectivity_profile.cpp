@@ -7,20 +7,13 @@
 #include <numeric>
 #include <string>
 
-#include "engine/cache/policies/cache_policy.h"
-#include "engine/core/errors.h"
+#include "engine/cache/policies/calibration_header.h"
 #include "engine/io/mapped_file.h"
 
 namespace kvs {
 namespace {
 
 constexpr const char* kFormat = "kvstudio-scalekv-calibration";
-
-std::string geometry(int64_t layers, const std::vector<int64_t>& tokens) {
-  std::string s = std::to_string(layers) + " layers, scales of";
-  for (int64_t t : tokens) s += " " + std::to_string(t);
-  return s + " tokens";
-}
 
 }  // namespace
 
@@ -55,25 +48,6 @@ std::vector<uint8_t> LayerSelectivityProfile::drafters(const std::vector<int64_t
   return flags;
 }
 
-void LayerSelectivityProfile::check_matches(const PolicyContext& context) const {
-  if (layers != context.n_layer || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the attention-selectivity calibration (" + geometry(layers, unit_tokens) +
-                               ") was made for another model than this one (" +
-                               geometry(context.n_layer, context.unit_tokens) +
-                               "): run 'kvstudio-cli calibrate --policy scalekv --model DIR' again");
-}
-
-LayerSelectivityProfile LayerSelectivityProfile::uniform(const PolicyContext& context, int64_t top_k) {
-  LayerSelectivityProfile p;
-  p.layers = context.n_layer;
-  p.unit_tokens = context.unit_tokens;
-  p.top_k = top_k;
-  const auto n = static_cast<size_t>(p.layers * p.scales());
-  p.current_ratio.assign(n, 0.5);
-  p.history_top_k.assign(n, 0.5);
-  return p;
-}
-
 std::string LayerSelectivityProfile::to_json_text() const {
   nlohmann::json j;
   j["format"] = kFormat;
@@ -93,42 +67,20 @@ std::string LayerSelectivityProfile::to_json_text() const {
 }
 
 LayerSelectivityProfile LayerSelectivityProfile::from_json_text(const std::string& text, const std::string& source) {
-  auto bad = [&](const std::string& why) { return FormatError(source + ": not a ScaleKV calibration: " + why); };
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("invalid JSON (") + e.what() + ")");
-  }
-  if (!j.is_object() || j.value("format", std::string()) != kFormat)
-    throw bad("format is not '" + std::string(kFormat) + "'");
+  const CalibrationReader file(text, source, kFormat, "a ScaleKV calibration");
   LayerSelectivityProfile p;
-  try {
-    if (j.at("version").get<int>() != 1) throw bad("unsupported version " + j.at("version").dump());
-    p.model = j.value("model", std::string());
-    p.layers = j.at("layers").get<int64_t>();
-    p.unit_tokens = j.at("unit_tokens").get<std::vector<int64_t>>();
-    p.top_k = j.at("top_k").get<int64_t>();
-    p.classes = j.value("classes", std::vector<int64_t>{});
-    p.seed = j.value("seed", uint64_t{0});
-    p.cfg = j.value("cfg", 0.0);
-    p.samples = j.value("samples", int64_t{0});
-    p.current_ratio = j.at("current_ratio").get<std::vector<double>>();
-    p.history_top_k = j.at("history_top_k").get<std::vector<double>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(e.what());
-  }
-  // Bounded geometry: the ASI tables below are layers x scales doubles.
-  if (p.layers <= 0 || p.layers > 4096 || p.scales() < 2 || p.scales() > 4096)
-    throw bad("layers (1..4096) and 2..4096 scales are required");
-  for (int64_t t : p.unit_tokens)
-    if (t <= 0) throw bad("a scale has no tokens");
+  file.header().copy_to(p);
+  p.top_k = file.integer("top_k");
+  p.samples = file.integer("samples", 0);
+  p.current_ratio = file.reals("current_ratio");
+  p.history_top_k = file.reals("history_top_k");
+  auto bad = [&](const std::string& why) { return file.error(why); };
   if (p.top_k < 1) throw bad("top_k must be >= 1");
   const auto n = static_cast<size_t>(p.layers * p.scales());
   if (p.current_ratio.size() != n || p.history_top_k.size() != n)
     throw bad("current_ratio and history_top_k need " + std::to_string(n) + " values each (" +
-              geometry(p.layers, p.unit_tokens) + "), got " + std::to_string(p.current_ratio.size()) + " and " +
-              std::to_string(p.history_top_k.size()));
+              calibration_geometry(p.layers, p.unit_tokens) + "), got " + std::to_string(p.current_ratio.size()) +
+              " and " + std::to_string(p.history_top_k.size()));
   // Both terms are shares of a softmax row: in [0, 1] (a little slack for rounding).
   for (size_t i = 0; i < n; ++i)
     for (const double v : {p.current_ratio[i], p.history_top_k[i]})

@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "engine/core/errors.h"
+#include "engine/cache/policies/calibration_header.h"
 #include "engine/io/mapped_file.h"
 
 namespace kvs {
@@ -56,45 +56,19 @@ std::string ScaleAttentionProfile::to_json_text() const {
 }
 
 ScaleAttentionProfile ScaleAttentionProfile::from_json_text(const std::string& text, const std::string& source) {
-  auto bad = [&](const std::string& why) {
-    return FormatError(source + ": not a scale-attention calibration: " + why);
-  };
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(std::string("invalid JSON (") + e.what() + ")");
-  }
-  // value("format", "") would throw nlohmann's own error for a non-string format.
-  const auto format = j.is_object() ? j.find("format") : j.end();
-  if (!j.is_object() || format == j.end() || !format->is_string() || *format != kFormat)
-    throw bad("format is not '" + std::string(kFormat) + "'");
+  const CalibrationReader file(text, source, kFormat, "a scale-attention calibration");
   ScaleAttentionProfile p;
-  try {
-    if (j.at("version") != 1) throw bad("unsupported version " + j.at("version").dump());
-    p.model = j.value("model", std::string());
-    p.layers = j.at("layers").get<int64_t>();
-    p.heads = j.at("heads").get<int64_t>();
-    p.unit_tokens = j.at("unit_tokens").get<std::vector<int64_t>>();
-    p.classes = j.value("classes", std::vector<int64_t>{});
-    p.seed = j.value("seed", uint64_t{0});
-    p.cfg = j.value("cfg", 0.0);
-    p.samples = j.value("samples", int64_t{0});
-    p.beta = j.at("beta").get<std::vector<double>>();
-  } catch (const nlohmann::json::exception& e) {
-    throw bad(e.what());
-  }
+  file.header().copy_to(p);
+  p.heads = file.integer("heads");
+  p.samples = file.integer("samples", 0);
+  p.beta = file.reals("beta");
+  auto bad = [&](const std::string& why) { return file.error(why); };
+  if (p.heads <= 0) throw bad("at least one head is required");
   const int64_t k = p.scales();
-  if (p.layers <= 0 || p.heads <= 0 || k < 2) throw bad("layers, heads and at least two scales are required");
-  for (int64_t t : p.unit_tokens)
-    if (t <= 0) throw bad("a scale has no tokens");
-  // layers x heads x scales^2, overflow-checked: a file may claim 2^32 layers.
-  int64_t expected = 0;
-  const bool overflow = __builtin_mul_overflow(p.layers, p.heads, &expected) ||
-                        __builtin_mul_overflow(expected, k * k, &expected);
-  if (overflow || static_cast<int64_t>(p.beta.size()) != expected)
+  const int64_t expected = calibration_table_size({p.layers, p.heads, k, k});
+  if (expected < 0 || static_cast<int64_t>(p.beta.size()) != expected)
     throw bad("beta has " + std::to_string(p.beta.size()) + " values, expected " +
-              (overflow ? std::string("layers x heads x scales^2 = more than 2^63") : std::to_string(expected)));
+              (expected < 0 ? std::string("layers x heads x scales^2 = more than 2^63") : std::to_string(expected)));
   for (int64_t l = 0; l < p.layers; ++l)
     for (int64_t h = 0; h < p.heads; ++h)
       for (int64_t k1 = 0; k1 < k; ++k1) {
