@@ -4,6 +4,10 @@
 // files' parsers (amskv_calibration.cpp, scale_attention_profile.cpp,
 // head_variance_profile.cpp, layer_selectivity_profile.cpp), which stay
 // torch-free so that they can be fuzzed on their own.
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
 #include "engine/cache/policies/calibration_header.h"
@@ -13,21 +17,33 @@
 #include "engine/core/errors.h"
 
 namespace kvs {
+namespace {
+
+// Throws when a calibration's geometry is not the model's: its layers, its
+// scales' token counts and, for the formats with a per-head table, its KV heads
+// (`heads`; none for the per-layer formats). `what` names the file, `remedy`
+// says how to make a matching one.
+void require_model_geometry(const PolicyContext& context, const std::string& what, int64_t layers,
+                            const std::vector<int64_t>& unit_tokens, std::optional<int64_t> heads,
+                            const std::string& remedy) {
+  const bool heads_match = !heads || *heads == context.kv_heads;
+  if (layers == context.n_layer && heads_match && unit_tokens == context.unit_tokens) return;
+  throw InvalidArgumentError("the " + what + " (" + calibration_geometry(layers, unit_tokens, heads.value_or(0)) +
+                             ") was made for another model than this one (" +
+                             calibration_geometry(context.n_layer, context.unit_tokens, heads ? context.kv_heads : 0) +
+                             "): " + remedy);
+}
+
+}  // namespace
 
 void AmsKvCalibration::check_matches(const PolicyContext& context) const {
-  if (layers != context.n_layer || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the AMS-KV calibration (" + calibration_geometry(layers, unit_tokens) +
-                               ") was made for another model than this one (" +
-                               calibration_geometry(context.n_layer, context.unit_tokens) +
-                               "): run 'kvstudio-cli calibrate --policy amskv --model DIR' again, or give theta=");
+  require_model_geometry(context, "AMS-KV calibration", layers, unit_tokens, std::nullopt,
+                         "run 'kvstudio-cli calibrate --policy amskv --model DIR' again, or give theta=");
 }
 
 void ScaleAttentionProfile::check_matches(const PolicyContext& context) const {
-  if (layers != context.n_layer || heads != context.kv_heads || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the scale-attention calibration (" + calibration_geometry(layers, unit_tokens, heads) +
-                               ") was made for another model than this one (" +
-                               calibration_geometry(context.n_layer, context.unit_tokens, context.kv_heads) +
-                               "): run 'kvstudio-cli calibrate --policy heatkv --model DIR' again");
+  require_model_geometry(context, "scale-attention calibration", layers, unit_tokens, heads,
+                         "run 'kvstudio-cli calibrate --policy heatkv --model DIR' again");
 }
 
 ScaleAttentionProfile ScaleAttentionProfile::uniform(const PolicyContext& context) {
@@ -49,11 +65,8 @@ ScaleAttentionProfile ScaleAttentionProfile::uniform(const PolicyContext& contex
 }
 
 void HeadVarianceProfile::check_matches(const PolicyContext& context) const {
-  if (layers != context.n_layer || heads != context.kv_heads || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the HACK head calibration (" + calibration_geometry(layers, unit_tokens, heads) +
-                               ") was made for another model than this one (" +
-                               calibration_geometry(context.n_layer, context.unit_tokens, context.kv_heads) +
-                               "): run 'kvstudio-cli calibrate --policy hack --model DIR' again");
+  require_model_geometry(context, "HACK head calibration", layers, unit_tokens, heads,
+                         "run 'kvstudio-cli calibrate --policy hack --model DIR' again");
 }
 
 HeadVarianceProfile HeadVarianceProfile::uniform(const PolicyContext& context) {
@@ -67,11 +80,8 @@ HeadVarianceProfile HeadVarianceProfile::uniform(const PolicyContext& context) {
 }
 
 void LayerSelectivityProfile::check_matches(const PolicyContext& context) const {
-  if (layers != context.n_layer || unit_tokens != context.unit_tokens)
-    throw InvalidArgumentError("the attention-selectivity calibration (" + calibration_geometry(layers, unit_tokens) +
-                               ") was made for another model than this one (" +
-                               calibration_geometry(context.n_layer, context.unit_tokens) +
-                               "): run 'kvstudio-cli calibrate --policy scalekv --model DIR' again");
+  require_model_geometry(context, "attention-selectivity calibration", layers, unit_tokens, std::nullopt,
+                         "run 'kvstudio-cli calibrate --policy scalekv --model DIR' again");
 }
 
 LayerSelectivityProfile LayerSelectivityProfile::uniform(const PolicyContext& context, int64_t top_k) {

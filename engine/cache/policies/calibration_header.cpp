@@ -167,11 +167,17 @@ std::string calibration_geometry(int64_t layers, const std::vector<int64_t>& uni
   return s + " tokens";
 }
 
-int64_t calibration_table_size(std::initializer_list<int64_t> dims) {
-  int64_t n = 1;
+void CalibrationReader::require_table_size(const std::string& name, size_t values, std::initializer_list<int64_t> dims,
+                                           const std::string& dims_text) const {
+  int64_t expected = 1;
   for (int64_t d : dims)
-    if (d < 0 || __builtin_mul_overflow(n, d, &n)) return -1;
-  return n;
+    if (d < 0 || __builtin_mul_overflow(expected, d, &expected)) {
+      expected = -1;
+      break;
+    }
+  if (expected >= 0 && static_cast<int64_t>(values) == expected) return;
+  throw error(name + " has " + std::to_string(values) + " values, expected " +
+              (expected < 0 ? dims_text + " = more than 2^63" : std::to_string(expected)));
 }
 
 }  // namespace kvs

@@ -76,6 +76,12 @@ class CalibrationReader {
   // Lists of lists of lists of numbers (AMS-KV's similarity[image][layer][scale]).
   std::vector<std::vector<std::vector<double>>> reals_3d(const char* key) const;
 
+  // Refuses a table `name` of `values` values unless it holds the product of
+  // `dims` ("beta has 4 values, expected 18"); a product past 2^63 - 1 (a file
+  // may claim 2^62 heads) is named by `dims_text` ("layers x heads x scales").
+  void require_table_size(const std::string& name, size_t values, std::initializer_list<int64_t> dims,
+                          const std::string& dims_text) const;
+
  private:
   const nlohmann::json* find(const char* key) const;
   const nlohmann::json& required(const char* key) const;
@@ -93,9 +99,5 @@ class CalibrationReader {
 // A calibration's geometry as messages show it: "6 layers, scales of 1 4 9
 // tokens", or with heads > 0 "6 layers x 16 heads, scales of 1 4 9 tokens".
 std::string calibration_geometry(int64_t layers, const std::vector<int64_t>& unit_tokens, int64_t heads = 0);
-
-// The number of values of a table of the given dimensions (layers x heads x
-// scales, ...), or -1 past 2^63 - 1: a file may claim 2^62 heads.
-int64_t calibration_table_size(std::initializer_list<int64_t> dims);
 
 }  // namespace kvs

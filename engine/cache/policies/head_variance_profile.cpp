@@ -73,10 +73,7 @@ HeadVarianceProfile HeadVarianceProfile::from_json_text(const std::string& text,
   p.variance = file.reals("variance");
   auto bad = [&](const std::string& why) { return file.error(why); };
   if (p.heads <= 0) throw bad("at least one head is required");
-  const int64_t expected = calibration_table_size({p.layers, p.heads, p.scales()});
-  if (expected < 0 || static_cast<int64_t>(p.variance.size()) != expected)
-    throw bad("variance has " + std::to_string(p.variance.size()) + " values, expected " +
-              (expected < 0 ? std::string("layers x heads x scales = more than 2^63") : std::to_string(expected)));
+  file.require_table_size("variance", p.variance.size(), {p.layers, p.heads, p.scales()}, "layers x heads x scales");
   for (size_t i = 0; i < p.variance.size(); ++i)
     if (!std::isfinite(p.variance[i]) || p.variance[i] < 0)
       throw bad("variance value " + std::to_string(i) + " = " + std::to_string(p.variance[i]) +

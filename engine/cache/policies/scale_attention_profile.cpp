@@ -65,10 +65,7 @@ ScaleAttentionProfile ScaleAttentionProfile::from_json_text(const std::string& t
   auto bad = [&](const std::string& why) { return file.error(why); };
   if (p.heads <= 0) throw bad("at least one head is required");
   const int64_t k = p.scales();
-  const int64_t expected = calibration_table_size({p.layers, p.heads, k, k});
-  if (expected < 0 || static_cast<int64_t>(p.beta.size()) != expected)
-    throw bad("beta has " + std::to_string(p.beta.size()) + " values, expected " +
-              (expected < 0 ? std::string("layers x heads x scales^2 = more than 2^63") : std::to_string(expected)));
+  file.require_table_size("beta", p.beta.size(), {p.layers, p.heads, k, k}, "layers x heads x scales^2");
   for (int64_t l = 0; l < p.layers; ++l)
     for (int64_t h = 0; h < p.heads; ++h)
       for (int64_t k1 = 0; k1 < k; ++k1) {
