@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/cpu/avx2_loads.h"
 #include "kernels/cpu/float_dot.h"
 #include "kernels/cpu/skinny_linear.h"
 #include "kernels/kernel_error.h"
@@ -84,11 +85,6 @@ void validate(const RaggedKvView& kv, const RaggedAttentionArgs& args) {
 // a 2-core AMD EPYC, AVX2: 11.5 ns per 64-dim bf16 key scored alone, 4.7 four
 // at a time). Each sum keeps float_dot's lanes and final order, and the value
 // sum its order over the keys, so the results are the loops' bit for bit.
-KVS_TARGET_AVX2 inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
-KVS_TARGET_AVX2 inline __m256 load8(const uint16_t* p) {
-  const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
-}
 // float_dot's ((c0 + c4) + (c1 + c5)) + ((c2 + c6) + (c3 + c7)), plus its empty tail.
 KVS_TARGET_AVX2 inline float reduce8(__m256 c) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(c), _mm256_extractf128_ps(c, 1));
@@ -109,10 +105,10 @@ KVS_TARGET_AVX2 void scores_avx2(const float* queries, int64_t n_query, const El
       __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
       for (int64_t c = 0; c < d; c += 8) {
         const __m256 qv = _mm256_loadu_ps(q + c);
-        a0 = _mm256_fmadd_ps(qv, load8(k + c), a0);
-        a1 = _mm256_fmadd_ps(qv, load8(k + d + c), a1);
-        a2 = _mm256_fmadd_ps(qv, load8(k + 2 * d + c), a2);
-        a3 = _mm256_fmadd_ps(qv, load8(k + 3 * d + c), a3);
+        a0 = _mm256_fmadd_ps(qv, load8_as_f32(k + c), a0);
+        a1 = _mm256_fmadd_ps(qv, load8_as_f32(k + d + c), a1);
+        a2 = _mm256_fmadd_ps(qv, load8_as_f32(k + 2 * d + c), a2);
+        a3 = _mm256_fmadd_ps(qv, load8_as_f32(k + 3 * d + c), a3);
       }
       wi[j] = reduce8(a0) * scale;
       wi[j + 1] = reduce8(a1) * scale;
@@ -122,7 +118,7 @@ KVS_TARGET_AVX2 void scores_avx2(const float* queries, int64_t n_query, const El
     for (; j < length; ++j) {
       const Element* k = keys + j * d;
       __m256 a = _mm256_setzero_ps();
-      for (int64_t c = 0; c < d; c += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), load8(k + c), a);
+      for (int64_t c = 0; c < d; c += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + c), load8_as_f32(k + c), a);
       wi[j] = reduce8(a) * scale;
     }
   }
@@ -145,13 +141,13 @@ KVS_TARGET_AVX2 void values_avx2(const float* w, int64_t n_query, const Element*
           const __m256 p = _mm256_set1_ps(wi[j]);
           const Element* v = values + j * d + c0;
 #pragma GCC unroll 8
-          for (int b = 0; b < kBlocks; ++b) acc[b] = _mm256_fmadd_ps(p, load8(v + 8 * b), acc[b]);
+          for (int b = 0; b < kBlocks; ++b) acc[b] = _mm256_fmadd_ps(p, load8_as_f32(v + 8 * b), acc[b]);
         }
       } else {
         for (int64_t j = 0; j < length; ++j) {
           const __m256 p = _mm256_set1_ps(wi[j]);
           const Element* v = values + j * d + c0;
-          for (int b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(p, load8(v + 8 * b), acc[b]);
+          for (int b = 0; b < blocks; ++b) acc[b] = _mm256_fmadd_ps(p, load8_as_f32(v + 8 * b), acc[b]);
         }
       }
       for (int b = 0; b < blocks; ++b) _mm256_storeu_ps(out + i * d + c0 + 8 * b, acc[b]);

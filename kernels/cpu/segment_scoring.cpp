@@ -52,8 +52,7 @@ void check_segments(const char* kernel, const int32_t* starts, const int32_t* le
 float widen_element(const void* data, int64_t index, ScoreElementType type) {
   switch (type) {
     case ScoreElementType::f32: return static_cast<const float*>(data)[index];
-    case ScoreElementType::bf16:
-      return bits_to_float(static_cast<uint32_t>(static_cast<const uint16_t*>(data)[index]) << 16);
+    case ScoreElementType::bf16: return as_float32(static_cast<const uint16_t*>(data)[index]);
     case ScoreElementType::f16: return widen_half(static_cast<const uint16_t*>(data)[index]);
   }
   return 0.0f;

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/cpu/avx2_loads.h"
+#include "kernels/cpu/float_dot.h"
 #include "kernels/kernel_error.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -204,20 +206,6 @@ KVS_TARGET_AVX512_BF16 void bf16_native_outputs(const uint16_t* x, int64_t xs, i
 
 #define KVS_TARGET_AVX2 __attribute__((target("avx2,fma")))
 
-// 8 weights as f32; bf16 widened with a zero-extension and a shift (AVX2 alone,
-// no F16C or BF16 instruction needed).
-KVS_TARGET_AVX2 inline __m256 load8_weights(const float* p) { return _mm256_loadu_ps(p); }
-KVS_TARGET_AVX2 inline __m256 load8_weights(const uint16_t* p) {
-  const __m128i half = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(half), 16));
-}
-inline float weight_value(float w) { return w; }
-inline float weight_value(uint16_t w) {
-  const uint32_t bits = static_cast<uint32_t>(w) << 16;
-  float value = 0.0f;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
 KVS_TARGET_AVX2 inline float sum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
@@ -256,7 +244,7 @@ KVS_TARGET_AVX2 void fma_outputs_avx2(const float* x, int64_t xs, int64_t K, con
 #pragma GCC unroll 16
     for (int u = 0; u < U; ++u) {
       if (k % kPrefetchEvery<Weight> == 0) prefetch_next_group(wr + (U + u) * K + k);
-      const __m256 wv = load8_weights(wr + u * K + k);
+      const __m256 wv = load8_as_f32(wr + u * K + k);
 #pragma GCC unroll 16
       for (int m = 0; m < M; ++m) acc[u][m] = _mm256_fmadd_ps(wv, xv[m], acc[u][m]);
     }
@@ -264,7 +252,7 @@ KVS_TARGET_AVX2 void fma_outputs_avx2(const float* x, int64_t xs, int64_t K, con
   float tail[U][M] = {};
   for (; k < K; ++k)
     for (int u = 0; u < U; ++u) {
-      const float wk = weight_value(wr[u * K + k]);
+      const float wk = as_float32(wr[u * K + k]);
       for (int m = 0; m < M; ++m) tail[u][m] += wk * x[m * xs + k];
     }
 #pragma GCC unroll 16
@@ -308,7 +296,7 @@ KVS_TARGET_AVX2 void bf16_unpack_outputs_avx2(const float* x, int64_t xs, int64_
   float tail[U][M] = {};
   for (; k < K; ++k)
     for (int u = 0; u < U; ++u) {
-      const float wk = weight_value(wr[u * K + k]);
+      const float wk = as_float32(wr[u * K + k]);
       for (int m = 0; m < M; ++m) tail[u][m] += wk * x[m * xs + k];
     }
 #pragma GCC unroll 16
@@ -352,7 +340,7 @@ void bf16_range(SkinnyLinearIsa isa, const uint16_t* x, int64_t xs, int64_t M, i
   if (!native) {
     xf.resize(static_cast<size_t>(M * K));
     for (int64_t m = 0; m < M; ++m)
-      for (int64_t k = 0; k < K; ++k) xf[static_cast<size_t>(m * K + k)] = weight_value(x[m * xs + k]);
+      for (int64_t k = 0; k < K; ++k) xf[static_cast<size_t>(m * K + k)] = as_float32(x[m * xs + k]);
   }
   auto store = [&](const float* out, int B, int U, int64_t m, int64_t n) {
     for (int r = 0; r < B; ++r)
