@@ -7,7 +7,8 @@ import struct
 
 import torch
 
-DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16}
+DTYPES = {"F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16, "I8": torch.int8}
+ROW_SCALE = "::row_scale"  # row-scaled int8 storage: NAME (I8) * NAME::row_scale (F32, one per row)
 
 
 def read_safetensors(path):
@@ -21,5 +22,12 @@ def read_safetensors(path):
         if name == "__metadata__":
             continue
         b, end = e["data_offsets"]
-        out[name] = storage[8 + n + b: 8 + n + end].view(DTYPES[e["dtype"]]).reshape(e["shape"])
+        raw = storage[8 + n + b: 8 + n + end]
+        if (8 + n + b) % DTYPES[e["dtype"]].itemsize:  # an int8 tensor before it can misalign the next
+            raw = raw.clone()
+        out[name] = raw.view(DTYPES[e["dtype"]]).reshape(e["shape"])
+    for name in [k for k in out if k.endswith(ROW_SCALE)]:
+        owner = name[: -len(ROW_SCALE)]
+        scale = out.pop(name)
+        out[owner] = out[owner].float() * scale.reshape([-1] + [1] * (out[owner].dim() - 1))
     return out

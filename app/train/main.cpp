@@ -42,6 +42,9 @@ Text-to-image demo model (Janus-Pro's generation architecture), in this order
   export --family janus-pro                               -> e.g. resources/models/janus-demo
   evaluate
 
+Any bundle:
+  compact     store the generator's matrices as row-scaled int8 (half of F16 on disk)
+
 Every training command is seeded and resumable (--resume), logs its loss curve to
 WORK/<kind>/loss.csv and checkpoints to WORK/<kind>/checkpoint.json; Ctrl-C
 checkpoints before stopping.
@@ -94,6 +97,7 @@ int main(int argc, char** argv) {
         {"mar", kvs::train_app::cmd_mar},
         {"text-tokenizer", kvs::train_app::cmd_text_tokenizer},
         {"janus", kvs::train_app::cmd_janus},
+        {"compact", kvs::train_app::cmd_compact},
     };
     for (const auto& [name, fn] : table)
       if (command == name) return fn(rest, line);

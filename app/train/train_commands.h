@@ -18,5 +18,6 @@ int cmd_text_tokenizer(const std::vector<std::string>& args, const std::string& 
 int cmd_janus(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_export(const std::vector<std::string>& args, const std::string& command_line);
 int cmd_evaluate(const std::vector<std::string>& args, const std::string& command_line);
+int cmd_compact(const std::vector<std::string>& args, const std::string& command_line);
 
 }  // namespace kvs::train_app

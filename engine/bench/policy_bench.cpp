@@ -132,8 +132,8 @@ int64_t weights_bytes_at(const io::ModelBundle& bundle, int64_t element_bytes) {
   for (const std::string& file : files) {
     const auto reader = io::SafetensorsReader::open(file);
     for (const io::TensorEntry& t : reader->index().tensors) {
-      const bool floating = t.dtype == io::DType::F32 || t.dtype == io::DType::F16 || t.dtype == io::DType::BF16;
-      bytes += floating ? static_cast<int64_t>(t.numel()) * element_bytes : static_cast<int64_t>(t.nbytes());
+      bytes += t.decodes_to_float() ? static_cast<int64_t>(t.numel()) * element_bytes
+                                    : static_cast<int64_t>(t.nbytes());
     }
   }
   return bytes;

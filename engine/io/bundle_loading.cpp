@@ -45,8 +45,8 @@ std::map<std::string, at::Tensor> tensors_with_prefix(const SafetensorsReader& r
 
 void require_floating_tensors(const SafetensorsReader& reader, const std::vector<std::string>& integer_buffers) {
   for (const auto& e : reader.index().tensors) {
-    const bool floating = e.dtype == DType::F32 || e.dtype == DType::F16 || e.dtype == DType::BF16;
-    if (floating || std::find(integer_buffers.begin(), integer_buffers.end(), e.name) != integer_buffers.end())
+    if (e.decodes_to_float() ||
+        std::find(integer_buffers.begin(), integer_buffers.end(), e.name) != integer_buffers.end())
       continue;
     throw ModelMismatchError("file " + reader.path() + ": tensor " + e.name + " has dtype " + dtype_name(e.dtype) +
                              ", expected a floating-point type");

@@ -39,7 +39,8 @@ ShapeMap shapes_of(const SafetensorsReader& reader);
 // The tensors named "<prefix>name", keyed by name without the prefix.
 std::map<std::string, at::Tensor> tensors_with_prefix(const SafetensorsReader& reader, const std::string& prefix);
 
-// ModelMismatchError for a tensor stored as anything but f32/f16/bf16, except
+// ModelMismatchError for a tensor stored as anything but f32/f16/bf16 or
+// row-scaled I8, except
 // the ones named in `integer_buffers` (e.g. VAR's level index buffer).
 void require_floating_tensors(const SafetensorsReader& reader, const std::vector<std::string>& integer_buffers = {});
 

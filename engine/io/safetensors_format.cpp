@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <set>
 
 #include "engine/core/errors.h"
@@ -31,6 +32,41 @@ uint64_t json_u64(const nlohmann::json& v, const std::string& origin, const std:
   fail(origin, what + " must be a non-negative integer, got " + v.dump());
 }
 
+// Folds each "NAME::row_scale" tensor into its I8 partner NAME (see the header).
+void fold_row_scales(SafetensorsIndex& index, const std::string& origin) {
+  const std::string suffix = kRowScaleSuffix;
+  std::map<std::string, const TensorEntry*> scales;
+  for (const auto& t : index.tensors)
+    if (t.name.size() > suffix.size() && t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+      scales[t.name.substr(0, t.name.size() - suffix.size())] = &t;
+  if (scales.empty()) return;
+  for (auto& t : index.tensors) {
+    const auto it = scales.find(t.name);
+    if (it == scales.end()) continue;
+    const TensorEntry& scale = *it->second;
+    const std::string where = "tensor '" + scale.name + "'";
+    if (t.dtype != DType::I8)
+      fail(origin,
+           where + " scales the rows of '" + t.name + "', which is stored as " + dtype_name(t.dtype) + ", not I8");
+    if (t.shape.empty()) fail(origin, where + " scales the rows of '" + t.name + "', which has no rows (a scalar)");
+    if (scale.dtype != DType::F32 || scale.shape != std::vector<int64_t>{t.shape[0]})
+      fail(origin, where + " must be F32 of shape [" + std::to_string(t.shape[0]) + "] (one scale per row of '" +
+                       t.name + "'), got " + dtype_name(scale.dtype) + " " + shape_string(scale.shape));
+    t.row_scaled = true;
+    t.scale_begin = scale.begin;
+    t.scale_end = scale.end;
+  }
+  for (const auto& [owner, scale] : scales)
+    if (index.find(owner) == nullptr)
+      fail(origin, "tensor '" + scale->name + "' has no I8 tensor '" + owner + "' to scale");
+  index.tensors.erase(std::remove_if(index.tensors.begin(), index.tensors.end(),
+                                     [&](const TensorEntry& t) {
+                                       return t.name.size() > suffix.size() &&
+                                              t.name.compare(t.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+                                     }),
+                      index.tensors.end());
+}
+
 }  // namespace
 
 const char* dtype_name(DType dtype) {
@@ -41,6 +77,7 @@ const char* dtype_name(DType dtype) {
     case DType::I64: return "I64";
     case DType::I32: return "I32";
     case DType::U8: return "U8";
+    case DType::I8: return "I8";
   }
   return "?";
 }
@@ -53,6 +90,7 @@ std::size_t dtype_size(DType dtype) {
     case DType::I64: return 8;
     case DType::I32: return 4;
     case DType::U8: return 1;
+    case DType::I8: return 1;
   }
   return 0;
 }
@@ -60,7 +98,8 @@ std::size_t dtype_size(DType dtype) {
 bool parse_dtype(const std::string& name, DType* out) {
   static const std::pair<const char*, DType> kTable[] = {{"F32", DType::F32},   {"F16", DType::F16},
                                                          {"BF16", DType::BF16}, {"I64", DType::I64},
-                                                         {"I32", DType::I32},   {"U8", DType::U8}};
+                                                         {"I32", DType::I32},   {"U8", DType::U8},
+                                                         {"I8", DType::I8}};
   for (const auto& [n, d] : kTable) {
     if (name == n) {
       *out = d;
@@ -68,6 +107,10 @@ bool parse_dtype(const std::string& name, DType* out) {
     }
   }
   return false;
+}
+
+bool TensorEntry::decodes_to_float() const {
+  return dtype == DType::F32 || dtype == DType::F16 || dtype == DType::BF16 || (dtype == DType::I8 && row_scaled);
 }
 
 uint64_t TensorEntry::numel() const {
@@ -160,7 +203,7 @@ SafetensorsIndex parse_safetensors(const uint8_t* data, std::size_t size, const 
     if (!dtype.is_string()) fail(origin, where + ": dtype must be a string");
     if (!parse_dtype(dtype.get<std::string>(), &entry.dtype))
       fail(origin, where + " has unsupported dtype '" + dtype.get<std::string>() +
-                       "' (supported: F32, F16, BF16, I64, I32, U8)");
+                       "' (supported: F32, F16, BF16, I64, I32, U8, I8)");
 
     const auto& shape = value["shape"];
     if (!shape.is_array()) fail(origin, where + ": shape must be an array");
@@ -209,6 +252,7 @@ SafetensorsIndex parse_safetensors(const uint8_t* data, std::size_t size, const 
     if (spans[i]->begin < spans[i - 1]->end)
       fail(origin, "tensors '" + spans[i - 1]->name + "' and '" + spans[i]->name + "' overlap in the data section");
   }
+  fold_row_scales(index, origin);
   return index;
 }
 

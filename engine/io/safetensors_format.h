@@ -8,6 +8,15 @@
 // duplicate names, known dtype names, shape x dtype size == byte span, spans
 // inside the data section and non-overlapping. Every failure throws
 // kvs::FormatError naming the origin (usually the file path) and the tensor.
+//
+// Row-scaled 8-bit storage (KV Studio's own convention, used for the generators
+// of the shipped demo bundles): a tensor NAME stored as I8 beside an F32 tensor
+// "NAME::row_scale" of shape [rows] stands for the float tensor
+// NAME[r, ...] = int8[r, ...] * row_scale[r]. The parser folds each pair into one
+// entry (the scale tensor is not listed on its own) and refuses a scale tensor
+// without its I8 partner or of the wrong type or shape; an I8 tensor without a
+// scale stays a plain integer tensor. "::" cannot occur in a PyTorch parameter
+// name, so the convention cannot collide with a real tensor.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -16,7 +25,10 @@
 
 namespace kvs::io {
 
-enum class DType { F32, F16, BF16, I64, I32, U8 };
+enum class DType { F32, F16, BF16, I64, I32, U8, I8 };
+
+// Suffix of a row-scaled I8 tensor's scale tensor.
+inline constexpr const char* kRowScaleSuffix = "::row_scale";
 
 const char* dtype_name(DType dtype);  // "F32", ...
 std::size_t dtype_size(DType dtype);  // bytes per element
@@ -30,6 +42,12 @@ struct TensorEntry {
   uint64_t end = 0;
   uint64_t numel() const;
   uint64_t nbytes() const { return end - begin; }
+  // Row-scaled I8 storage: the span of the F32 [rows] scale tensor.
+  bool row_scaled = false;
+  uint64_t scale_begin = 0;
+  uint64_t scale_end = 0;
+  // Floating-point once read: F32/F16/BF16, or row-scaled I8.
+  bool decodes_to_float() const;
 };
 
 struct SafetensorsIndex {

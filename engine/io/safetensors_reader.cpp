@@ -3,6 +3,8 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <cstring>
+
 #include "engine/core/errors.h"
 
 namespace kvs::io {
@@ -15,6 +17,7 @@ c10::ScalarType to_scalar_type(DType dtype) {
     case DType::I64: return at::kLong;
     case DType::I32: return at::kInt;
     case DType::U8: return at::kByte;
+    case DType::I8: return at::kChar;
   }
   return at::kFloat;
 }
@@ -27,10 +30,11 @@ DType from_scalar_type(c10::ScalarType type) {
     case at::kLong: return DType::I64;
     case at::kInt: return DType::I32;
     case at::kByte: return DType::U8;
+    case at::kChar: return DType::I8;
     default: break;
   }
   throw FormatError(std::string("tensor dtype ") + c10::toString(type) +
-                    " cannot be stored (supported: F32, F16, BF16, I64, I32, U8)");
+                    " cannot be stored (supported: F32, F16, BF16, I64, I32, U8, I8)");
 }
 
 std::shared_ptr<SafetensorsReader> SafetensorsReader::open(const std::string& path, TensorMemory memory) {
@@ -51,6 +55,7 @@ std::vector<std::string> SafetensorsReader::names() const {
 at::Tensor SafetensorsReader::tensor(const std::string& name) const {
   const TensorEntry* entry = index_.find(name);
   if (entry == nullptr) throw FormatError("file " + path() + ": has no tensor named '" + name + "'");
+  if (entry->row_scaled) return decode_row_scaled(*entry);
   const auto options = at::TensorOptions().dtype(to_scalar_type(entry->dtype));
   if (entry->numel() == 0) return at::empty(entry->shape, options);
   uint8_t* ptr = file_->mutable_data() + index_.data_offset + entry->begin;
@@ -60,6 +65,29 @@ at::Tensor SafetensorsReader::tensor(const std::string& name) const {
       ptr, entry->shape, [keep_alive](void*) {}, options);
   if (memory_ == TensorMemory::OwnedCopy || reinterpret_cast<uintptr_t>(ptr) % align != 0) return view.clone();
   return view;
+}
+
+std::pair<at::Tensor, at::Tensor> SafetensorsReader::row_scaled_parts(const std::string& name) const {
+  const TensorEntry* entry = index_.find(name);
+  if (entry == nullptr || !entry->row_scaled)
+    throw FormatError("file " + path() + ": has no row-scaled I8 tensor named '" + name + "'");
+  const uint8_t* base = file_->data() + index_.data_offset;
+  // Copies: the data section guarantees no alignment for the F32 scales.
+  at::Tensor scale = at::empty({entry->shape[0]}, at::kFloat);
+  std::memcpy(scale.data_ptr<float>(), base + entry->scale_begin, entry->scale_end - entry->scale_begin);
+  at::Tensor stored = at::empty(entry->shape, at::kChar);
+  if (entry->numel() > 0) std::memcpy(stored.data_ptr<int8_t>(), base + entry->begin, entry->nbytes());
+  return {stored, scale};
+}
+
+at::Tensor SafetensorsReader::decode_row_scaled(const TensorEntry& entry) const {
+  auto [stored, scale] = row_scaled_parts(entry.name);
+  if (!at::isfinite(scale).all().item<bool>() || (scale < 0).any().item<bool>())
+    throw FormatError("file " + path() + ": tensor '" + entry.name + std::string(kRowScaleSuffix) +
+                      "' holds a negative or non-finite scale");
+  std::vector<int64_t> scale_shape(entry.shape.size(), 1);
+  scale_shape[0] = entry.shape[0];
+  return stored.to(at::kFloat).mul_(scale.view(scale_shape));
 }
 
 }  // namespace kvs::io

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/io/mapped_file.h"
@@ -31,10 +32,16 @@ class SafetensorsReader {
   bool contains(const std::string& name) const { return index_.find(name) != nullptr; }
   std::vector<std::string> names() const;
 
-  // The tensor as stored (CPU, stored dtype). Throws FormatError if absent.
+  // The tensor as stored (CPU, stored dtype); a row-scaled I8 tensor comes back
+  // decoded, as an owned F32 tensor. Throws FormatError if absent.
   at::Tensor tensor(const std::string& name) const;
+  // A row-scaled I8 tensor as stored: (int8 values, F32 [rows] scales), owned.
+  // FormatError if absent or not row-scaled.
+  std::pair<at::Tensor, at::Tensor> row_scaled_parts(const std::string& name) const;
 
  private:
+  at::Tensor decode_row_scaled(const TensorEntry& entry) const;
+
   std::shared_ptr<MappedFile> file_;
   SafetensorsIndex index_;
   TensorMemory memory_ = TensorMemory::MappedView;

@@ -16,7 +16,7 @@ StoredWeights stored_weights(const std::string& weights_path, const std::vector<
     size_t part = 0;
     while (part < prefixes.size() && e.name.rfind(prefixes[part], 0) != 0) ++part;
     out.params[part] += static_cast<int64_t>(e.numel());
-    const std::string dtype = io::dtype_name(e.dtype);
+    const std::string dtype = e.row_scaled ? "I8 row-scaled" : io::dtype_name(e.dtype);
     if (out.dtypes.find(dtype) == std::string::npos) out.dtypes += (out.dtypes.empty() ? "" : ",") + dtype;
   }
   return out;

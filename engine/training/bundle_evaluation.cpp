@@ -94,6 +94,15 @@ nlohmann::json evaluate_bundle(const BundleEvaluationOptions& o) {
   if (!o.work_dir.empty()) {
     q["tokenizer_psnr_db"] = model.tokenizer_psnr(reference.pixels());
     log().info("evaluate: tokenizer PSNR " + std::to_string(q["tokenizer_psnr_db"].get<double>()) + " dB");
+  } else if (bundle.manifest.contains("quality") && bundle.manifest["quality"].contains("tokenizer_psnr_db")) {
+    // Without the training encoder the PSNR cannot be measured again; the earlier
+    // measurement is kept, naming the command that made it (it still holds while
+    // the decoder's tensors are unchanged, as after `compact` of the generator).
+    const nlohmann::json& before = bundle.manifest["quality"];
+    q["tokenizer_psnr_db"] = before["tokenizer_psnr_db"];
+    q["tokenizer_psnr_measured_by"] = before.value("tokenizer_psnr_measured_by",
+                                                   before.value("command", std::string()));
+    log().info("evaluate: tokenizer PSNR kept from the earlier measurement (no --work)");
   }
 
   // Generation through the engine's session, with the bundle's default sampler.

@@ -102,6 +102,7 @@ TEST(Safetensors, RoundTripsAllDtypesWithoutCopy) {
                               {"i64", at::arange(3, at::kLong)},
                               {"i32", at::arange(5, at::kInt)},
                               {"u8", at::arange(7, at::kByte)},
+                              {"i8", at::arange(-3, 4, at::kChar)},
                               {"empty", at::zeros({0, 4}, at::kFloat)}};
   io::write_safetensors(path, tensors, {{"note", "hello"}});
   auto reader = io::SafetensorsReader::open(path);

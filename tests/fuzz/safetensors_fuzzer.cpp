@@ -1,6 +1,6 @@
 // libFuzzer target for the safetensors container parser (engine/io/safetensors_format).
 // Any input must either parse into an index whose spans all lie inside the data
-// section and do not overlap, or throw kvs::FormatError — never crash, hang or
+// section and do not overlap (row-scaled pairs' scales included), or throw kvs::FormatError — never crash, hang or
 // throw anything else.
 #include <algorithm>
 #include <cstdint>
@@ -18,6 +18,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (t.end < t.begin || t.end > index.data_bytes) std::abort();
       if (t.nbytes() != t.numel() * kvs::io::dtype_size(t.dtype) && t.numel() != 0) std::abort();
       if (t.end > t.begin) spans.emplace_back(t.begin, t.end);
+      if (t.row_scaled) {  // a folded "::row_scale" pair: F32 [rows] inside the data
+        if (t.dtype != kvs::io::DType::I8 || t.shape.empty()) std::abort();
+        if (t.scale_end > index.data_bytes || t.scale_end - t.scale_begin != 4 * static_cast<uint64_t>(t.shape[0]))
+          std::abort();
+        if (t.scale_end > t.scale_begin) spans.emplace_back(t.scale_begin, t.scale_end);
+      }
     }
     std::sort(spans.begin(), spans.end());
     for (size_t i = 1; i < spans.size(); ++i)
