@@ -77,6 +77,17 @@ std::string error_of(const std::function<void()>& f) {
 
 std::string conformance_dir() { return KVSTUDIO_CONFORMANCE_DIR; }
 
+std::string conformance_skip_reason() {
+  if (std::filesystem::exists(conformance_dir() + "/llamagen_c2i_tiny.json")) return "";
+  return "no conformance data at " + conformance_dir() + " (docs/conformance.md)";
+}
+
+std::string fixture_skip_reason(const std::string& dir, const char* variable) {
+  std::string why = conformance_skip_reason();
+  if (why.empty() && dir.empty()) why = std::string(variable) + " is not set (ctest's fixture step writes that folder)";
+  return why;
+}
+
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

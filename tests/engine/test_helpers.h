@@ -36,6 +36,12 @@ std::string policy_error(const std::string& spec, const PolicyContext& context);
 std::string error_of(const std::function<void()>& f);
 
 std::string conformance_dir();  // KVSTUDIO_CONFORMANCE_DIR (docs/conformance.md)
+// Why a test that needs the conformance data cannot run ("" when it can): the
+// data is not in the repository, and a clone without it skips those tests.
+std::string conformance_skip_reason();
+// The same for a test that also needs a folder a ctest fixture step writes
+// from that data and names in the environment `variable` (`dir`: its value).
+std::string fixture_skip_reason(const std::string& dir, const char* variable);
 void write_bytes(const std::string& path, const std::string& bytes);
 std::string read_bytes(const std::string& path);
 

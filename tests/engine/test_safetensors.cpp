@@ -131,6 +131,7 @@ TEST(Safetensors, MissingFileIsFileError) {
 }
 
 TEST(Safetensors, ReadsConformanceWeights) {
+  if (const std::string why = test::conformance_skip_reason(); !why.empty()) GTEST_SKIP() << why;
   auto reader = io::SafetensorsReader::open(test::conformance_dir() + "/llamagen_c2i_tiny.weights.safetensors");
   EXPECT_EQ(reader->tensor("gpt.tok_embeddings.weight").sizes(), (at::IntArrayRef{512, 128}));
 }
