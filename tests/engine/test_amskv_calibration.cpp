@@ -14,6 +14,7 @@
 
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/amskv_policy.h"
+#include "engine/cache/policies/calibration_provider.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/models/generation_session.h"
@@ -249,13 +250,15 @@ TEST(AmsKvCalibration, PolicyTakesTheCalibratedThetaUnlessThetaIsGiven) {
   ScaleParams params;
   AmsKvCalibration c = calibrate_key_similarity(var.model, {1, 3}, params);
   PolicyContext context = scale_policy_context(var.model.transformer->config(), 1, true, 0);
+  auto calibrations = std::make_shared<FixedCalibrations>();
+  context.calibrations = calibrations;
   auto theta_of = [&](const std::string& spec) {
     auto policy = make_policy(spec, context);
     const auto& ams = dynamic_cast<const AmsKvPolicy&>(*policy);
     return std::make_pair(ams.theta(), ams.theta_source());
   };
   EXPECT_EQ(theta_of("amskv"), std::make_pair(kAmsKvPaperTheta, std::string("paper default")));
-  context.amskv_calibration = std::make_shared<const AmsKvCalibration>(c);
+  calibrations->similarity = std::make_shared<const AmsKvCalibration>(c);
   EXPECT_EQ(theta_of("amskv"), std::make_pair(c.theta.theta, std::string("calibration")));
   EXPECT_EQ(theta_of("amskv:theta=-0.008"), std::make_pair(-0.008, std::string("theta=")));
   EXPECT_EQ(theta_of("amskv:theta=-0.5"), std::make_pair(-0.5, std::string("theta=")));
@@ -264,7 +267,7 @@ TEST(AmsKvCalibration, PolicyTakesTheCalibratedThetaUnlessThetaIsGiven) {
   other.layers = 4;
   other.layer_statistic.resize(4);
   for (auto& image : other.similarity) image.resize(4);
-  context.amskv_calibration = std::make_shared<const AmsKvCalibration>(other);
+  calibrations->similarity = std::make_shared<const AmsKvCalibration>(other);
   EXPECT_NE(test::policy_error("amskv", context).find("was made for another model"), std::string::npos);
   EXPECT_EQ(theta_of("amskv:theta=-0.008").second, "theta=");
 

@@ -44,8 +44,9 @@ std::string convert_error(const llamagen::ConvertOptions& o) {
 
 }  // namespace
 
-#define REQUIRE_CHECKPOINTS() \
-  if (const std::string why = test::fixture_skip_reason(ckpt_dir(), "KVSTUDIO_LLAMAGEN_CKPT_DIR"); !why.empty()) GTEST_SKIP() << why
+#define REQUIRE_CHECKPOINTS()                                                                                    \
+  if (const std::string why = test::fixture_skip_reason(ckpt_dir(), "KVSTUDIO_LLAMAGEN_CKPT_DIR"); !why.empty()) \
+  GTEST_SKIP() << why
 
 TEST(Converter, OfficialCheckpointsReproduceTheOfficialTokens) {
   REQUIRE_CHECKPOINTS();

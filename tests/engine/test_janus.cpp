@@ -41,10 +41,10 @@ std::string hf_dir(const std::string& layout) {
   return dir ? (fs::path(dir) / layout).string() : std::string();
 }
 
-#define REQUIRE_HF_FOLDER()                                                                                    \
-  if (const std::string why = test::fixture_skip_reason(                                                       \
+#define REQUIRE_HF_FOLDER()                                                                                          \
+  if (const std::string why = test::fixture_skip_reason(                                                             \
           fs::exists(hf_dir("safetensors") + "/config.json") ? hf_dir("safetensors") : "", "KVSTUDIO_JANUS_HF_DIR"); \
-      !why.empty())                                                                                            \
+      !why.empty())                                                                                                  \
   GTEST_SKIP() << why
 
 std::string convert(const std::string& layout, const test::TempDir& out) {

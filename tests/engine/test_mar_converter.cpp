@@ -47,8 +47,9 @@ float max_diff(const at::Tensor& a, const at::Tensor& b) { return (a - b).abs().
 
 }  // namespace
 
-#define REQUIRE_MAR_CHECKPOINTS() \
-  if (const std::string why = test::fixture_skip_reason(ckpt_dir(), "KVSTUDIO_MAR_CKPT_DIR"); !why.empty()) GTEST_SKIP() << why
+#define REQUIRE_MAR_CHECKPOINTS()                                                                           \
+  if (const std::string why = test::fixture_skip_reason(ckpt_dir(), "KVSTUDIO_MAR_CKPT_DIR"); !why.empty()) \
+  GTEST_SKIP() << why
 
 TEST(MarConverter, OfficialCheckpointsReproduceTheOfficialOutputs) {
   REQUIRE_MAR_CHECKPOINTS();

@@ -15,6 +15,7 @@
 
 #include "engine/cache/kv_store.h"
 #include "engine/cache/policies/amskv_policy.h"
+#include "engine/cache/policies/calibration_provider.h"
 #include "engine/cache/policies/hack_policy.h"
 #include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/heatkv_policy.h"
@@ -542,9 +543,20 @@ ScaleAttentionProfile profile_from(const PolicyContext& c, const std::function<d
 
 }  // namespace
 
+namespace {
+
+// A context's calibrations holding one HeatKV profile (as the VAR session answers).
+std::shared_ptr<FixedCalibrations> attention_calibration(ScaleAttentionProfile profile) {
+  auto calibrations = std::make_shared<FixedCalibrations>();
+  calibrations->attention = std::make_shared<const ScaleAttentionProfile>(std::move(profile));
+  return calibrations;
+}
+
+}  // namespace
+
 TEST(HeatKv, HeadsToPruneFollowEq5AndTheBudgetHoldsAfterEveryLayer) {
   PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, /*layers=*/3, /*heads=*/2);
-  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(profile_from(c, [](int64_t l, int64_t h, int64_t i) {
+  c.calibrations = attention_calibration(profile_from(c, [](int64_t l, int64_t h, int64_t i) {
     return 1.0 + static_cast<double>((l * 7 + h * 3 + i * 5) % 11);
   }));
   for (const std::string variant : {"scale", "binary"})
@@ -574,7 +586,7 @@ TEST(HeatKv, HeadsToPruneFollowEq5AndTheBudgetHoldsAfterEveryLayer) {
 
 TEST(HeatKv, GreedyEarlyPruningIsMinimalAndPrunesLateLayersFirst) {
   PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, 3, 2);
-  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(profile_from(c, [](int64_t l, int64_t h, int64_t i) {
+  c.calibrations = attention_calibration(profile_from(c, [](int64_t l, int64_t h, int64_t i) {
     return 1.0 + static_cast<double>((l * 5 + h * 2 + i) % 7);
   }));
   auto greedy = make_policy("heatkv:budget=0.3,sinks=2,variant=binary", c);
@@ -637,14 +649,14 @@ TEST(HeatKv, ClearErrors) {
   PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, 3, 2);
   EXPECT_NE(test::policy_error("heatkv:budget=0.5", c).find("needs this model's scale-attention calibration"),
             std::string::npos);
-  c.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(c));
+  c.calibrations = attention_calibration(ScaleAttentionProfile::uniform(c));
   EXPECT_NE(test::policy_error("heatkv:budget=0", c).find("budget 0.000000 is impossible"), std::string::npos);
   EXPECT_NE(test::policy_error("heatkv:budget=0.05", c).find("the 3 sink scales alone hold 14 of 55"),
             std::string::npos);
   EXPECT_NE(test::policy_error("heatkv:sinks=5", c).find("sinks 5 is impossible"), std::string::npos);
   EXPECT_NE(test::policy_error("heatkv:variant=ternary", c).find("must be one of scale, binary"), std::string::npos);
   PolicyContext other = scale_context({1, 4, 9, 16, 25, 36}, 4, 2);
-  other.scale_profile = c.scale_profile;
+  other.calibrations = c.calibrations;
   EXPECT_NE(test::policy_error("heatkv:budget=0.5", other).find("was made for another model"), std::string::npos);
   EXPECT_NE(test::policy_error("heatkv", test::small_policy_context(4)).find("next-scale (VAR) models only"),
             std::string::npos);
@@ -732,9 +744,12 @@ TEST(ScalePolicies, EveryScalePolicyKeepsItsBudgetAfterEveryLayerOfEveryScale) {
   ScaleParams params;
   params.seed = 4;
   PolicyContext context = scale_policy_context(config, 2, true, params.seed);
-  context.scale_profile = std::make_shared<const ScaleAttentionProfile>(
+  auto calibrations = std::make_shared<FixedCalibrations>();
+  calibrations->attention = std::make_shared<const ScaleAttentionProfile>(
       calibrate_scale_attention(var.model, {0, 2}, params));
-  const HeadVarianceProfile head_variance = calibrate_head_variance(var.model, {0, 2}, params);
+  calibrations->variance = std::make_shared<const HeadVarianceProfile>(
+      calibrate_head_variance(var.model, {0, 2}, params));
+  context.calibrations = calibrations;
   const ScaleResult full = generate_scales(*var.model.transformer, *var.model.vqvae, labels, params);
 
   for (const std::string spec :
@@ -744,7 +759,6 @@ TEST(ScalePolicies, EveryScalePolicyKeepsItsBudgetAfterEveryLayerOfEveryScale) {
         "snapkv:budget=30", "snapkv:budget=30,cfg_decision=both", "scalekv:budget=30", "hack:budget=30",
         "hack:budget=30,sinks=2,contextual=1/3,ratio=1/4", "scale_groups", "scale_groups:remove=condensed,cds=1"}) {
     auto policy = make_policy(spec, context);
-    if (auto* hack = dynamic_cast<HackPolicy*>(policy.get())) hack->set_head_variance(head_variance);
     int64_t limit_total = -1, limit_segment = -1;
     if (auto* heat = dynamic_cast<HeatKvPolicy*>(policy.get())) limit_total = heat->total_budget_tokens();
     else limit_segment = policy->budget_tokens();

@@ -15,6 +15,7 @@
 
 #include "engine/cache/kv_store.h"
 #include "engine/cache/policies/attention_selectivity_meter.h"
+#include "engine/cache/policies/calibration_provider.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/policy_catalog.h"
 #include "engine/cache/policies/policy_registry.h"
@@ -97,14 +98,26 @@ TEST(ScaleKv, SelectivityIndexIsTheProductAndDraftersHaveTheLowestZ) {
   EXPECT_THROW(p.check_matches(scale_context({1, 4, 9}, 3)), InvalidArgumentError);
 }
 
+namespace {
+
+// `c` with the calibration the VAR session would answer ScaleKV with.
+PolicyContext with_selectivity(PolicyContext c, const LayerSelectivityProfile& profile) {
+  auto calibrations = std::make_shared<FixedCalibrations>();
+  calibrations->selectivity = std::make_shared<const LayerSelectivityProfile>(profile);
+  c.calibrations = calibrations;
+  return c;
+}
+
+}  // namespace
+
 TEST(ScaleKv, BudgetsFollowEq4AtEveryCompressedScale) {
   // 4 layers, c_k = 1, 5, 14, 30, 55, 91; B_u = 20 compresses scales 3, 4, 5 (12 pairs,
   // 3 drafters: layer 2 at each). Refiners: B_r(k) = 10 - 2 k' (k' from scale 3).
   const PolicyContext c = scale_context({1, 4, 9, 16, 25, 36}, 4);
-  auto made = make_policy("scalekv:budget=20,drafters=1/4,refiner_start=1/2,decay=1/10,window=4", c);
+  const std::string spec = "scalekv:budget=20,drafters=1/4,refiner_start=1/2,decay=1/10,window=4";
+  EXPECT_FALSE(dynamic_cast<ScaleKvPolicy&>(*make_policy(spec, c)).calibrated());
+  auto made = make_policy(spec, with_selectivity(c, profile_with_drafter(c, 2)));
   auto& policy = dynamic_cast<ScaleKvPolicy&>(*made);
-  EXPECT_FALSE(policy.calibrated());
-  policy.set_selectivity(profile_with_drafter(c, 2));
   EXPECT_TRUE(policy.calibrated());
   for (int64_t k = 0; k < 6; ++k)
     for (int64_t l = 0; l < 4; ++l) EXPECT_EQ(policy.is_drafter(l, k), l == 2 && k >= 3) << l << " " << k;
@@ -381,8 +394,7 @@ TEST(ScaleKv, GenerationKeepsEveryLayersBudgetAfterEveryLayer) {
   ScaleKvOptions o;
   o.budget = 30;  // of 91 tokens: scales 4 and 5 are compressed
   o.drafters = 1.0 / 3.0;
-  CheckedScaleKv policy(context, o);
-  policy.set_selectivity(calibrate_attention_selectivity(var.model, {1, 3}, params, 16));
+  CheckedScaleKv policy(with_selectivity(context, calibrate_attention_selectivity(var.model, {1, 3}, params, 16)), o);
   int64_t drafters = 0;
   for (int64_t l = 0; l < 3; ++l) drafters += policy.is_drafter(l, 4) + policy.is_drafter(l, 5);
   EXPECT_EQ(drafters, 2);

@@ -44,8 +44,9 @@ std::string convert_error(const var::VarConvertOptions& o) {
 
 }  // namespace
 
-#define REQUIRE_VAR_CHECKPOINTS() \
-  if (const std::string why = test::fixture_skip_reason(ckpt_dir(), "KVSTUDIO_VAR_CKPT_DIR"); !why.empty()) GTEST_SKIP() << why
+#define REQUIRE_VAR_CHECKPOINTS()                                                                           \
+  if (const std::string why = test::fixture_skip_reason(ckpt_dir(), "KVSTUDIO_VAR_CKPT_DIR"); !why.empty()) \
+  GTEST_SKIP() << why
 
 TEST(VarConverter, OfficialCheckpointsReproduceTheOfficialIds) {
   REQUIRE_VAR_CHECKPOINTS();

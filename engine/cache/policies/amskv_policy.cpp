@@ -1,4 +1,5 @@
 #include "engine/cache/policies/amskv_policy.h"
+#include "engine/cache/policies/calibration_provider.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -24,10 +25,13 @@ AmsKvPolicy::AmsKvPolicy(const PolicyContext& context, const AmsKvOptions& optio
     if (!std::isfinite(*options.theta)) throw InvalidArgumentError("policy amskv: theta must be a finite number");
     theta_ = *options.theta;
     theta_source_ = "theta=";
-  } else if (context.amskv_calibration && options.allocation == AmsKvAllocation::Similarity) {
+  } else if (const std::shared_ptr<const AmsKvCalibration> calibration =
+                 options.allocation == AmsKvAllocation::Similarity && context.calibrations
+                     ? context.calibrations->amskv_similarity()
+                     : nullptr) {
     // A calibration made for another geometry would put theta anywhere: refuse it.
-    context.amskv_calibration->check_matches(context);
-    theta_ = context.amskv_calibration->theta.theta;
+    calibration->check_matches(context);
+    theta_ = calibration->theta.theta;
     theta_source_ = "calibration";
   } else {
     theta_source_ = "paper default";

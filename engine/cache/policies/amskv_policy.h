@@ -11,7 +11,7 @@
 // so that the paper's theta range applies (scale_key_similarity.h).
 //
 // theta: an explicit theta= wins; else the model's calibrated theta
-// (PolicyContext::amskv_calibration, the bundle's amskv_calibration.json made by
+// (PolicyContext::calibrations: the bundle's amskv_calibration.json made by
 // `kvstudio-cli calibrate --policy amskv`, amskv_calibration.h, which the VAR
 // session reads); else the paper's
 // -0.008, VAR-d30's value, which on other models may promote every layer.

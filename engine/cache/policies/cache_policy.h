@@ -22,8 +22,7 @@
 
 namespace kvs {
 
-struct ScaleAttentionProfile;  // scale_attention_profile.h
-struct AmsKvCalibration;       // amskv_calibration.h
+class CalibrationProvider;  // calibration_provider.h
 
 struct PolicyContext {
   int64_t n_layer = 0, n_head = 0, kv_heads = 0, head_dim = 0;
@@ -36,12 +35,10 @@ struct PolicyContext {
   // order, e.g. 1, 4, 9, ..., 256; empty for raster models. Unit u occupies the
   // sequence positions [unit_begin(u), unit_begin(u) + unit_tokens[u]).
   std::vector<int64_t> unit_tokens;
-  // Next-scale family: the model's calibrated scale-to-scale attention, for the
-  // policies that rank heads offline (HeatKV); null when none is known.
-  std::shared_ptr<const ScaleAttentionProfile> scale_profile;
-  // Next-scale family: the model's AMS-KV threshold profiling (its theta is
-  // AMS-KV's default); null when the bundle has none.
-  std::shared_ptr<const AmsKvCalibration> amskv_calibration;
+  // Next-scale family: where the policies that need a calibration of the model
+  // (HeatKV, AMS-KV, ScaleKV, HACK) get it while they are built; null when
+  // none is known (calibration_provider.h says what each policy does then).
+  std::shared_ptr<CalibrationProvider> calibrations;
   int64_t image_tokens() const {
     if (unit_tokens.empty()) return grid_height * grid_width;
     int64_t total = 0;

@@ -1,4 +1,5 @@
 #include "engine/cache/policies/hack_policy.h"
+#include "engine/cache/policies/calibration_provider.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -66,12 +67,11 @@ HackPolicy::HackPolicy(const PolicyContext& context, const HackOptions& options)
                                  " tokens is not a square map");
     spatial_rank_.push_back(spatial_uniform_rank(side));
   }
-  classify(HeadVarianceProfile::uniform(context));
-}
-
-void HackPolicy::set_head_variance(const HeadVarianceProfile& profile) {
-  classify(profile);
-  calibrated_ = true;
+  const std::shared_ptr<const HeadVarianceProfile> profile = context.calibrations
+                                                                 ? context.calibrations->head_variance()
+                                                                 : nullptr;
+  classify(profile ? *profile : HeadVarianceProfile::uniform(context));
+  calibrated_ = profile != nullptr;
 }
 
 void HackPolicy::classify(const HeadVarianceProfile& profile) {

@@ -52,10 +52,10 @@
 //   scale until its cut;
 // - CFG pairs: the conditional row decides, its unconditional row mirrors it;
 //   every image of a batch decides for itself.
-// The calibration reaches the policy through set_head_variance() (the VAR
-// session reads the bundle's hack_calibration.json, or measures it on 10 classes
-// at first use, keeps it with the loaded model and hands it over right after
-// building the policy); until then every head scores alike
+// The calibration reaches the policy through PolicyContext::calibrations while
+// it is built (the VAR session reads the bundle's hack_calibration.json, or
+// measures it on 10 classes at first use and keeps it with the loaded model);
+// without one every head scores alike
 // (HeadVarianceProfile::uniform: the first heads in (layer, head) order are
 // contextual), which is enough to check the parameters, since the budgets
 // depend only on how many heads each category has.
@@ -102,8 +102,7 @@ class HackPolicy : public CachePolicy {
   }
   int64_t sink_tokens() const { return sink_tokens_; }
 
-  // Takes the model's calibration and classifies the heads again.
-  void set_head_variance(const HeadVarianceProfile& profile);
+  // Whether the classes come from a calibration of the model (not the stand-in).
   bool calibrated() const { return calibrated_; }
 
  private:

@@ -1,4 +1,5 @@
 #include "engine/cache/policies/heatkv_policy.h"
+#include "engine/cache/policies/calibration_provider.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -52,12 +53,15 @@ HeatKvPolicy::HeatKvPolicy(const PolicyContext& context, const HeatKvOptions& op
                                std::to_string(static_cast<double>(sink_tokens_) / static_cast<double>(cached)) + ")");
   total_budget_ = static_cast<int64_t>(
       std::floor(per_head * static_cast<double>(context.n_layer * context.kv_heads) + 1e-9));
-  if (!context.scale_profile)
+  const std::shared_ptr<const ScaleAttentionProfile> profile =
+      context.calibrations ? context.calibrations->scale_attention(options.calibration_images, options.calibration_cfg)
+                           : nullptr;
+  if (!profile)
     throw InvalidArgumentError(
         "policy heatkv needs this model's scale-attention calibration: run 'kvstudio-cli calibrate "
         "--policy heatkv --model DIR' (or let the session calibrate it)");
-  context.scale_profile->check_matches(context);
-  plan(*context.scale_profile);
+  profile->check_matches(context);
+  plan(*profile);
 }
 
 int64_t HeatKvPolicy::budget_tokens() const { return context_.unit_begin(scales_ - 1); }

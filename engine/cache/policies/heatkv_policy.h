@@ -14,6 +14,8 @@
 
 namespace kvs {
 
+struct ScaleAttentionProfile;  // scale_attention_profile.h
+
 struct HeatKvOptions {
   double budget = 0.1;  // b
   int64_t sinks = 3;    // s, in scales

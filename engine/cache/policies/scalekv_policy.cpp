@@ -1,4 +1,5 @@
 #include "engine/cache/policies/scalekv_policy.h"
+#include "engine/cache/policies/calibration_provider.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -83,12 +84,14 @@ ScaleKvPolicy::ScaleKvPolicy(const PolicyContext& context, const ScaleKvOptions&
     windows_.push_back(options.scoring == ScaleKvScoring::Official ? official_window_tokens(side, options.window)
                                                                    : patch_centroid_tokens(side, options.window));
   }
-  plan(LayerSelectivityProfile::uniform(context, options.top_k));
-}
-
-void ScaleKvPolicy::set_selectivity(const LayerSelectivityProfile& profile) {
-  plan(profile);
-  calibrated_ = true;
+  const std::shared_ptr<const LayerSelectivityProfile> profile =
+      context.calibrations ? context.calibrations->layer_selectivity(options.top_k) : nullptr;
+  if (profile && profile->top_k != options.top_k)
+    throw InvalidArgumentError("policy scalekv: the attention selectivity calibration was measured with top_k=" +
+                               std::to_string(profile->top_k) +
+                               ", this policy asks top_k=" + std::to_string(options.top_k));
+  plan(profile ? *profile : LayerSelectivityProfile::uniform(context, options.top_k));
+  calibrated_ = profile != nullptr;
 }
 
 void ScaleKvPolicy::plan(const LayerSelectivityProfile& profile) {

@@ -14,10 +14,10 @@
 //   s_i = sum over W's queries of softmax(q K^T / sqrt(d))_i, average pooled over
 //   slot order; a layer keeps W and its top B_l(k) - |W| entries, right after the
 //   layer attended (so a scale's queries always see the scale whole).
-// The calibration reaches the policy through set_selectivity() (the VAR session
-// measures it once per loaded model and hands it over right after building the
-// policy); until then every layer scores alike (LayerSelectivityProfile::uniform),
-// which is enough to check the parameters.
+// The calibration reaches the policy through PolicyContext::calibrations while
+// it is built (the VAR session reads the bundle's scalekv_calibration.json or
+// measures one once per loaded model); without one every layer scores alike
+// (LayerSelectivityProfile::uniform), which is enough to check the parameters.
 // Choices where the source is silent (every one listed in docs/policies.md#scalekv):
 // - B_u = rho x (all image tokens), the budget `streaming`, `h2o` and `snapkv` keep
 //   per layer at the same rho (the paper's percentages are of the cache without
@@ -89,8 +89,7 @@ class ScaleKvPolicy : public CachePolicy {
   void observe_queries(int64_t layer, int64_t unit, const at::Tensor& queries) override;
   void after_unit_layer(KvStore& store, int64_t layer, int64_t unit) override;
 
-  // Takes the model's calibration (ASI per layer and scale) and plans again.
-  void set_selectivity(const LayerSelectivityProfile& profile);
+  // Whether the plan comes from a calibration of the model (not the stand-in).
   bool calibrated() const { return calibrated_; }
   int64_t top_k() const { return options_.top_k; }
 

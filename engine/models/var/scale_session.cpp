@@ -9,13 +9,12 @@
 #include <memory>
 
 #include "engine/cache/policies/amskv_calibration.h"
-#include "engine/cache/policies/hack_policy.h"
+#include "engine/cache/policies/calibration_provider.h"
 #include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/heatkv_policy.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
-#include "engine/cache/policies/scalekv_policy.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 #include "engine/models/var/hack_calibration.h"
@@ -33,15 +32,6 @@ namespace {
 
 std::vector<RgbImage> decode_fhat(const VarModel& model, const at::Tensor& f_hat) {
   return to_rgb_images(var_images_to_uint8_nhwc(model.vqvae->fhat_to_img(f_hat)));
-}
-
-// Policies that rank heads from a calibration of the model (HeatKV).
-bool needs_scale_profile(const std::string& spec) {
-  try {
-    return parse_policy_spec(spec).name == "heatkv";
-  } catch (const InvalidArgumentError&) {
-    return false;  // make_scale_policy reports the spec's problem
-  }
 }
 
 bool serves_scales(const std::string& name) {
@@ -113,6 +103,37 @@ std::shared_ptr<const HeadVarianceProfile> head_variance_for(const VarModel& mod
   return slot;
 }
 
+// The loaded model's calibrations as the policies ask for them while they are
+// built (calibration_provider.h): kept in `kept` for later runs, else read from
+// the bundle or measured on first use (a calibration made on the way is not
+// counted in the run's time).
+class VarCalibrationProvider : public CalibrationProvider {
+ public:
+  VarCalibrationProvider(const VarModel& model, VarCalibrations& kept, const GenerationRequest& request,
+                         const RunContext& ctx)
+      : model_(model), kept_(kept), request_(request), ctx_(ctx) {}
+
+  std::shared_ptr<const ScaleAttentionProfile> scale_attention(int64_t images, double cfg) override {
+    return heatkv_calibration_for(model_, kept_, images, cfg, request_, ctx_);
+  }
+  std::shared_ptr<const AmsKvCalibration> amskv_similarity() override {
+    if (!kept_.similarity) kept_.similarity = stored_amskv_calibration(ctx_.bundle_dir);
+    return kept_.similarity;
+  }
+  std::shared_ptr<const LayerSelectivityProfile> layer_selectivity(int64_t top_k) override {
+    return selectivity_for(model_, kept_.selectivity, top_k, request_, ctx_);
+  }
+  std::shared_ptr<const HeadVarianceProfile> head_variance() override {
+    return head_variance_for(model_, kept_.head_variance, request_, ctx_);
+  }
+
+ private:
+  const VarModel& model_;
+  VarCalibrations& kept_;
+  const GenerationRequest& request_;
+  const RunContext& ctx_;
+};
+
 }  // namespace
 
 std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarModel& model,
@@ -120,11 +141,24 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
                                                                     const std::string& spec,
                                                                     const GenerationRequest& request,
                                                                     const RunContext& ctx) {
+  const int64_t images = heatkv_calibration_images(spec, model.transformer->config().num_classes);
+  const double cfg = heatkv_calibration_cfg(spec, 0.0);
+  return heatkv_calibration_for(model, calibrations, images, cfg, request, ctx);
+}
+
+std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarModel& model,
+                                                                    VarCalibrations& calibrations, int64_t images,
+                                                                    double calibration_cfg,
+                                                                    const GenerationRequest& request,
+                                                                    const RunContext& ctx) {
   const int64_t num_classes = model.transformer->config().num_classes;
-  const int64_t images = heatkv_calibration_images(spec, num_classes);
+  if (images < 0 || images > num_classes)
+    throw InvalidArgumentError("policy heatkv: calibration_images " + std::to_string(images) +
+                               " is impossible (0: the default calibration, else 1.." + std::to_string(num_classes) +
+                               ": the model has " + std::to_string(num_classes) + " classes)");
   // The calibration's settings are its key: the heads are ranked on attention
   // measured at the CFG of the runs they compress, unless calibration_cfg names one.
-  const double cfg = heatkv_calibration_cfg(spec, request.cfg_scale);
+  const double cfg = calibration_cfg > 0 ? calibration_cfg : request.cfg_scale;
   std::shared_ptr<const ScaleAttentionProfile>& slot = calibrations.attention[{images, cfg}];
   if (slot) return slot;
   auto log = module_logger("session");
@@ -156,16 +190,8 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
   return slot;
 }
 
-std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
-                                                                 const std::string& bundle_dir) {
-  PolicySpec parsed;
-  try {
-    parsed = parse_policy_spec(spec);
-  } catch (const InvalidArgumentError&) {
-    return nullptr;  // make_scale_policy reports the spec's problem
-  }
-  // An explicit theta does not read the file (so it also runs beside a broken one).
-  if (parsed.name != "amskv" || parsed.params.count("theta") > 0 || bundle_dir.empty()) return nullptr;
+std::shared_ptr<const AmsKvCalibration> stored_amskv_calibration(const std::string& bundle_dir) {
+  if (bundle_dir.empty()) return nullptr;
   const std::string path = bundle_dir + "/" + kAmsKvCalibrationFile;
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) return nullptr;
@@ -221,25 +247,10 @@ GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& ca
   params.seed = request.seed;
 
   PolicyContext context = scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
-  // Each heatkv spec gets the calibration its calibration_images asks (a policy
-  // change to another N included).
-  auto context_for = [&](const std::string& spec) {
-    if (needs_scale_profile(spec))
-      context.scale_profile = heatkv_calibration_for(model, calibrations, spec, request, ctx);
-    if (!calibrations.similarity) calibrations.similarity = bundle_amskv_calibration(spec, ctx.bundle_dir);
-    context.amskv_calibration = calibrations.similarity;
-    return context;
-  };
-  // ScaleKV and HACK take their calibrations once built (the registry builds them
-  // with stand-ins).
-  auto make = [&](const std::string& spec) {
-    std::unique_ptr<CachePolicy> made = make_scale_policy(spec, context_for(spec));
-    if (auto* scalekv = dynamic_cast<ScaleKvPolicy*>(made.get()))
-      scalekv->set_selectivity(*selectivity_for(model, calibrations.selectivity, scalekv->top_k(), request, ctx));
-    if (auto* hack = dynamic_cast<HackPolicy*>(made.get()))
-      hack->set_head_variance(*head_variance_for(model, calibrations.head_variance, request, ctx));
-    return made;
-  };
+  // A policy that needs a calibration asks for it while it is made, also on a
+  // policy change mid-run (HeatKV with another calibration_images, say).
+  context.calibrations = std::make_shared<VarCalibrationProvider>(model, calibrations, request, ctx);
+  auto make = [&](const std::string& spec) { return make_scale_policy(spec, context); };
   std::unique_ptr<CachePolicy> policy = make(request.policy);
   // A calibration made on the way (HeatKV, ScaleKV, HACK, first use) is not counted in the run's time.
   RunClock clock;

@@ -52,19 +52,22 @@ struct VarCalibrations {
   std::shared_ptr<const HeadVarianceProfile> head_variance;
 };
 
-// The bundle's AMS-KV calibration when `spec` is amskv without an explicit
-// theta and the bundle has the file (FormatError for a corrupt one); null
-// otherwise. check_policy and the session share it (a mismatched one is refused
-// when the policy is made).
-std::shared_ptr<const AmsKvCalibration> bundle_amskv_calibration(const std::string& spec,
-                                                                 const std::string& bundle_dir);
+// The bundle's AMS-KV calibration when it has the file (FormatError for a
+// corrupt one), null otherwise. check_policy and the session share it (a
+// mismatched one is refused when the policy that asks for it is made).
+std::shared_ptr<const AmsKvCalibration> stored_amskv_calibration(const std::string& bundle_dir);
 
-// HeatKV's calibration for a heatkv `spec` (its calibration_images and
-// calibration_cfg): the one kept in `calibrations`, else read or measured now and
-// kept there, as `kvstudio-cli calibrate` measures (seed 0, the default sampler)
-// at the spec's calibration CFG (default: the request's). An impossible
-// calibration_images is an InvalidArgumentError naming it, before any work;
-// measuring checks ctx.cancelled between layers.
+// HeatKV's calibration on `images` classes (0: the bundle file's classes, else
+// 2 spread ones; N > 0: N classes spread over the model's) at CFG `cfg` (0: the
+// request's): the one kept in `calibrations`, else read or measured now and
+// kept there, as `kvstudio-cli calibrate` measures (seed 0, the default
+// sampler). An impossible `images` is an InvalidArgumentError naming it, before
+// any work; measuring checks ctx.cancelled between layers.
+std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarModel& model,
+                                                                    VarCalibrations& calibrations, int64_t images,
+                                                                    double cfg, const GenerationRequest& request,
+                                                                    const RunContext& ctx);
+// The same for a heatkv `spec` (its calibration_images and calibration_cfg).
 std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarModel& model,
                                                                     VarCalibrations& calibrations,
                                                                     const std::string& spec,

@@ -7,6 +7,7 @@
 
 #include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/calibration_provider.h"
 #include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/heatkv_policy.h"
 #include "engine/cache/policies/layer_selectivity_profile.h"
@@ -114,6 +115,22 @@ std::string utc_now() {
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
 }
+
+// The calibrations a spec is checked with before a run: HeatKV's comes later
+// (the bundle's, or one measured on first use), so a stand-in of the right
+// geometry checks its parameters now; AMS-KV's is the bundle's own, so a corrupt
+// or mismatched one is refused now (read only when an amskv spec asks for it);
+// ScaleKV and HACK check theirs with their own stand-ins.
+class CheckCalibrations : public FixedCalibrations {
+ public:
+  CheckCalibrations(const PolicyContext& context, std::string bundle_dir) : bundle_dir_(std::move(bundle_dir)) {
+    attention = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
+  }
+  std::shared_ptr<const AmsKvCalibration> amskv_similarity() override { return stored_amskv_calibration(bundle_dir_); }
+
+ private:
+  std::string bundle_dir_;
+};
 
 class VarFamily : public ModelFamily {
  public:
@@ -255,13 +272,9 @@ class VarFamily : public ModelFamily {
 
   void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const override {
     const VarConfig config = var_config_from_json(bundle.manifest.at("architecture").at("var"));
-    // CFG rows unless cfg is 0. HeatKV's calibration comes later (the bundle's,
-    // or one measured on first use): a stand-in of the right geometry checks its
-    // parameters now (ScaleKV and HACK build their own stand-ins).
+    // CFG rows unless cfg is 0.
     PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
-    context.scale_profile = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
-    // AMS-KV's calibration is the bundle's own: a corrupt or mismatched one is refused now.
-    context.amskv_calibration = bundle_amskv_calibration(spec, bundle.dir);
+    context.calibrations = std::make_shared<CheckCalibrations>(context, bundle.dir);
     make_scale_policy(spec, context);
     // HeatKV's calibration_images needs the model's classes.
     heatkv_calibration_images(spec, config.num_classes);
