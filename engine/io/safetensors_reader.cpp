@@ -74,7 +74,8 @@ std::pair<at::Tensor, at::Tensor> SafetensorsReader::row_scaled_parts(const std:
   const uint8_t* base = file_->data() + index_.data_offset;
   // Copies: the data section guarantees no alignment for the F32 scales.
   at::Tensor scale = at::empty({entry->shape[0]}, at::kFloat);
-  std::memcpy(scale.data_ptr<float>(), base + entry->scale_begin, entry->scale_end - entry->scale_begin);
+  if (entry->scale_end > entry->scale_begin)  // an empty tensor's data pointer may be null
+    std::memcpy(scale.data_ptr<float>(), base + entry->scale_begin, entry->scale_end - entry->scale_begin);
   at::Tensor stored = at::empty(entry->shape, at::kChar);
   if (entry->numel() > 0) std::memcpy(stored.data_ptr<int8_t>(), base + entry->begin, entry->nbytes());
   return {stored, scale};

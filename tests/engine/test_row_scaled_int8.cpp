@@ -53,6 +53,18 @@ TEST(RowScaledInt8, EncodesEachRowWithinHalfAStep) {
   EXPECT_TRUE(at::equal(qz, at::zeros({2, 8}, at::kChar)));
   EXPECT_EQ(sz.sum().item<float>(), 0.0f);
   EXPECT_THROW(io::encode_row_scaled(at::full({2, 2}, NAN)), InvalidArgumentError);
+  EXPECT_THROW(io::encode_row_scaled(at::ones({})), InvalidArgumentError);
+}
+
+TEST(RowScaledInt8, EmptyTensorsRoundTrip) {
+  test::TempDir dir;
+  for (const auto& shape : {std::vector<int64_t>{0, 4}, std::vector<int64_t>{3, 0}}) {
+    auto [q, scale] = io::encode_row_scaled(at::zeros(shape));
+    io::write_safetensors(dir.file("e.safetensors"), {{"e", q}, {"e::row_scale", scale}});
+    const at::Tensor back = io::SafetensorsReader::open(dir.file("e.safetensors"))->tensor("e");
+    EXPECT_EQ(back.sizes(), at::IntArrayRef(shape));
+    EXPECT_EQ(back.scalar_type(), at::kFloat);
+  }
 }
 
 TEST(RowScaledInt8, ReadsThePairAsOneFloatTensor) {
