@@ -23,6 +23,7 @@
 #include "engine/bench/bench_sweep.h"
 #include "engine/bench/policy_bench.h"
 #include "engine/bench/sweep_chart.h"
+#include "engine/cache/policies/policy_list.h"
 #include "engine/core/cuda_graphs.h"
 #include "engine/core/device.h"
 #include "engine/core/errors.h"

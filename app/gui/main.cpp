@@ -15,7 +15,7 @@
 
 #include "app/cli/default_paths.h"
 #include "app/gui/run_once.h"
-#include "engine/bench/policy_bench.h"
+#include "engine/cache/policies/policy_list.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"

@@ -37,12 +37,6 @@ namespace kvs {
 namespace {
 namespace fs = std::filesystem;
 
-bool is_policy_name(const std::string& name) {
-  for (const auto& info : policy_registry())
-    if (info.name == name) return true;
-  return false;
-}
-
 // The family of a `--random` architecture: the one whose name prefixes it.
 const ModelFamily& family_of_architecture(const std::string& text) {
   std::string examples;
@@ -188,31 +182,6 @@ nlohmann::json to_json(const MaxBatchResult& m) {
           {"process_peak_bytes", m.process_peak_bytes},
           {"ratio_vs_full", number_or_null(m.ratio_vs_full)},
           {"probes", probes}};
-}
-
-std::vector<std::string> split_policy_list(const std::string& text) {
-  std::vector<std::string> specs;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t comma = text.find(',', start);
-    if (comma == std::string::npos) comma = text.size();
-    const std::string item = text.substr(start, comma - start);
-    start = comma + 1;
-    if (item.empty()) continue;
-    const auto stop = item.find_first_of(":=");
-    const std::string head = item.substr(0, stop);
-    const bool continues = stop != std::string::npos && item[stop] == '=' && !is_policy_name(head);
-    if (continues) {
-      if (specs.empty())
-        throw InvalidArgumentError("--policies: parameter '" + item + "' comes before any policy name");
-      specs.back() += (specs.back().find(':') == std::string::npos ? ":" : ",") + item;
-    } else {
-      find_policy(head);  // unknown names: one error listing the known ones
-      specs.push_back(item);
-    }
-  }
-  if (specs.empty()) throw InvalidArgumentError("--policies: no policy given");
-  return specs;
 }
 
 nlohmann::json to_json(const BenchRecord& r) {

@@ -251,12 +251,6 @@ const std::vector<BenchPrompt>& default_bench_prompts();
 // a prompt, and for a file without a prompt.
 std::vector<BenchPrompt> read_prompt_file(const std::string& path);
 
-// Splits "full,linear:rho=1/6,n_init=4,streaming:rho=1/4" into specs: a comma
-// followed by "key=" continues the previous spec, one followed by a policy name
-// (policy_registry()) starts a new spec. Throws InvalidArgumentError for an
-// empty list or an item that is neither.
-std::vector<std::string> split_policy_list(const std::string& text);
-
 // Runs the benchmark; records are in run order (full first). Throws kvs::Error
 // subclasses before any generation for unknown policies, impossible budgets,
 // bad --random architectures or classes; CancelledError when `cancelled`

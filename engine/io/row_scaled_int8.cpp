@@ -23,8 +23,7 @@ bool has_prefix(const std::string& name, const std::vector<std::string>& prefixe
 
 std::pair<at::Tensor, at::Tensor> encode_row_scaled(const at::Tensor& weights) {
   if (weights.dim() < 1) throw InvalidArgumentError("row-scaled storage needs a tensor with rows, not a scalar");
-  if (weights.numel() == 0)
-    return {at::empty(weights.sizes(), at::kChar), at::zeros({weights.size(0)}, at::kFloat)};
+  if (weights.numel() == 0) return {at::empty(weights.sizes(), at::kChar), at::zeros({weights.size(0)}, at::kFloat)};
   const at::Tensor rows = weights.detach().to(at::kCPU, at::kFloat).contiguous().reshape({weights.size(0), -1});
   if (!at::isfinite(rows).all().item<bool>())
     throw InvalidArgumentError("row-scaled storage of a tensor with non-finite values");
