@@ -293,15 +293,19 @@ PolicyInfo heatkv_policy_info() {
           }};
 }
 
+void check_heatkv_calibration_images(int64_t images, int64_t num_classes) {
+  if (images < 0 || images > num_classes)
+    throw InvalidArgumentError("policy heatkv: calibration_images " + std::to_string(images) +
+                               " is impossible (0: the default calibration, else 1.." + std::to_string(num_classes) +
+                               ": the model has " + std::to_string(num_classes) + " classes)");
+}
+
 int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes) {
   const PolicySpec parsed = parse_policy_spec(spec);
   if (parsed.name != "heatkv") return 0;
   const PolicyInfo& info = find_policy(parsed.name);
   const int64_t images = PolicyParams(parsed.params, info.params, info.name).integer("calibration_images");
-  if (images < 0 || images > num_classes)
-    throw InvalidArgumentError("policy heatkv: calibration_images " + std::to_string(images) +
-                               " is impossible (0: the default calibration, else 1.." + std::to_string(num_classes) +
-                               ": the model has " + std::to_string(num_classes) + " classes)");
+  check_heatkv_calibration_images(images, num_classes);
   return images;
 }
 

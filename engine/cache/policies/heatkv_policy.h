@@ -73,6 +73,8 @@ PolicyInfo heatkv_policy_info();
 // calibration), checked before any work: InvalidArgumentError naming the
 // parameter for a negative value or more than the model's `num_classes`.
 int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes);
+// InvalidArgumentError unless 0 <= images <= num_classes (the model's classes).
+void check_heatkv_calibration_images(int64_t images, int64_t num_classes);
 
 // The CFG scale a heatkv spec's calibration is measured at: its calibration_cfg,
 // or `run_cfg` when unset (0). A calibration's settings (classes, CFG, seed) are

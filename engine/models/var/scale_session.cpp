@@ -152,10 +152,7 @@ std::shared_ptr<const ScaleAttentionProfile> heatkv_calibration_for(const VarMod
                                                                     const GenerationRequest& request,
                                                                     const RunContext& ctx) {
   const int64_t num_classes = model.transformer->config().num_classes;
-  if (images < 0 || images > num_classes)
-    throw InvalidArgumentError("policy heatkv: calibration_images " + std::to_string(images) +
-                               " is impossible (0: the default calibration, else 1.." + std::to_string(num_classes) +
-                               ": the model has " + std::to_string(num_classes) + " classes)");
+  check_heatkv_calibration_images(images, num_classes);
   // The calibration's settings are its key: the heads are ranked on attention
   // measured at the CFG of the runs they compress, unless calibration_cfg names one.
   const double cfg = calibration_cfg > 0 ? calibration_cfg : request.cfg_scale;
