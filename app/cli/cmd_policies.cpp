@@ -5,6 +5,7 @@
 #include "app/cli/commands.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/models/family_registry.h"
+#include "engine/session/family_policies.h"
 
 namespace kvs::cli {
 
@@ -27,8 +28,7 @@ int cmd_policies(const std::vector<std::string>& args) {
     // The model families whose policy family the policy serves.
     std::string models;
     for (const ModelFamily* f : model_families())
-      if (std::find(info.families.begin(), info.families.end(), f->description().policy_family) != info.families.end())
-        models += (models.empty() ? "" : ", ") + f->description().display_name;
+      if (policy_serves(info, f->description())) models += (models.empty() ? "" : ", ") + f->description().display_name;
     std::printf("%s — %s\n    (%s)\n    models: %s\n", info.name.c_str(), info.summary.c_str(), info.reference.c_str(),
                 models.empty() ? "none registered" : models.c_str());
     for (const auto& param : info.params) {

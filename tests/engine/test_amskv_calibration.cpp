@@ -18,7 +18,7 @@
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/models/generation_session.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 #include "engine/models/var/var_similarity_calibration.h"
 #include "test_helpers.h"
 #include "tests/engine/scale_context.h"

@@ -10,8 +10,8 @@
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/models/llamagen/llamagen_converter.h"
+#include "engine/models/llamagen/llamagen_generation.h"
 #include "engine/models/llamagen/llamagen_model.h"
-#include "engine/models/llamagen/raster_generation.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
@@ -58,7 +58,7 @@ TEST(Converter, OfficialCheckpointsReproduceTheOfficialTokens) {
   EXPECT_EQ(report.dropped_keys.size(), 5u);
   auto model = llamagen::LlamaGenModel::load(io::ModelBundle::open(out.path().string()), at::Device(at::kCPU));
   auto io_file = io::SafetensorsReader::open(test::conformance_dir() + "/llamagen_c2i_tiny.io.safetensors");
-  llamagen::RasterParams p;
+  raster::RasterParams p;
   p.cfg_scale = 4.0;
   p.sampling.top_k = 1;
   auto result = llamagen::generate_raster(*model.gpt, io_file->tensor("labels"), p);

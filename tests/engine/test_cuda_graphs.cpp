@@ -20,9 +20,9 @@
 #include "engine/io/model_bundle.h"
 #include "engine/models/generation_session.h"
 #include "engine/models/llamagen/decode_graphs.h"
+#include "engine/models/llamagen/llamagen_generation.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
-#include "engine/models/llamagen/raster_generation.h"
 #include "tests/engine/test_helpers.h"
 
 namespace kvs {
@@ -64,17 +64,17 @@ Run generate(const llamagen::LlamaGenModel& model, const std::string& spec, Deco
              double cfg, int64_t cfg_interval = -1) {
   const PolicyContext context = llamagen::raster_policy_context(model.gpt->config(), batch, cfg > 1.0, 3);
   std::unique_ptr<CachePolicy> policy = make_policy(spec, context);
-  llamagen::RasterHooks hooks;
+  raster::RasterHooks hooks;
   hooks.policy = [&] { return policy.get(); };
   hooks.cache_capacity_tokens = policy->initial_entries();
-  llamagen::RasterParams params;
+  raster::RasterParams params;
   params.cfg_scale = cfg;
   params.cfg_interval = cfg_interval;
   params.seed = 3;
-  params.decode_graphs = graphs;
   std::vector<int64_t> labels;
   for (int64_t i = 0; i < batch; ++i) labels.push_back(i % 5);
-  const llamagen::RasterResult r = llamagen::generate_raster(*model.gpt, at::tensor(labels, at::kLong), params, hooks);
+  const raster::RasterResult r = llamagen::generate_raster(*model.gpt, at::tensor(labels, at::kLong), params, hooks,
+                                                           graphs);
   return {r.tokens, r.graph_steps, r.decode_steps};
 }
 

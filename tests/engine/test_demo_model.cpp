@@ -60,7 +60,7 @@ TEST(DemoModel, AttentionIsLocalWithAClassTokenSink) {
   int64_t samples = 0;
   for (int64_t i = 0; i + 1 < grid * grid; ++i) {
     const int64_t position = cls + i;
-    llamagen::StepObserver observer;
+    StepObserver observer;
     const bool watched = i >= first_query;
     if (watched) {
       observer.want_key_mass = true;

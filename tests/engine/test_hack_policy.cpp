@@ -21,7 +21,7 @@
 #include "engine/models/family_registry.h"
 #include "engine/models/generation_session.h"
 #include "engine/models/var/hack_calibration.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 #include "tests/engine/scale_context.h"
 #include "tests/engine/test_helpers.h"
 #include "tests/engine/tiny_var.h"

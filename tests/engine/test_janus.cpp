@@ -144,8 +144,8 @@ TEST(JanusModel, CachedGenerationAgreesWithTheTeacherForcedForward) {
   EXPECT_EQ(rows.cond.front(), 590);
   EXPECT_EQ(rows.cond.back(), 598);
   for (size_t i = 1; i + 1 < rows.uncond.size(); ++i) EXPECT_EQ(rows.uncond[i], 597);
-  janus::PromptParams params;
-  params.cfg_weight = 1.0;
+  raster::RasterParams params;
+  params.cfg_scale = 1.0;
   params.sampling.sample = false;
   const at::Tensor cond = at::tensor(rows.cond);
   auto result = janus::generate_from_prompt(model, cond, at::Tensor(), 1, params);

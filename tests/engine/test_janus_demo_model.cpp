@@ -128,7 +128,7 @@ TEST(JanusDemoModel, ImageTokensAttendToThePromptsWords) {
     const at::Tensor ids = at::tensor(rows.cond, i64).unsqueeze(0);
     model.language->forward(model.language->embed_text(ids), 0, &cache);
     for (int64_t i = 0; i + 1 < n; ++i) {
-      llamagen::StepObserver observer;
+      StepObserver observer;
       if (i >= n - grid - 1) {  // this token's step predicts a token of the last line
         observer.want_key_mass = true;
         observer.on_attention = [&](int64_t layer, const KvAttention& attention, const KvStore& store) {

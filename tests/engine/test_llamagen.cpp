@@ -8,14 +8,15 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
+#include "engine/models/llamagen/llamagen_generation.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
-#include "engine/models/llamagen/raster_generation.h"
 #include "engine/models/llamagen/rope_2d.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
 using namespace kvs::llamagen;
+using namespace kvs::raster;
 
 namespace {
 

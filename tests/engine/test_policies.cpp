@@ -10,14 +10,15 @@
 #include <cstdio>
 
 #include "engine/cache/policies/linear_policy.h"
+#include "engine/cache/policies/policy_budget.h"
 #include "engine/cache/policies/policy_catalog.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/core/number_parsing.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/generation_session.h"
+#include "engine/models/llamagen/llamagen_generation.h"
 #include "engine/models/llamagen/llamagen_model.h"
-#include "engine/models/llamagen/raster_generation.h"
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
@@ -281,6 +282,35 @@ TEST(PolicyCatalog, IsTheRegistrysDescriptionsWithDefaultsInsideTheirRanges) {
   EXPECT_EQ(find_policy_entry("bogus"), nullptr);
 }
 
+// How a spec's budget reads, as the window's budget slider shows it: budget > 0
+// (tokens) overrides rho; HeatKV's budget is a share of the whole cache; full
+// and unknown or malformed specs have none.
+TEST(PolicyCatalog, ReadsABudgetWithTheRegistrysPrecedence) {
+  using Unit = PolicyBudget::Unit;
+  EXPECT_EQ(policy_budget_kind(find_policy_entry("linear")), PolicyBudgetKind::RhoOrTokens);
+  EXPECT_EQ(policy_budget_kind(find_policy_entry("heatkv")), PolicyBudgetKind::CacheShare);
+  EXPECT_EQ(policy_budget_kind(find_policy_entry("full")), PolicyBudgetKind::None);
+  EXPECT_EQ(policy_budget_kind(nullptr), PolicyBudgetKind::None);
+  const struct {
+    std::string spec;
+    Unit unit;
+    double value;
+  } cases[] = {{"linear:rho=0.25", Unit::Share, 0.25},
+               {"linear:rho=0.25,budget=40", Unit::Tokens, 40},
+               {"linear:budget=0,rho=1/8", Unit::Share, 0.125},
+               {"linear", Unit::Share, 1.0 / 6},
+               {"heatkv:budget=0.2", Unit::Share, 0.2},
+               {"heatkv", Unit::Share, 0.1},
+               {"full", Unit::None, 0},
+               {"bogus:rho=0.5", Unit::None, 0},
+               {"linear:rho", Unit::None, 0}};
+  for (const auto& c : cases) {
+    const PolicyBudget b = read_policy_budget(c.spec);
+    EXPECT_EQ(b.unit, c.unit) << c.spec;
+    EXPECT_NEAR(b.value, c.value, 1e-12) << c.spec;
+  }
+}
+
 // Every policy, on the bundled demo model (16x16 tokens) with CFG: after every
 // token no segment of any layer holds more than B image entries, and both halves
 // of each CFG pair hold the same positions.
@@ -295,7 +325,7 @@ TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
         "snapkv:rho=1/4", "rkv:rho=1/4"}) {
     auto policy = make_policy(spec, context);
     const int64_t budget = policy->budget_tokens();
-    llamagen::RasterHooks hooks;
+    raster::RasterHooks hooks;
     hooks.policy = [&] { return policy.get(); };
     hooks.cache_capacity_tokens = policy->initial_entries();  // as GenerationSession sizes it
     int64_t checks = 0, violations = 0, mismatched_pairs = 0;
@@ -308,7 +338,7 @@ TEST(PolicyBudgets, NeverExceededAtAnyStepOfARealGeneration) {
         ++checks;
       }
     };
-    llamagen::RasterParams params;
+    raster::RasterParams params;
     params.cfg_scale = 4.0;
     params.seed = 5;
     auto result = llamagen::generate_raster(*model.gpt, at::tensor({1, 7}, at::kLong), params, hooks);

@@ -20,8 +20,8 @@
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
+#include "engine/models/llamagen/llamagen_generation.h"
 #include "engine/models/llamagen/llamagen_model.h"
-#include "engine/models/llamagen/raster_generation.h"
 
 namespace kvs {
 namespace {
@@ -223,14 +223,14 @@ std::vector<at::Tensor> positions_of_a_run(const llamagen::LlamaGenModel& model,
   const auto& cfg = model.gpt->config();
   const PolicyContext context = llamagen::raster_policy_context(cfg, /*batch=*/2, /*cfg=*/true, /*seed=*/9);
   auto policy = make_policy(spec, context);
-  llamagen::RasterHooks hooks;
+  raster::RasterHooks hooks;
   hooks.policy = [&] { return policy.get(); };
   hooks.cache_capacity_tokens = policy->initial_entries();
   std::vector<at::Tensor> seen;
   hooks.on_token = [&](int64_t, const at::Tensor&, const KvStore& store) {
     for (int64_t l = 0; l < store.n_layer(); ++l) seen.push_back(store.positions_tensor(l).clone());
   };
-  llamagen::RasterParams params;
+  raster::RasterParams params;
   params.cfg_scale = 4.0;
   params.seed = 9;
   const auto result = llamagen::generate_raster(*model.gpt, at::tensor({3, 7}, at::kLong), params, hooks);

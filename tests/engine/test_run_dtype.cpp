@@ -16,14 +16,14 @@
 #include "engine/io/model_bundle.h"
 #include "engine/models/family_registry.h"
 #include "engine/models/generation_session.h"
+#include "engine/models/llamagen/llamagen_generation.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_random_init.h"
-#include "engine/models/llamagen/raster_generation.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random.h"
 #include "engine/models/mar/masked_generation.h"
 #include "engine/models/model_catalog.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/loaded_model.h"
 #include "tests/engine/test_helpers.h"
@@ -174,14 +174,14 @@ TEST(RunDtype, Bf16GreedyTokensFollowFloat32OnTheTrainedDemoModel) {
   const io::ModelBundle bundle = io::ModelBundle::open(dir);
   const llamagen::LlamaGenModel f32 = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU), at::kFloat);
   const llamagen::LlamaGenModel bf16 = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU), at::kBFloat16);
-  llamagen::RasterParams params;
+  raster::RasterParams params;
   params.cfg_scale = 4.0;
   params.sampling.sample = false;
-  llamagen::RasterHooks hooks;
+  raster::RasterHooks hooks;
   hooks.record_logits_steps = f32.gpt->config().block_size;
   const at::Tensor labels = at::tensor(std::vector<int64_t>{0, 7, 3, 11});
-  const llamagen::RasterResult a = llamagen::generate_raster(*f32.gpt, labels, params, hooks);
-  const llamagen::RasterResult b = llamagen::generate_raster(*bf16.gpt, labels, params, hooks);
+  const raster::RasterResult a = llamagen::generate_raster(*f32.gpt, labels, params, hooks);
+  const raster::RasterResult b = llamagen::generate_raster(*bf16.gpt, labels, params, hooks);
   const int64_t n = a.tokens.size(1);
   for (int64_t i = 0; i < labels.size(0); ++i) {
     int64_t prefix = 0;

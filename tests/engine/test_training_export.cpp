@@ -7,9 +7,9 @@
 #include <c10/core/GradMode.h>
 
 #include "engine/io/model_bundle.h"
+#include "engine/models/blocks/vq_decoder.h"
 #include "engine/models/llamagen/llamagen_gpt.h"
 #include "engine/models/llamagen/llamagen_model.h"
-#include "engine/models/llamagen/vq_decoder.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/llamagen/bundle_export.h"
 #include "engine/training/llamagen/gpt_trainer.h"

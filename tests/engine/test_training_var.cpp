@@ -14,7 +14,7 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/var/multiscale_vqvae.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_transformer.h"
 #include "engine/models/var/var_weights.h"

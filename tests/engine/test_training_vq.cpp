@@ -7,9 +7,10 @@
 #include <ATen/TensorOperators.h>
 
 #include "engine/core/errors.h"
+#include "engine/models/blocks/vq_decoder.h"
 #include "engine/models/janus/janus_random_init.h"
+#include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
-#include "engine/models/llamagen/vq_decoder.h"
 #include "engine/training/bundle_start.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/llamagen/vq_model.h"
@@ -90,7 +91,7 @@ TEST(TrainingVq, EngineDecoderReproducesTrainingDecoder) {
   std::map<std::string, at::Tensor> decoder_weights;
   for (const auto& e : llamagen::vq_decoder_expected_tensors(cfg.arch))
     decoder_weights[e.name] = params.get(e.name).detach().clone();
-  llamagen::VqDecoder engine(cfg.arch, decoder_weights, at::kCPU);
+  vq::VqDecoder engine(cfg.arch, decoder_weights, at::kCPU);
   VqOutput out = model.forward(x, false);
   at::Tensor engine_images = engine.decode_codes(out.quantized.codes, 8, 8);
   EXPECT_TRUE(at::allclose(engine_images, out.reconstruction.detach(), 1e-5, 1e-5));

@@ -11,8 +11,8 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
-#include "engine/models/var/scale_generation.h"
 #include "engine/models/var/var_converter.h"
+#include "engine/models/var/var_generation.h"
 #include "engine/models/var/var_model.h"
 #include "tests/engine/test_helpers.h"
 

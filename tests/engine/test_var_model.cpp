@@ -13,7 +13,7 @@
 #include "engine/io/model_bundle.h"
 #include "engine/models/generation_session.h"
 #include "engine/models/model_catalog.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
 #include "tests/engine/test_helpers.h"

@@ -1,12 +1,9 @@
 #include "ui/viewmodel/model_family.h"
 
-#include <QCoreApplication>
-
 #include <algorithm>
 
-#include "engine/cache/policies/policy_catalog.h"
-#include "engine/core/number_parsing.h"
 #include "engine/models/family_registry.h"
+#include "engine/session/family_policies.h"
 
 namespace kvs::ui {
 
@@ -37,31 +34,17 @@ QString unitNoun(const kvs::FamilyDescription& family) { return QString::fromStd
 QString familyDisplayName(const kvs::FamilyDescription& family) { return QString::fromStdString(family.display_name); }
 
 bool policyApplies(const kvs::PolicyDescription& entry, const kvs::FamilyDescription& family) {
-  return !family.policy_family.empty() &&
-         std::find(entry.families.begin(), entry.families.end(), family.policy_family) != entry.families.end();
+  return kvs::policy_serves(entry, family);
 }
 
 QStringList policiesForFamily(const kvs::FamilyDescription& family) {
   QStringList out;
-  for (const auto& e : kvs::policy_catalog())
-    if (policyApplies(e, family)) out << QString::fromStdString(e.name);
+  for (const std::string& name : kvs::policies_for(family)) out << QString::fromStdString(name);
   return out;
 }
 
 QString policyFamilyProblem(const QString& spec, const kvs::FamilyDescription& family) {
-  kvs::PolicySpecParts parts;
-  try {
-    parts = kvs::split_policy_spec(spec.trimmed().toStdString());
-  } catch (const std::exception&) {
-    return {};  // malformed: policy_spec_problem() says how
-  }
-  const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
-  if (!entry || policyApplies(*entry, family)) return {};
-  QStringList servedBy;
-  for (const std::string& f : entry->families) servedBy << QString::fromStdString(f);
-  return QCoreApplication::translate("kvs::ui", "Policy '%1' works on %2 models only; this %3 model takes: %4")
-      .arg(QString::fromStdString(parts.name), servedBy.join(QStringLiteral(" / ")), familyDisplayName(family),
-           policiesForFamily(family).join(QStringLiteral(", ")));
+  return QString::fromStdString(kvs::policy_family_problem(spec.trimmed().toStdString(), family));
 }
 
 QStringList comparePresets(const kvs::FamilyDescription& family) {
@@ -72,28 +55,11 @@ QStringList comparePresets(const kvs::FamilyDescription& family) {
 
 const kvs::FamilyDescription::FirstUseCalibration* firstUseCalibration(const QString& spec,
                                                                        const kvs::FamilyDescription& family) {
-  std::string name;
-  try {
-    name = kvs::split_policy_spec(spec.trimmed().toStdString()).name;
-  } catch (const std::exception&) {
-    return nullptr;
-  }
-  for (const auto& c : family.calibrated_on_first_use)
-    if (c.policy == name) return &c;
-  return nullptr;
+  return kvs::first_use_calibration(spec.trimmed().toStdString(), family);
 }
 
 int64_t calibrationImages(const QString& spec, const kvs::FamilyDescription::FirstUseCalibration& calibration) {
-  if (calibration.images_param.empty()) return 0;
-  try {
-    const auto params = kvs::split_policy_spec(spec.trimmed().toStdString()).params;
-    const auto it = params.find(calibration.images_param);
-    if (it == params.end()) return 0;
-    const auto n = kvs::parse_number_text(it->second);
-    return n && *n > 0 ? static_cast<int64_t>(*n) : 0;  // the run refuses an impossible value itself
-  } catch (const std::exception&) {
-    return 0;
-  }
+  return kvs::calibration_images(spec.trimmed().toStdString(), calibration);
 }
 
 bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return !family.discrete_tokens; }

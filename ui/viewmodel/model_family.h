@@ -3,7 +3,9 @@
 // up by name through the family registry (what one generation unit is, which
 // overlays its unit events carry, whether it measures KV bytes or FLOPs, its
 // policy family and compare presets), with the Qt-side wording the widgets
-// share; and the drawing geometry of a next-scale model's flattened positions.
+// share (which policies serve it, what a policy calibrates first: the engine's
+// answers, engine/session/family_policies.h, in Qt's words); and the drawing
+// geometry of a next-scale model's flattened positions.
 // The widgets decide what to show from these facts, never from a family's name,
 // so a new family shows up without changes here.
 #include <QString>

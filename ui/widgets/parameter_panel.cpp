@@ -24,6 +24,7 @@
 
 #include <cmath>
 
+#include "engine/cache/policies/policy_budget.h"
 #include "engine/cache/policies/policy_catalog.h"
 #include "engine/core/device_menu.h"
 #include "engine/core/number_parsing.h"
@@ -34,18 +35,9 @@ namespace {
 
 enum BudgetMode { kRho = 0, kTokens = 1 };
 
-// How a policy takes its budget: the shared rho / budget-in-tokens pair, a share
-// of the whole cache (HeatKV's "budget" fraction, over all scales and heads), or
-// not at all (full, AMS-KV's token counts, LazyMAR's feature caches).
-enum class BudgetKind { None, RhoOrTokens, CacheShare };
+using BudgetKind = kvs::PolicyBudgetKind;
 
-BudgetKind budgetKindOf(const kvs::PolicyDescription* entry) {
-  if (!entry) return BudgetKind::None;
-  if (entry->has_budget()) return BudgetKind::RhoOrTokens;
-  for (const auto& p : entry->params)
-    if (p.name == "budget" && p.kind == kvs::PolicyParamKind::Fraction) return BudgetKind::CacheShare;
-  return BudgetKind::None;
-}
+BudgetKind budgetKindOf(const kvs::PolicyDescription* entry) { return kvs::policy_budget_kind(entry); }
 
 std::string defaultOf(const kvs::PolicyDescription& entry, const std::string& name) {
   for (const auto& p : entry.params)
@@ -529,28 +521,14 @@ void ParameterPanel::setPolicySpec(const QString& spec) {
     const QSignalBlocker a(policy_combo_), b(budget_mode_), c(budget_slider_);
     policy_combo_->setCurrentIndex(index);
     form_->setPolicy(QString::fromStdString(parts.name));
-    const kvs::PolicyDescription* known = kvs::find_policy_entry(parts.name);
-    const auto budget = parts.params.count("budget") ? kvs::parse_number_text(parts.params["budget"]) : std::nullopt;
-    if (budgetKindOf(known) == BudgetKind::CacheShare) {
-      budget_mode_->setCurrentIndex(kRho);
-      onBudgetModeChanged();
-      const auto share = budget ? budget : kvs::parse_number_text(defaultOf(*known, "budget"));
-      if (share) budget_slider_->setValue(static_cast<int>(std::lround(*share * 100)));
-    } else if (budget && *budget > 0) {
-      budget_mode_->setCurrentIndex(kTokens);
-      onBudgetModeChanged();
-      budget_slider_->setValue(static_cast<int>(*budget));
-    } else {
-      budget_mode_->setCurrentIndex(kRho);
-      onBudgetModeChanged();
-      const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
-      std::string rho_text = parts.params.count("rho") ? parts.params["rho"] : std::string();
-      if (rho_text.empty() && entry)
-        for (const auto& p : entry->params)
-          if (p.name == "rho") rho_text = p.default_value;
-      if (auto rho = kvs::parse_number_text(rho_text))
-        budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
-    }
+    // The engine reads the spec's budget with the registry's precedence
+    // (policy_budget.h); the slider shows what it read.
+    const kvs::PolicyBudget budget = kvs::read_policy_budget(spec.toStdString());
+    budget_mode_->setCurrentIndex(budget.unit == kvs::PolicyBudget::Unit::Tokens ? kTokens : kRho);
+    onBudgetModeChanged();
+    if (budget.unit == kvs::PolicyBudget::Unit::Tokens) budget_slider_->setValue(static_cast<int>(budget.value));
+    else if (budget.unit == kvs::PolicyBudget::Unit::Share)
+      budget_slider_->setValue(static_cast<int>(std::lround(budget.value * 100)));
     parts.params.erase("rho");
     parts.params.erase("budget");
     const QSignalBlocker d(form_);

@@ -73,7 +73,7 @@ LanguageConfig llama_config_defaults() {
 
 JanusConfig janus_preset(const std::string& name) {
   JanusConfig c;
-  c.vq = llamagen::vq_preset("VQ-16", 16384, 8);
+  c.vq = vq::vq_preset("VQ-16", 16384, 8);
   if (name == "janus-pro-1b") {
     c.language.hidden_size = 2048;
     c.language.intermediate_size = 5632;
@@ -169,7 +169,7 @@ JanusConfig janus_config_from_hf(const nlohmann::json& j) {
   // MultiModalityCausalLM builds its decoder with VQ_16(): the LlamaGen VQ-16
   // architecture, with the codebook the config names (the converter checks it
   // against the decoder's tensors).
-  c.vq = llamagen::vq_preset("VQ-16", c.image_token_size, c.gen_embed_dim);
+  c.vq = vq::vq_preset("VQ-16", c.image_token_size, c.gen_embed_dim);
   return c;
 }
 
@@ -197,7 +197,7 @@ JanusConfig janus_config_from_json(const nlohmann::json& j) {
       else if (k == "image_size") c.image_size = v.get<int64_t>();
       else if (k == "image_start_tag") c.image_start_tag = v.get<std::string>();
       else if (k == "pad_tag") c.pad_tag = v.get<std::string>();
-      else if (k == "vq") c.vq = llamagen::vq_config_from_json(v);
+      else if (k == "vq") c.vq = vq::vq_config_from_json(v);
       else throw InvalidArgumentError("janus config: unknown field '" + k + "'");
     }
   } catch (const nlohmann::json::exception& e) {
@@ -225,7 +225,7 @@ nlohmann::json to_json(const JanusConfig& c) {
           {"image_size", c.image_size},
           {"image_start_tag", c.image_start_tag},
           {"pad_tag", c.pad_tag},
-          {"vq", llamagen::to_json(c.vq)}};
+          {"vq", vq::to_json(c.vq)}};
 }
 
 }  // namespace kvs::janus

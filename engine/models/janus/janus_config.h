@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/models/llamagen/llamagen_config.h"
+#include "engine/models/blocks/vq_config.h"
 
 namespace kvs::janus {
 
@@ -38,7 +38,7 @@ struct JanusConfig {
   int64_t gen_embed_dim = 8;         // gen_vision_config.n_embed: width of gen_embed
   int64_t aligner_depth = 2;         // gen_aligner_config.depth (mlp_gelu)
   int64_t head_embed = 2048;         // gen_head_config.image_token_embed
-  llamagen::VqConfig vq;             // gen_vision_model: VQ-16
+  vq::VqConfig vq;                   // gen_vision_model: VQ-16
   int64_t image_size = 384;          // generation_inference.py img_size
   // Text conventions of the checkpoint's tokenizer that generation relies on.
   std::string image_start_tag = "<begin_of_image>";

@@ -32,7 +32,7 @@ janus::JanusConfig config_of_case(const ojson& manifest, int64_t image_tokens) {
   janus::JanusConfig c;
   nlohmann::json vq_json = plain(ctor.at("gen_vision_model").at("ModelArgs"));
   vq_json["ch"] = ctor.at("gen_vision_model").value("encoder_decoder_ch", 128);
-  c.vq = llamagen::vq_config_from_json(vq_json);
+  c.vq = vq::vq_config_from_json(vq_json);
   const int64_t grid = static_cast<int64_t>(std::llround(std::sqrt(static_cast<double>(image_tokens))));
   if (grid * grid != image_tokens) throw FormatError("janus case: image tokens are not a square grid");
   c.image_size = grid * c.vq.downsample();
@@ -98,14 +98,15 @@ ConformanceReport run_janus(const ojson& manifest, const fs::path& dir, at::Devi
   auto generate = [&](const std::string& name, const std::string& call, const at::Tensor* exp_q) -> const Run& {
     auto found = runs.find(name);
     if (found != runs.end()) return found->second;
-    janus::PromptParams params;
-    params.cfg_weight = call_number(call, "cfg_weight", 5.0);
-    params.sampling.temperature = call_number(call, "temperature", 1.0);
+    raster::RasterParams params;
+    params.cfg_scale = call_number(call, "cfg_weight", 5.0);
+    const double temperature = call_number(call, "temperature", 1.0);
+    params.sampling.temperature = temperature;
     params.sampling.top_k = 0;
     params.sampling.top_p = 1.0;
     params.sampling.sample = exp_q != nullptr;
     params.sampling.rng = SamplerRng::Cpu;  // the references drew from the CPU generator
-    llamagen::RasterHooks hooks;
+    raster::RasterHooks hooks;
     hooks.record_logits_steps = 3;
     std::vector<at::Tensor> tokens, logits;
     for (int64_t b = 0; b < batch; ++b) {
@@ -113,14 +114,16 @@ ConformanceReport run_janus(const ojson& manifest, const fs::path& dir, at::Devi
         // torch.multinomial(probs, 1) on the CPU is argmax(probs / q), q the
         // recorded Exp(1) draws of that step.
         const at::Tensor q = exp_q->select(0, b);
-        params.choose = [q](int64_t step, const at::Tensor& probs) {
+        params.choose = [q, temperature](int64_t step, const at::Tensor& logits) {
+          const at::Tensor probs = at::softmax(logits.to(at::kCPU) / temperature, -1);
           return (probs / q.select(0, step).unsqueeze(0)).argmax(-1);
         };
       }
       const at::Tensor prompt = input_ids.select(0, b);
       auto result = janus::generate_from_prompt(model, prompt, unconditional_row(prompt, pad_id), 1, params, hooks);
       tokens.push_back(result.tokens);
-      logits.push_back(at::stack(result.step_logits));  // [3, 1, V]
+      logits.push_back(at::stack(result.step_logits) /
+                       temperature);  // [3, 1, V], as the reference: after the temperature
     }
     Run run{at::cat(tokens), {}};
     at::Tensor all = at::cat(logits, 1);  // [3, B, V]

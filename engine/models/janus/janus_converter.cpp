@@ -80,8 +80,8 @@ int64_t dim(const std::map<std::string, at::Tensor>& kept, const std::string& na
 // read the decoder's widths off its tensors (conv_out's input is ch x ch_mult[0]
 // = ch; block j's output is ch x ch_mult[L-1-j]), so a checkpoint with another
 // decoder size converts too and a mismatch is named by tensor, not by shape.
-llamagen::VqConfig infer_vq_decoder(const std::map<std::string, at::Tensor>& kept, llamagen::VqConfig vq,
-                                    const std::string& origin) {
+vq::VqConfig infer_vq_decoder(const std::map<std::string, at::Tensor>& kept, vq::VqConfig vq,
+                              const std::string& origin) {
   const std::string p = "gen_vision_model.";
   int64_t levels = 0;
   while (kept.count(p + "decoder.conv_blocks." + std::to_string(levels) + ".res.0.conv1.weight")) ++levels;

@@ -15,7 +15,6 @@
 #include "engine/models/janus/janus_generation.h"
 #include "engine/models/janus/janus_model.h"
 #include "engine/models/janus/janus_random_init.h"
-#include "engine/models/janus/janus_session.h"
 #include "engine/session/bundle_info.h"
 #include "engine/session/loaded_model.h"
 #include "engine/session/model_summary.h"

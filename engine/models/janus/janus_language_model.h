@@ -19,13 +19,12 @@
 #include <vector>
 
 #include "engine/cache/kv_store.h"
+#include "engine/generation/step_observer.h"
 #include "engine/models/janus/janus_config.h"
-#include "engine/models/llamagen/llamagen_gpt.h"
 
 namespace kvs::janus {
 
 using TensorMap = std::map<std::string, at::Tensor>;
-using llamagen::StepObserver;
 
 class JanusLanguageModel {
  public:

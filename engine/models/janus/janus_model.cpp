@@ -46,8 +46,8 @@ JanusModel JanusModel::from_weights(const JanusConfig& config, const io::Safeten
   TensorMap generation;
   for (const auto& e : janus_generation_tensors(config)) generation.emplace(e.name, weights.tensor(e.name));
   JanusModel model = from_tensors(config, generation, device, dtype);
-  model.vq = std::make_unique<llamagen::VqDecoder>(config.vq, io::tensors_with_prefix(weights, "gen_vision_model."),
-                                                   device, decoder_dtype(dtype));
+  model.vq = std::make_unique<vq::VqDecoder>(config.vq, io::tensors_with_prefix(weights, "gen_vision_model."), device,
+                                             decoder_dtype(dtype));
   return model;
 }
 

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "engine/io/model_bundle.h"
+#include "engine/models/blocks/vq_decoder.h"
 #include "engine/models/janus/janus_config.h"
 #include "engine/models/janus/janus_language_model.h"
-#include "engine/models/llamagen/vq_decoder.h"
 
 namespace kvs::io {
 class SafetensorsReader;
@@ -28,7 +28,7 @@ struct JanusModel {
   std::string name;
   JanusConfig config;
   std::unique_ptr<JanusLanguageModel> language;
-  std::unique_ptr<llamagen::VqDecoder> vq;
+  std::unique_ptr<vq::VqDecoder> vq;
   std::shared_ptr<const text::BpeTokenizer> tokenizer;  // null for conformance cases (ids are given)
 
   // Strictly checks every tensor (missing, unexpected, shape, floating dtype)

@@ -1,6 +1,6 @@
 #include "engine/models/janus/janus_weights.h"
 
-#include "engine/models/llamagen/llamagen_weights.h"
+#include "engine/models/blocks/vq_weights.h"
 
 namespace kvs::janus {
 
@@ -40,7 +40,7 @@ std::vector<io::ExpectedTensor> janus_generation_tensors(const JanusConfig& c) {
 
 std::vector<io::ExpectedTensor> janus_expected_tensors(const JanusConfig& c) {
   std::vector<io::ExpectedTensor> out = janus_generation_tensors(c);
-  for (auto e : llamagen::vq_decoder_expected_tensors(c.vq)) out.push_back({"gen_vision_model." + e.name, e.shape});
+  for (auto e : vq::vq_decoder_expected_tensors(c.vq)) out.push_back({"gen_vision_model." + e.name, e.shape});
   return out;
 }
 
@@ -48,7 +48,7 @@ bool is_unused_janus_key(const std::string& name) {
   auto starts = [&](const char* prefix) { return name.rfind(prefix, 0) == 0; };
   if (starts("vision_model.") || starts("aligner.") || starts("language_model.lm_head.")) return true;
   const std::string vq = "gen_vision_model.";
-  return starts("gen_vision_model.") && llamagen::is_unused_vq_key(name.substr(vq.size()));
+  return starts("gen_vision_model.") && vq::is_unused_vq_key(name.substr(vq.size()));
 }
 
 }  // namespace kvs::janus

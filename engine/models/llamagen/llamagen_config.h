@@ -1,7 +1,7 @@
 #pragma once
 // Architecture configuration of LlamaGen's class-conditional GPT
-// (autoregressive/models/gpt.py ModelArgs) and of its VQ tokenizer
-// (tokenizer/tokenizer_image/vq_model.py ModelArgs + Decoder arguments).
+// (autoregressive/models/gpt.py ModelArgs); its VQ tokenizer's is
+// engine/models/blocks/vq_config.h (Janus-Pro decodes with the same one).
 // Field names follow upstream so configs read the same in both worlds.
 #include <nlohmann/json_fwd.hpp>
 
@@ -10,7 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "engine/models/blocks/vq_config.h"
+
 namespace kvs::llamagen {
+
+// LlamaGen's tokenizer is the shared VQ block; its names read as LlamaGen's here.
+using vq::to_json;
+using vq::vq_config_from_json;
+using vq::vq_preset;
+using vq::VqConfig;
 
 struct GptConfig {
   int64_t dim = 768;
@@ -46,27 +54,8 @@ GptConfig gpt_preset(const std::string& name, int64_t image_size = 256, int64_t 
                      int64_t num_classes = 1000, int64_t vocab_size = 16384);
 std::vector<std::string> gpt_preset_names();
 
-struct VqConfig {
-  int64_t codebook_size = 16384;
-  int64_t codebook_embed_dim = 8;
-  bool codebook_l2_norm = true;
-  int64_t z_channels = 256;
-  int64_t ch = 128;  // Decoder(ch=...) — VQModel itself always uses 128
-  std::vector<int64_t> decoder_ch_mult{1, 1, 2, 2, 4};
-  int64_t num_res_blocks = 2;
-  int64_t out_channels = 3;
-
-  int64_t downsample() const { return int64_t{1} << (decoder_ch_mult.size() - 1); }
-  void validate() const;
-};
-
-// "VQ-16" (ch_mult [1,1,2,2,4]) and "VQ-8" (ch_mult [1,2,2,4]).
-VqConfig vq_preset(const std::string& name, int64_t codebook_size = 16384, int64_t codebook_embed_dim = 8);
-
 // JSON in upstream ModelArgs spelling (unknown keys are rejected with their names).
 GptConfig gpt_config_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const GptConfig& c);
-VqConfig vq_config_from_json(const nlohmann::json& j);
-nlohmann::json to_json(const VqConfig& c);
 
 }  // namespace kvs::llamagen

@@ -13,8 +13,8 @@
 #include "engine/io/mapped_file.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/models/llamagen/llamagen_conformance.h"
+#include "engine/models/llamagen/llamagen_generation.h"
 #include "engine/models/llamagen/llamagen_model.h"
-#include "engine/models/llamagen/raster_generation.h"
 
 namespace kvs {
 namespace {
@@ -75,7 +75,7 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
   };
   struct GenRun {
     GenerateCall call;
-    llamagen::RasterResult result;
+    raster::RasterResult result;
   };
   std::map<std::string, GenRun> generations;
   GenerateCall last_call;
@@ -96,13 +96,13 @@ ConformanceReport run_llamagen(const ojson& manifest, const fs::path& dir, at::D
       GenerateCall g = parse_generate_call(call, last_call);
       if (call.find("cfg_scale") == std::string::npos) g.cfg_scale = std::stod(m[1]);
       last_call = g;
-      llamagen::RasterParams params;
+      raster::RasterParams params;
       params.cfg_scale = g.cfg_scale;
       params.cfg_interval = g.cfg_interval;
       // The references drew from torch.manual_seed(seed): the CPU generator.
       params.sampling = SamplingParams{g.temperature, g.top_k, g.top_p, g.sample, SamplerRng::Cpu};
       params.seed = g.seed;
-      llamagen::RasterHooks hooks;
+      raster::RasterHooks hooks;
       hooks.record_logits_steps = 16;
       auto result = llamagen::generate_raster(*model.gpt, input("labels"), params, hooks);
       check = compare_with_reference(name, spec, result.tokens, opened.io_file->tensor(name).to(at::kLong));

@@ -48,4 +48,15 @@ nlohmann::json llamagen_manifest(const std::string& name, const GptConfig& gpt, 
   return io::family_manifest(name, "llamagen", "gpt", to_json(gpt), to_json(vq), provenance);
 }
 
+at::Tensor images_to_uint8_nhwc(const at::Tensor& images) {
+  return images.detach()
+      .to(at::kFloat)
+      .mul(127.5)
+      .add(128.0)
+      .clamp(0, 255)
+      .permute({0, 2, 3, 1})
+      .to(at::kCPU, at::kByte)
+      .contiguous();
+}
+
 }  // namespace kvs::llamagen

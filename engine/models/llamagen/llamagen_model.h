@@ -6,15 +6,17 @@
 #include <vector>
 
 #include "engine/io/model_bundle.h"
+#include "engine/models/blocks/vq_decoder.h"
 #include "engine/models/llamagen/decode_graphs.h"
 #include "engine/models/llamagen/llamagen_gpt.h"
-#include "engine/models/llamagen/vq_decoder.h"
 
 namespace kvs::io {
 class SafetensorsReader;
 }
 
 namespace kvs::llamagen {
+
+using vq::VqDecoder;
 
 struct LlamaGenModel {
   std::string name;
@@ -40,5 +42,8 @@ struct LlamaGenModel {
 // Bundle manifest sections for a LlamaGen model.
 nlohmann::json llamagen_manifest(const std::string& name, const GptConfig& gpt, const VqConfig& vq,
                                  const nlohmann::json& provenance);
+
+// app.py's conversion: x * 127.5 + 128, clamp to [0, 255], truncate -> uint8 [B, H, W, 3].
+at::Tensor images_to_uint8_nhwc(const at::Tensor& images);
 
 }  // namespace kvs::llamagen

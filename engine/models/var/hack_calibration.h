@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "engine/cache/policies/head_variance_profile.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 
 namespace kvs::var {
 

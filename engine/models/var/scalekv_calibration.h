@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "engine/cache/policies/layer_selectivity_profile.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 
 namespace kvs::var {
 

@@ -10,7 +10,7 @@
 #include "engine/conformance/conformance_compare.h"
 #include "engine/core/errors.h"
 #include "engine/io/safetensors_reader.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 #include "engine/models/var/var_model.h"
 
 namespace kvs {

@@ -16,17 +16,18 @@
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
+#include "engine/generation/scale/scale_stream.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/var/hack_calibration.h"
-#include "engine/models/var/scale_generation.h"
-#include "engine/models/var/scale_session.h"
 #include "engine/models/var/scalekv_calibration.h"
 #include "engine/models/var/var_calibration.h"
 #include "engine/models/var/var_config.h"
 #include "engine/models/var/var_conformance.h"
 #include "engine/models/var/var_converter.h"
+#include "engine/models/var/var_generation.h"
 #include "engine/models/var/var_model.h"
 #include "engine/models/var/var_random_init.h"
+#include "engine/models/var/var_run.h"
 #include "engine/models/var/var_similarity_calibration.h"
 #include "engine/session/bundle_info.h"
 #include "engine/session/loaded_model.h"
@@ -275,7 +276,7 @@ class VarFamily : public ModelFamily {
     // CFG rows unless cfg is 0.
     PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
     context.calibrations = std::make_shared<CheckCalibrations>(context, bundle.dir);
-    make_scale_policy(spec, context);
+    scale::make_scale_policy(spec, context);
     // HeatKV's calibration_images needs the model's classes.
     heatkv_calibration_images(spec, config.num_classes);
   }

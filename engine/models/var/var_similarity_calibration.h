@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/cache/policies/amskv_calibration.h"
-#include "engine/models/var/scale_generation.h"
+#include "engine/models/var/var_generation.h"
 
 namespace kvs::var {
 

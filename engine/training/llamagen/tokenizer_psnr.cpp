@@ -18,7 +18,7 @@ double llamagen_bundle_tokenizer_psnr(const std::string& work_dir, const llamage
   return vq_decoder_tokenizer_psnr(work_dir, *model.vq, model.gpt->config().grid_size(), pixels_nhwc, device);
 }
 
-double vq_decoder_tokenizer_psnr(const std::string& work_dir, const llamagen::VqDecoder& decoder, int64_t grid,
+double vq_decoder_tokenizer_psnr(const std::string& work_dir, const vq::VqDecoder& decoder, int64_t grid,
                                  const at::Tensor& pixels_nhwc, at::Device device) {
   nlohmann::json vq_manifest;
   const auto vq_weights = load_checkpoint_weights((std::filesystem::path(work_dir) / "vq").string(), &vq_manifest);

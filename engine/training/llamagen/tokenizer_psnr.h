@@ -8,8 +8,10 @@
 
 namespace kvs::llamagen {
 struct LlamaGenModel;
+}
+namespace kvs::vq {
 class VqDecoder;
-}  // namespace kvs::llamagen
+}
 
 namespace kvs::training {
 
@@ -18,7 +20,7 @@ double llamagen_bundle_tokenizer_psnr(const std::string& work_dir, const llamage
 
 // The same for any bundle whose decoder is LlamaGen's VQ (Janus-Pro's
 // gen_vision_model): `grid` x `grid` codes per image.
-double vq_decoder_tokenizer_psnr(const std::string& work_dir, const llamagen::VqDecoder& decoder, int64_t grid,
+double vq_decoder_tokenizer_psnr(const std::string& work_dir, const vq::VqDecoder& decoder, int64_t grid,
                                  const at::Tensor& pixels_nhwc, at::Device device);
 
 }  // namespace kvs::training

@@ -8,8 +8,8 @@
 
 #include "engine/core/errors.h"
 #include "engine/models/blocks/conv_blocks.h"
+#include "engine/models/blocks/vq_decoder.h"
 #include "engine/models/llamagen/llamagen_weights.h"
-#include "engine/models/llamagen/vq_decoder.h"
 
 namespace kvs::training {
 namespace blocks = conv_blocks;
@@ -75,7 +75,7 @@ VqModel::VqModel(VqModelConfig config, const std::map<std::string, at::Tensor>& 
   std::map<std::string, at::Tensor> decoder_weights;
   for (const auto& e : llamagen::vq_decoder_expected_tensors(config_.arch))
     decoder_weights[e.name] = weights_.at(e.name);
-  decoder_ = std::make_unique<llamagen::VqDecoder>(config_.arch, decoder_weights, device);
+  decoder_ = std::make_unique<vq::VqDecoder>(config_.arch, decoder_weights, device);
 }
 
 VqModel::~VqModel() = default;

@@ -25,7 +25,7 @@
 #include "engine/models/llamagen/llamagen_config.h"
 #include "engine/training/parameter_set.h"
 
-namespace kvs::llamagen {
+namespace kvs::vq {
 class VqDecoder;
 }
 
@@ -85,7 +85,7 @@ class VqModel {
   VqModelConfig config_;
   at::Device device_;
   std::map<std::string, at::Tensor> weights_;
-  std::unique_ptr<llamagen::VqDecoder> decoder_;
+  std::unique_ptr<vq::VqDecoder> decoder_;
 };
 
 }  // namespace kvs::training

@@ -12,7 +12,8 @@
 #include "engine/core/logging.h"
 #include "engine/metrics/image_metrics.h"
 #include "engine/metrics/image_tensors.h"
-#include "engine/models/llamagen/vq_decoder.h"
+#include "engine/models/blocks/vq_decoder.h"
+#include "engine/models/llamagen/llamagen_model.h"
 #include "engine/training/bundle_start.h"
 #include "engine/training/world_data.h"
 

@@ -1,4 +1,4 @@
-#include "engine/models/llamagen/vq_decoder.h"
+#include "engine/models/blocks/vq_decoder.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -6,7 +6,7 @@
 #include "engine/core/errors.h"
 #include "engine/models/blocks/conv_blocks.h"
 
-namespace kvs::llamagen {
+namespace kvs::vq {
 
 VqDecoder::VqDecoder(VqConfig config, const std::map<std::string, at::Tensor>& weights, at::Device device,
                      at::ScalarType dtype)
@@ -82,15 +82,4 @@ at::Tensor VqDecoder::decode_latent(const at::Tensor& z) const {
   return conv(h, "decoder.conv_out", 1).to(at::kFloat);  // images in float32 whatever the dtype
 }
 
-at::Tensor images_to_uint8_nhwc(const at::Tensor& images) {
-  return images.detach()
-      .to(at::kFloat)
-      .mul(127.5)
-      .add(128.0)
-      .clamp(0, 255)
-      .permute({0, 2, 3, 1})
-      .to(at::kCPU, at::kByte)
-      .contiguous();
-}
-
-}  // namespace kvs::llamagen
+}  // namespace kvs::vq

@@ -1,4 +1,4 @@
-#include "engine/models/var/scale_session.h"
+#include "engine/models/var/var_run.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -17,10 +17,11 @@
 #include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
+#include "engine/generation/scale/scale_stream.h"
 #include "engine/models/var/hack_calibration.h"
-#include "engine/models/var/scale_generation.h"
 #include "engine/models/var/scalekv_calibration.h"
 #include "engine/models/var/var_calibration.h"
+#include "engine/models/var/var_generation.h"
 #include "engine/models/var/var_model.h"
 #include "engine/session/bundle_info.h"
 #include "engine/session/event_snapshots.h"
@@ -32,15 +33,6 @@ namespace {
 
 std::vector<RgbImage> decode_fhat(const VarModel& model, const at::Tensor& f_hat) {
   return to_rgb_images(var_images_to_uint8_nhwc(model.vqvae->fhat_to_img(f_hat)));
-}
-
-bool serves_scales(const std::string& name) {
-  try {
-    const auto& families = find_policy(name).families;
-    return std::find(families.begin(), families.end(), "scale") != families.end();
-  } catch (const InvalidArgumentError&) {
-    return false;  // an unknown name: make_policy's message lists the known ones
-  }
 }
 
 // ScaleKV's calibration for K' = top_k: the one kept with the loaded model, the
@@ -198,98 +190,34 @@ std::shared_ptr<const AmsKvCalibration> stored_amskv_calibration(const std::stri
   return calibration;
 }
 
-std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context) {
-  const std::string note = "works on raster (next-token) models only; this VAR model takes 'full' or a scale policy";
-  std::unique_ptr<CachePolicy> policy;
-  try {
-    policy = make_policy(spec, context);
-  } catch (const InvalidArgumentError& e) {
-    const std::string name = parse_policy_spec(spec).name;
-    // A scale policy's own message is the whole story (a bad budget, a
-    // calibration of another model); only a raster policy gets the note.
-    if (name == "full" || serves_scales(name)) throw;
-    std::string message = e.what();
-    message += " (if policy '";
-    message += name;
-    message += "' ";
-    message += note;
-    message += ")";
-    throw InvalidArgumentError(message);
-  }
-  if (policy->name() != "full" && !policy->supports_units()) {
-    std::string message = "policy '";
-    message += policy->name();
-    message += "' ";
-    message += note;
-    throw InvalidArgumentError(message);
-  }
-  return policy;
-}
-
 GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& calibrations,
                                       const GenerationRequest& request, const RunContext& ctx) {
   const VarConfig& config = model.transformer->config();
   check_class_ids(request, config.num_classes, model.name);
   if (request.cfg_interval != -1)
     throw InvalidArgumentError("cfg interval applies to raster models only (VAR ramps its guidance over the scales)");
-  check_attention_selection(request, config.depth, config.num_heads);
-
-  const int64_t grid = config.final_grid(), scales = config.scales(), total = config.total_tokens();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  ctx.emit(StartedEvent{model.name, ctx.device_description, batch, grid, grid, total, "scale", scales, "var", 0, {}});
 
   ScaleParams params;
   params.cfg = request.cfg_scale;
   params.sampling = request.sampling;
   params.seed = request.seed;
+  const bool use_cfg = params.cfg != 0.0;
 
-  PolicyContext context = scale_policy_context(config, batch, params.cfg != 0.0, request.seed);
+  scale::ScaleRun run;
+  run.model_name = model.name;
+  run.family = "var";
+  run.shape = scale_shape(config, batch, use_cfg);
+  run.images = batch;
+  run.grid_height = run.grid_width = config.final_grid();
+  run.policy_context = scale_policy_context(config, batch, use_cfg, request.seed);
   // A policy that needs a calibration asks for it while it is made, also on a
   // policy change mid-run (HeatKV with another calibration_images, say).
-  context.calibrations = std::make_shared<VarCalibrationProvider>(model, calibrations, request, ctx);
-  auto make = [&](const std::string& spec) { return make_scale_policy(spec, context); };
-  std::unique_ptr<CachePolicy> policy = make(request.policy);
-  // A calibration made on the way (HeatKV, ScaleKV, HACK, first use) is not counted in the run's time.
-  RunClock clock;
-  std::string policy_spec = request.policy;
-  ScaleHooks hooks;
-  hooks.policy = [&] { return policy.get(); };
-  hooks.cache_capacity_tokens = policy->initial_entries();
-  hooks.cancelled = ctx.cancelled;
+  run.policy_context.calibrations = std::make_shared<VarCalibrationProvider>(model, calibrations, request, ctx);
+  run.decode = [&](const at::Tensor& f_hat) { return decode_fhat(model, f_hat); };
 
-  // Attention of each scale's queries (image 0), averaged over the queries and the
-  // layers/heads asked for, per sequence position.
-  CacheAttentionMap attention(request, total);
-  if (request.emit_attention_map) {
-    hooks.wants_attention = [](int64_t) { return true; };
-    hooks.on_attention = [&](int64_t layer, int64_t si, const KvAttention& a, const KvStore& store) {
-      const double queries = static_cast<double>(config.scale_tokens(si));
-      at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / queries;  // [heads, L]
-      attention.add(layer, config.scale_begin(si), mass, store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1)));
-    };
-  }
-
-  hooks.on_scale = [&](const ScaleStep& step) {
-    ctx.emit(clock.progress(step.tokens_done, total));
-    UnitDoneEvent unit = clock.unit(step.scale, scales);
-    fill_kv_unit(unit, *step.cache, request, total, policy_spec, ctx.cuda_index, policy.get());
-    if (request.emit_attention_map) unit.attention = attention.take();
-    // f_hat already spans the whole image: decode it as it stands.
-    clock.preview_if_due(unit, request, [&] { return decode_fhat(model, *step.f_hat); });
-    ctx.emit(unit);
-    // A change requested so far takes effect for the next scale.
-    apply_policy_change(ctx, step.scale, policy_spec, [&](const std::string& spec) { policy = make(spec); });
-  };
-  const ScaleResult generated = generate_scales(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params,
-                                                hooks);
-
-  GenerationResult result = clock.result(model.name, ctx, grid, total);
-  result.images = decode_fhat(model, generated.f_hat);
-  result.tokens = token_rows(generated.tokens());
-  fill_kv_result(result, generated.memory);
-  result.policy = policy_spec;
-  result.elapsed_ms = clock.elapsed_ms();
-  return result;
+  const auto network = class_conditioned_var(*model.transformer, *model.vqvae, at::tensor(request.class_ids), params);
+  return scale::stream_scales(*network, run, request, ctx);
 }
 
 }  // namespace kvs::var

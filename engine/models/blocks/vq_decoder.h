@@ -1,15 +1,16 @@
 #pragma once
 // LlamaGen's VQ tokenizer decoder (tokenizer/tokenizer_image/vq_model.py:
 // VectorQuantizer.get_codebook_entry + post_quant_conv + Decoder), for VQ-16 and
-// VQ-8 and any other level count. Codes -> RGB in roughly [-1, 1].
+// VQ-8 and any other level count. Codes -> RGB in roughly [-1, 1]. LlamaGen
+// decodes with it, and so does Janus-Pro (its gen_vision_model is this VQ-16).
 #include <ATen/core/Tensor.h>
 
 #include <map>
 #include <string>
 
-#include "engine/models/llamagen/llamagen_config.h"
+#include "engine/models/blocks/vq_config.h"
 
-namespace kvs::llamagen {
+namespace kvs::vq {
 
 class VqDecoder {
  public:
@@ -44,7 +45,4 @@ class VqDecoder {
   at::Tensor codebook_;  // rows L2-normalised if codebook_l2_norm
 };
 
-// app.py conversion: x * 127.5 + 128, clamp to [0, 255], truncate -> uint8 [B, H, W, 3].
-at::Tensor images_to_uint8_nhwc(const at::Tensor& images);
-
-}  // namespace kvs::llamagen
+}  // namespace kvs::vq

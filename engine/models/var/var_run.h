@@ -1,10 +1,7 @@
 #pragma once
-// The next-scale family's generation session (VAR): one unit per scale. Emits
-// StartedEvent (unit "scale"), a TokenProgressEvent and a UnitDoneEvent per scale
-// (KV memory, retained masks over the flattened multi-scale positions, the
-// attention of the scale's queries, and a preview decoded from the current
-// f_hat: after any scale the whole image is there, coarse), PolicyChangedEvent
-// at scale boundaries; returns the images and the run's memory.
+// A VAR run (engine/generation/scale/scale_stream.h: one unit per scale) and
+// what the loaded model keeps between runs: its calibrations, read from the
+// bundle or measured on first use, handed to the policies that ask for them.
 #include <map>
 #include <memory>
 #include <string>
@@ -25,11 +22,6 @@ class CachePolicy;
 namespace kvs::var {
 
 struct VarModel;
-
-// VAR runs with `full` or a policy written for scale units (cache_policy.h).
-// A raster policy may already refuse the scale context while it is built (its
-// budget rules count token lines); the message says why either way.
-std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context);
 
 // The loaded model's calibrations, kept for later runs.
 struct VarCalibrations {
