@@ -48,11 +48,18 @@ if [[ "$preset" == "headless" ]]; then KVSTUDIO_NO_GUI=1 bash installer/install-
 step "configure + build ($preset)"
 start=$(date +%s)
 cmake --preset "$preset" >/dev/null
+launch_window=0
 if [[ "$mode" == "run" ]]; then
-  # `run` builds what it runs: the window (where Qt 6 is installed) and the CLI,
-  # with the engine they link; the test suites and tools wait for `test`.
-  targets=(kvstudio-cli)
-  if cmake --build --preset "$preset" --target help 2>/dev/null | grep -qE '^kvstudio(:| )'; then targets+=(kvstudio); fi
+  # `run` builds what it runs: the window on a desktop where Qt 6 is installed
+  # (it links the runtime alone: no benchmark, no procedural world), else the
+  # command line; the test suites and tools wait for `test`.
+  if [[ $# -eq 0 && "${KVSTUDIO_HEADLESS:-0}" != "1" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) ]] &&
+    cmake --build --preset "$preset" --target help 2>/dev/null | grep -qE '^kvstudio(:| )'; then
+    launch_window=1
+    targets=(kvstudio)
+  else
+    targets=(kvstudio-cli)
+  fi
   cmake --build --preset "$preset" -j "$jobs" --target "${targets[@]}"
 else
   cmake --build --preset "$preset" -j "$jobs"
@@ -67,13 +74,14 @@ if [[ "$mode" == "run" ]]; then
   # example prompt; the command line is given the same one.
   demo_model="resources/models/janus-pro-demo"
   demo_prompt="as the sun sets, a view over the sea: three clouds, the sun at the centre, low in the sky and orange tones"
-  if [[ $# -eq 0 && -x "$gui" && "${KVSTUDIO_HEADLESS:-0}" != "1" && ( -n "${DISPLAY:-}" || -n "${WAYLAND_DISPLAY:-}" ) ]]; then
+  if [[ "$launch_window" == "1" && -x "$gui" ]]; then
     step "KV Studio window (generating with the bundled text-to-image demo model)"
     exec "$gui" --model "$demo_model" --generate
   fi
   if [[ $# -eq 0 && "${KVSTUDIO_HEADLESS:-0}" != "1" ]]; then
-    if [[ ! -x "$gui" ]]; then echo "(the window was not built: Qt 6 missing or the headless preset; using the command line)" >&2
-    else echo "(no display: using the command line; run $gui on a desktop for the window)" >&2; fi
+    if ! cmake --build --preset "$preset" --target help 2>/dev/null | grep -qE '^kvstudio(:| )'; then
+      echo "(the window is not part of this build: Qt 6 missing or the headless preset; using the command line)" >&2
+    else echo "(no display: using the command line; on a desktop, run opens the window)" >&2; fi
   fi
   step "generate with the bundled text-to-image demo model"
   mkdir -p out
