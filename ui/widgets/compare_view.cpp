@@ -18,8 +18,9 @@
 #include "ui/render/overlay_images.h"
 #include "ui/viewmodel/compare_view_model.h"
 #include "ui/widgets/generation_canvas.h"
-#include "ui/widgets/image_views.h"
+#include "ui/widgets/image_view.h"
 #include "ui/widgets/memory_panel.h"
+#include "ui/widgets/split_view.h"
 
 namespace kvs::ui {
 namespace {

@@ -7,7 +7,8 @@
 #include <QVBoxLayout>
 
 #include "ui/viewmodel/history_model.h"
-#include "ui/widgets/image_views.h"
+#include "ui/widgets/image_view.h"
+#include "ui/widgets/split_view.h"
 
 namespace kvs::ui {
 

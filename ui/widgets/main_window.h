@@ -110,7 +110,10 @@ class MainWindow : public QMainWindow {
   bool eventFilter(QObject* watched, QEvent* event) override;
 
  private:
-  void buildUi();
+  void buildUi();  // buildPages, buildDocks, connectSignals (main_window_signals.cpp)
+  void buildPages();
+  void buildDocks();
+  void connectSignals();
   void buildMenus();
   void refreshProgress();
   void onRunStateChanged();

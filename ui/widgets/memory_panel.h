@@ -8,106 +8,22 @@
 // tokens among its overlays, the tokens recomputed per unit instead. A run on a
 // GPU adds a chart of the device's memory (allocated, reserved, peak, total)
 // beside the KV cache's allocation; CPU runs do not show it.
-#include <QColor>
-#include <QPointF>
 #include <QPointer>
 #include <QString>
-#include <QVector>
 #include <QWidget>
 
-#include <vector>
+#include <cstdint>
+
+#include "ui/widgets/device_memory_chart.h"
+#include "ui/widgets/layer_bars.h"
+#include "ui/widgets/memory_chart.h"
+#include "ui/widgets/memory_gauge.h"
 
 class QLabel;
-class QPainter;
-class QRectF;
 
 namespace kvs::ui {
 
 class RunViewModel;
-struct MemorySample;
-
-class MemoryGauge : public QWidget {
-  Q_OBJECT
- public:
-  explicit MemoryGauge(QWidget* parent = nullptr);
-  void setRun(RunViewModel* run);
-  void setCompact(bool compact) {
-    compact_ = compact;
-    updateGeometry();
-  }
-  QSize sizeHint() const override { return {280, compact_ ? 26 : 46}; }
-  QSize minimumSizeHint() const override { return {120, compact_ ? 22 : 40}; }
-
- protected:
-  void paintEvent(QPaintEvent*) override;
-
- private:
-  QPointer<RunViewModel> run_;
-  bool compact_ = false;
-};
-
-class MemoryChart : public QWidget {
-  Q_OBJECT
- public:
-  explicit MemoryChart(QWidget* parent = nullptr);
-  void setRun(RunViewModel* run);
-  QSize sizeHint() const override { return {280, 170}; }
-  QSize minimumSizeHint() const override { return {160, 110}; }
-
- protected:
-  void paintEvent(QPaintEvent*) override;
-
- private:
-  void paintFlopsPerStep(QPainter& p, const QRectF& plot, const std::vector<MemorySample>& memory);
-  QPointer<RunViewModel> run_;
-};
-
-// One line of a chart: (unit index, bytes) points.
-struct MemorySeries {
-  QString name;
-  QColor color;
-  bool dashed = false;
-  QVector<QPointF> points;
-};
-
-// GPU runs: the device's memory after each unit as series named "allocated",
-// "reserved", "peak" and "total" (LibTorch's caching allocator; total is the
-// device's memory), and "KV cache" (the store's allocated bytes) beside them.
-// Units without device numbers are skipped; empty when no unit has any (CPU runs).
-std::vector<MemorySeries> deviceMemorySeries(const std::vector<MemorySample>& memory);
-
-class DeviceMemoryChart : public QWidget {
-  Q_OBJECT
- public:
-  explicit DeviceMemoryChart(QWidget* parent = nullptr);
-  void setRun(RunViewModel* run);
-  // What the chart draws now (deviceMemorySeries of the run's samples).
-  std::vector<MemorySeries> series() const;
-  QSize sizeHint() const override { return {280, 150}; }
-  QSize minimumSizeHint() const override { return {160, 100}; }
-
- protected:
-  void paintEvent(QPaintEvent*) override;
-
- private:
-  QPointer<RunViewModel> run_;
-};
-
-class LayerBars : public QWidget {
-  Q_OBJECT
- public:
-  explicit LayerBars(QWidget* parent = nullptr);
-  void setRun(RunViewModel* run);
-  QSize sizeHint() const override { return {280, 120}; }
-  QSize minimumSizeHint() const override { return {160, 70}; }
-
- protected:
-  void paintEvent(QPaintEvent*) override;
-
- private:
-  void paintRecomputedPerStep(QPainter& p);
-  QPointer<RunViewModel> run_;
-};
 
 class MemoryPanel : public QWidget {
   Q_OBJECT
@@ -126,6 +42,7 @@ class MemoryPanel : public QWidget {
   QLabel* process_;
 };
 
+// "1.25 MiB", "3.10 GFLOP": how the memory widgets print sizes and compute.
 QString formatBytes(int64_t bytes);
 QString formatFlops(double flops);
 

@@ -1,27 +1,12 @@
 #pragma once
-// Small image widgets of the compare view: a scaled image with a caption, and a
-// split view that shows image A left of a draggable divider and B right of it
-// (a "flip" swaps them) to compare two results in place.
+// Two results in place: image A left of a draggable divider and B right of it
+// (a "flip" swaps them), in the compare view.
 #include <QImage>
+#include <QRect>
+#include <QString>
 #include <QWidget>
 
 namespace kvs::ui {
-
-class ImageView : public QWidget {
-  Q_OBJECT
- public:
-  explicit ImageView(QWidget* parent = nullptr);
-  void setImage(const QImage& image, const QString& caption = {});
-  QSize sizeHint() const override { return {220, 220}; }
-  QSize minimumSizeHint() const override { return {80, 80}; }
-
- protected:
-  void paintEvent(QPaintEvent*) override;
-
- private:
-  QImage image_;
-  QString caption_;
-};
 
 class SplitView : public QWidget {
   Q_OBJECT

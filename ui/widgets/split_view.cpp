@@ -1,51 +1,13 @@
-#include "ui/widgets/image_views.h"
+#include "ui/widgets/split_view.h"
 
 #include <QMouseEvent>
 #include <QPainter>
 
 #include <algorithm>
 
+#include "ui/widgets/image_view.h"
+
 namespace kvs::ui {
-namespace {
-
-QRect fitSquare(const QRect& area, const QSize& image) {
-  if (image.isEmpty()) return area;
-  QSize s = image.scaled(area.size(), Qt::KeepAspectRatio);
-  return QRect(area.left() + (area.width() - s.width()) / 2, area.top() + (area.height() - s.height()) / 2, s.width(),
-               s.height());
-}
-
-void drawScaled(QPainter& p, const QRect& target, const QImage& image) {
-  p.setRenderHint(QPainter::SmoothPixmapTransform, target.width() < 2 * image.width());
-  p.drawImage(target, image);
-}
-
-}  // namespace
-
-ImageView::ImageView(QWidget* parent) : QWidget(parent) {}
-
-void ImageView::setImage(const QImage& image, const QString& caption) {
-  image_ = image;
-  caption_ = caption;
-  update();
-}
-
-void ImageView::paintEvent(QPaintEvent*) {
-  QPainter p(this);
-  p.fillRect(rect(), QColor(21, 23, 28));
-  const int captionHeight = caption_.isEmpty() ? 0 : fontMetrics().height() + 4;
-  const QRect area = rect().adjusted(4, 4, -4, -4 - captionHeight);
-  if (image_.isNull()) {
-    p.setPen(QColor(120, 126, 140));
-    p.drawText(area, Qt::AlignCenter, tr("—"));
-  } else {
-    drawScaled(p, fitSquare(area, image_.size()), image_);
-  }
-  if (captionHeight) {
-    p.setPen(QColor(190, 195, 206));
-    p.drawText(QRect(0, height() - captionHeight, width(), captionHeight), Qt::AlignCenter, caption_);
-  }
-}
 
 SplitView::SplitView(QWidget* parent) : QWidget(parent) {
   setCursor(Qt::SplitHCursor);
@@ -74,7 +36,7 @@ void SplitView::flip() {
 
 QRect SplitView::imageRect() const {
   const QRect area = rect().adjusted(4, 4, -4, -4 - fontMetrics().height() - 4);
-  return fitSquare(area, a_.isNull() ? b_.size() : a_.size());
+  return fitImageRect(area, a_.isNull() ? b_.size() : a_.size());
 }
 
 void SplitView::paintEvent(QPaintEvent*) {
@@ -89,11 +51,11 @@ void SplitView::paintEvent(QPaintEvent*) {
   const int x = r.left() + static_cast<int>(r.width() * split_);
   p.save();
   p.setClipRect(QRect(r.left(), r.top(), x - r.left(), r.height()));
-  drawScaled(p, r, a_);
+  drawScaledImage(p, r, a_);
   p.restore();
   p.save();
   p.setClipRect(QRect(x, r.top(), r.right() - x + 1, r.height()));
-  drawScaled(p, r, b_);
+  drawScaledImage(p, r, b_);
   p.restore();
   p.setPen(QPen(QColor(255, 214, 64), 2));
   p.drawLine(x, r.top(), x, r.bottom());
