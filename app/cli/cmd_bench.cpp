@@ -153,29 +153,30 @@ std::string format_mib(double bytes) {
 
 }  // namespace
 
-int cmd_bench(const std::vector<std::string>& args) {
-  if (!args.empty() && args[0] == "merge") return cmd_bench_merge({args.begin() + 1, args.end()});
-  ArgParser p(args, {"--model",       "--random", "--policies",    "--batch", "--images", "--seed",       "--classes",
-                     "--prompts",     "--cfg",    "--temperature", "--top-k", "--top-p",  "--device",     "--threads",
-                     "--json",        "--chart",  "--rounds",      "--steps", "--dtype",  "--max-memory", "--max-batch",
-                     "--sampler-rng", "--out",    "--shard",       "--sweep", "--grid",   "--cuda-graphs"},
-              {"--quiet", "--no-warmup", "--help", "--save-images"}, 0);
-  if (p.flag("--help")) {
-    std::fputs(kHelp, stdout);
-    return 0;
-  }
+// What `bench` was asked: the options checked one by one (each refusal names
+// its option) before any model is opened.
+struct BenchCommand {
+  BenchOptions options;
+  std::optional<BenchSweep> sweep;
+  std::string out_dir, grid_path, json_path, chart_path;
+  bool quiet = false;
+};
+
+BenchCommand parse_bench_command(const ArgParser& p) {
   if (p.has("--model") && p.has("--random"))
     throw InvalidArgumentError("options --model and --random exclude each other");
-  BenchOptions options;
+  BenchCommand c;
+  BenchOptions& options = c.options;
   if (p.has("--random")) options.random_arch = p.get("--random", "");
   else options.model_path = p.get("--model", p.has("--prompts") ? default_text_model_path() : default_model_path());
   options.policies = split_policy_list(p.require("--policies"));
-  std::optional<BenchSweep> sweep;
+  std::optional<BenchSweep>& sweep = c.sweep;
   if (p.has("--sweep")) {
     sweep = make_bench_sweep(options.policies, p.get("--sweep", ""));
     options.policies = sweep->bench_policies();
   }
-  const std::string grid_path = p.get("--grid", "");
+  c.grid_path = p.get("--grid", "");
+  const std::string& grid_path = c.grid_path;
   if (!grid_path.empty() && !sweep) throw InvalidArgumentError("option --grid applies with --sweep");
   options.batch = p.get_int("--batch", 1);
   if (options.batch < 1 || options.batch > 256) throw InvalidArgumentError("option --batch must be between 1 and 256");
@@ -218,7 +219,8 @@ int cmd_bench(const std::vector<std::string>& args) {
   parse_run_dtype(options.dtype);  // an unknown name fails before any work
   options.cuda_graphs = p.get("--cuda-graphs", "on");
   parse_cuda_graphs(options.cuda_graphs);
-  const std::string out_dir = p.get("--out", "");
+  c.out_dir = p.get("--out", "");
+  const std::string& out_dir = c.out_dir;
   if (p.has("--shard")) {
     if (out_dir.empty()) throw InvalidArgumentError("option --shard needs --out DIR (where the shard's results go)");
     std::tie(options.shard_index, options.shard_count) = parse_shard(p.get("--shard", ""));
@@ -238,55 +240,78 @@ int cmd_bench(const std::vector<std::string>& args) {
     if (!out_dir.empty() && !options.save_images)
       throw InvalidArgumentError("option --grid with --out draws the images saved in DIR: add --save-images");
   }
-  const std::string json_path = p.get("--json", "");
-  const std::string chart_path = p.get("--chart", "");
-  if (!json_path.empty()) check_bench_output("--json", json_path, "");
-  if (!chart_path.empty()) check_bench_output("--chart", chart_path, ".png");
+  c.json_path = p.get("--json", "");
+  c.chart_path = p.get("--chart", "");
+  if (!c.json_path.empty()) check_bench_output("--json", c.json_path, "");
+  if (!c.chart_path.empty()) check_bench_output("--chart", c.chart_path, ".png");
+  c.quiet = p.flag("--quiet");
+  return c;
+}
 
-  const bool quiet = p.flag("--quiet");
+// One line per finished run (its speed and memory, so that a long bench says
+// what it measured as it goes) and, on a terminal, the token count in place.
+void print_bench_progress(const BenchProgress& b, bool tty) {
+  if (b.probe_batch > 0) {
+    // A run of the largest-batch search.
+    if (b.run_finished)
+      std::fprintf(stderr, "%s[%lld/%lld] %-28s batch %lld %s (%.2f s)\n", tty ? "\r\033[K" : "",
+                   static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
+                   static_cast<long long>(b.probe_batch),
+                   b.round > 0    ? ("timed again, round " + std::to_string(b.round + 1)).c_str()
+                   : b.probe_fits ? "fits under the cap"
+                                  : "does not fit",
+                   b.run_elapsed_ms / 1000.0);
+    else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total))
+      std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s batch %lld  token %lld/%lld",
+                   static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
+                   static_cast<long long>(b.probe_batch), static_cast<long long>(b.tokens_done),
+                   static_cast<long long>(b.tokens_total));
+    std::fflush(stderr);
+    return;
+  }
+  if (b.run_finished) {
+    const std::string round = b.rounds > 1
+                                  ? " (round " + std::to_string(b.round + 1) + "/" + std::to_string(b.rounds) + ")"
+                                  : std::string();
+    // Each run's own speed and memory, so that a long bench says what it
+    // measured as it goes (and a run that is stopped still reported its runs).
+    const std::string device_peak = b.run_device_peak_bytes >= 0
+                                        ? ", device peak " + format_mib(static_cast<double>(b.run_device_peak_bytes)) +
+                                              " MiB"
+                                        : std::string();
+    std::fprintf(stderr, "%s[%lld/%lld] %-28s run %lld/%lld%s done in %.2f s (%.1f tok/s, KV %s MiB%s)\n",
+                 tty ? "\r\033[K" : "", static_cast<long long>(b.policy_index + 1),
+                 static_cast<long long>(b.policy_count), b.policy.c_str(), static_cast<long long>(b.run_index + 1),
+                 static_cast<long long>(b.run_count), round.c_str(), b.run_elapsed_ms / 1000.0, b.run_tokens_per_s,
+                 format_mib(static_cast<double>(b.run_kv_bytes_allocated)).c_str(), device_peak.c_str());
+  } else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total)) {
+    std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s run %lld/%lld  token %lld/%lld",
+                 static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
+                 static_cast<long long>(b.run_index + 1), static_cast<long long>(b.run_count),
+                 static_cast<long long>(b.tokens_done), static_cast<long long>(b.tokens_total));
+  }
+  std::fflush(stderr);
+}
+
+int cmd_bench(const std::vector<std::string>& args) {
+  if (!args.empty() && args[0] == "merge") return cmd_bench_merge({args.begin() + 1, args.end()});
+  ArgParser p(args, {"--model",       "--random", "--policies",    "--batch", "--images", "--seed",       "--classes",
+                     "--prompts",     "--cfg",    "--temperature", "--top-k", "--top-p",  "--device",     "--threads",
+                     "--json",        "--chart",  "--rounds",      "--steps", "--dtype",  "--max-memory", "--max-batch",
+                     "--sampler-rng", "--out",    "--shard",       "--sweep", "--grid",   "--cuda-graphs"},
+              {"--quiet", "--no-warmup", "--help", "--save-images"}, 0);
+  if (p.flag("--help")) {
+    std::fputs(kHelp, stdout);
+    return 0;
+  }
+  const BenchCommand command = parse_bench_command(p);
+  const BenchOptions& options = command.options;
+  const std::optional<BenchSweep>& sweep = command.sweep;
+  const std::string &out_dir = command.out_dir, &grid_path = command.grid_path;
+  const bool quiet = command.quiet, sharded = options.shard_count > 1;
   const bool tty = ::isatty(STDERR_FILENO) != 0;
   auto progress = [&](const BenchProgress& b) {
-    if (quiet) return;
-    if (b.probe_batch > 0) {
-      // A run of the largest-batch search.
-      if (b.run_finished)
-        std::fprintf(stderr, "%s[%lld/%lld] %-28s batch %lld %s (%.2f s)\n", tty ? "\r\033[K" : "",
-                     static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count),
-                     b.policy.c_str(), static_cast<long long>(b.probe_batch),
-                     b.round > 0    ? ("timed again, round " + std::to_string(b.round + 1)).c_str()
-                     : b.probe_fits ? "fits under the cap"
-                                    : "does not fit",
-                     b.run_elapsed_ms / 1000.0);
-      else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total))
-        std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s batch %lld  token %lld/%lld",
-                     static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count),
-                     b.policy.c_str(), static_cast<long long>(b.probe_batch), static_cast<long long>(b.tokens_done),
-                     static_cast<long long>(b.tokens_total));
-      std::fflush(stderr);
-      return;
-    }
-    if (b.run_finished) {
-      const std::string round = b.rounds > 1
-                                    ? " (round " + std::to_string(b.round + 1) + "/" + std::to_string(b.rounds) + ")"
-                                    : std::string();
-      // Each run's own speed and memory, so that a long bench says what it
-      // measured as it goes (and a run that is stopped still reported its runs).
-      const std::string device_peak = b.run_device_peak_bytes >= 0
-                                          ? ", device peak " +
-                                                format_mib(static_cast<double>(b.run_device_peak_bytes)) + " MiB"
-                                          : std::string();
-      std::fprintf(stderr, "%s[%lld/%lld] %-28s run %lld/%lld%s done in %.2f s (%.1f tok/s, KV %s MiB%s)\n",
-                   tty ? "\r\033[K" : "", static_cast<long long>(b.policy_index + 1),
-                   static_cast<long long>(b.policy_count), b.policy.c_str(), static_cast<long long>(b.run_index + 1),
-                   static_cast<long long>(b.run_count), round.c_str(), b.run_elapsed_ms / 1000.0, b.run_tokens_per_s,
-                   format_mib(static_cast<double>(b.run_kv_bytes_allocated)).c_str(), device_peak.c_str());
-    } else if (tty && (b.tokens_done % 16 == 0 || b.tokens_done == b.tokens_total)) {
-      std::fprintf(stderr, "\r\033[K[%lld/%lld] %-28s run %lld/%lld  token %lld/%lld",
-                   static_cast<long long>(b.policy_index + 1), static_cast<long long>(b.policy_count), b.policy.c_str(),
-                   static_cast<long long>(b.run_index + 1), static_cast<long long>(b.run_count),
-                   static_cast<long long>(b.tokens_done), static_cast<long long>(b.tokens_total));
-    }
-    std::fflush(stderr);
+    if (!quiet) print_bench_progress(b, tty);
   };
 
   g_interrupted = 0;
@@ -350,7 +375,7 @@ int cmd_bench(const std::vector<std::string>& args) {
   }
   print_bench_table(records);
   if (options.max_memory_bytes > 0) print_max_batch_table(records);
-  write_bench_files(records, json_path, chart_path, sweep ? &*sweep : nullptr);
+  write_bench_files(records, command.json_path, command.chart_path, sweep ? &*sweep : nullptr);
   if (!grid_path.empty() && folder) {
     write_sweep_grid_from_folders(*sweep, {out_dir}, grid_path);
   } else if (!grid_path.empty()) {

@@ -267,10 +267,8 @@ namespace {
 // The bench: validation, the optional largest-batch search, then the runs of
 // options' shard that `results` lacks and `skip` does not name, added to
 // `results` one run at a time. Returns the search's results (empty without one).
-std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options, BenchResults& results,
-                                                     const std::set<int64_t>& skip, const BenchRunFn& on_run,
-                                                     const BenchProgressFn& progress,
-                                                     const std::function<bool()>& cancelled) {
+// The options' own ranges, before anything is opened.
+void check_bench_options(const BenchOptions& options) {
   if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count)
     throw InvalidArgumentError("bench: shard " + std::to_string(options.shard_index) + " of " +
                                std::to_string(options.shard_count) + " does not exist (shards 0.." +
@@ -284,8 +282,10 @@ std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options
   if (options.max_memory_bytes > 0 && (options.max_batch_limit < 1 || options.max_batch_limit > 256))
     throw InvalidArgumentError("bench: the largest batch to try must be between 1 and 256");
   parse_device(options.device);  // a malformed device name fails before any work
+}
 
-  // Policies: canonical specs, "full" first, duplicates once.
+// Policies: canonical specs, "full" first, duplicates once.
+std::vector<PolicySpec> canonical_specs(const BenchOptions& options) {
   std::vector<PolicySpec> specs{parse_policy_spec("full")};
   for (const auto& text : options.policies) {
     PolicySpec spec = parse_policy_spec(text);
@@ -294,153 +294,36 @@ std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options
                                   [&](const PolicySpec& s) { return s.text() == spec.text(); });
     if (!seen) specs.push_back(spec);
   }
+  return specs;
+}
 
-  // The architecture, known before any weights are written or loaded.
+// A bench once its options are checked against the model: the policies, the
+// model (a bundle, or a random architecture whose weights are written only
+// when a run needs them), the request every run starts from, and what
+// conditions each image.
+struct BenchPlan {
+  explicit BenchPlan(const BenchOptions& o) : options(o) {}
+
+  const BenchOptions& options;
+  std::vector<PolicySpec> specs;
   std::optional<RandomArchitecture> random;
-  const ModelFamily* family_ptr = nullptr;
+  const ModelFamily* family = nullptr;
   io::ModelBundle bundle;
-  if (!options.random_arch.empty()) {
-    family_ptr = &family_of_architecture(options.random_arch);
-    random = family_ptr->random_architecture(options.random_arch);
-    bundle.manifest = random->manifest;
-  } else {
-    bundle = io::ModelBundle::open(options.model_path);
-    family_ptr = &find_model_family(bundle.family());
-  }
-  const ModelFamily& family = *family_ptr;
-  const FamilyDescription& described = family.description();
   ModelSummary summary;
-  family.summarize(bundle, summary);
-  const ModelSamplingDefaults defaults = read_sampling_defaults(bundle.manifest);
-  const int64_t num_classes = summary.num_classes;
-  const bool takes_steps = described.has_request_option("steps");
-  if (options.steps < 0 || options.steps > 4096) throw InvalidArgumentError("bench: steps must be between 1 and 4096");
-  if (options.steps != 0 && !takes_steps) {
-    std::string with_steps;
-    for (const ModelFamily* f : model_families())
-      if (f->description().has_request_option("steps"))
-        with_steps += (with_steps.empty() ? "" : ", ") + f->description().display_name;
-    throw InvalidArgumentError("bench: --steps applies to " + with_steps + " models only; this model is of family '" +
-                               family.name() + "'");
-  }
-
   GenerationRequest base;
-  base.cfg_scale = options.cfg.value_or(defaults.cfg_scale.value_or(4.0));
-  base.sampling.temperature = options.temperature.value_or(defaults.temperature.value_or(1.0));
-  base.sampling.top_k = options.top_k.value_or(defaults.top_k.value_or(0));
-  base.sampling.top_p = options.top_p.value_or(defaults.top_p.value_or(1.0));
-  base.sampling.rng = options.sampler_rng;
-  base.device = options.device;
-  base.threads = options.threads;
-  base.dtype = options.dtype;
-  base.cuda_graphs = options.cuda_graphs;
-  const std::string dtype_name = run_dtype_name(
-      resolve_run_dtype(parse_run_dtype(options.dtype), parse_device_kind(options.device)));
-  if (takes_steps) {
-    base.steps = options.steps > 0 ? options.steps : defaults.steps.value_or(64);
-    base.cfg_schedule = defaults.cfg_schedule.value_or("linear");
-  }
+  std::string dtype_name;
+  bool takes_steps = false;
+  bool text = false;    // prompts condition the images (else classes)
+  bool search = false;  // --max-memory: the largest batch under the cap
+  int cuda_index = -1;
+  std::vector<int64_t> classes;      // per image (class families)
+  std::vector<BenchPrompt> prompts;  // per run, cycled (text families)
 
-  // What conditions each image: classes checked against the model, or prompts
-  // for a text family.
-  const bool text = described.conditioning == Conditioning::Text;
-  std::vector<int64_t> classes;
-  std::vector<BenchPrompt> prompts = options.prompts;
-  if (text) {
-    if (!options.classes.empty())
-      throw InvalidArgumentError("bench: --classes does not apply to " + described.display_name +
-                                 " models; give prompts with --prompts FILE");
-    if (prompts.empty()) prompts = default_bench_prompts();
-    const int64_t world_classes = static_cast<int64_t>(world::scene_classes().size());
-    for (const BenchPrompt& p : prompts)
-      if (p.class_id && (*p.class_id < 0 || *p.class_id >= world_classes))
-        throw InvalidArgumentError("bench: prompt class " + std::to_string(*p.class_id) +
-                                   " is not a class of the procedural world (0.." + std::to_string(world_classes - 1) +
-                                   ")");
-  } else {
-    if (!prompts.empty())
-      throw InvalidArgumentError("bench: --prompts applies to text-to-image models; this model is " +
-                                 described.display_name + " (use --classes)");
-    classes.resize(static_cast<size_t>(options.images));
-    for (int64_t i = 0; i < options.images; ++i)
-      classes[static_cast<size_t>(i)] = options.classes.empty()
-                                            ? i % num_classes
-                                            : options.classes[static_cast<size_t>(i) % options.classes.size()];
-    for (int64_t c : classes)
-      if (c < 0 || c >= num_classes)
-        throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: the model has " +
-                                   std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) +
-                                   ")");
-  }
+  const FamilyDescription& described() const { return family->description(); }
+  int64_t runs() const { return bench_run_count(options.images, options.batch); }
 
-  // Every policy is built once on the real geometry (both batch sizes the runs
-  // use), so impossible budgets are refused before the first (possibly long) run.
-  const bool search = options.max_memory_bytes > 0;
-  std::vector<int64_t> checked_batches{options.batch, (options.images - 1) % options.batch + 1};
-  if (search) checked_batches.insert(checked_batches.end(), {int64_t{1}, options.max_batch_limit});
-  for (int64_t b : checked_batches)
-    for (const auto& spec : specs)
-      family.check_policy(bundle, spec.text(), PolicyCheck{b, base.cfg_scale, options.seed});
-  const int cuda_index = bench_cuda_index(options.device);
-  if (search && cuda_index < 0 && !described.measures_kv_bytes)
-    throw InvalidArgumentError("bench --max-memory: on the CPU the measure is the weights plus the KV cache, and " +
-                               described.display_name +
-                               " models keep no KV cache; run it on a GPU, where the device's peak is measured");
-  {
-    GenerationRequest check = base;
-    check.model_path = ".";
-    if (text) {
-      check.prompt = prompts.front().text;
-      check.images = options.batch;
-    } else {
-      check.class_ids = {0};
-    }
-    check.validate();
-  }
-
-  // What this process makes: the shard's runs (run r belongs to shard r mod N)
-  // that are not done yet. Its results carry the bench's settings even when
-  // empty, so that an empty shard merges like any other.
-  const int64_t runs = bench_run_count(options.images, options.batch);
-  std::vector<int64_t> todo;
-  for (int64_t r = options.shard_index; r < runs; r += options.shard_count)
-    if (!results.runs.count(r) && !skip.count(r)) todo.push_back(r);
-  if (results.policies.empty()) {
-    for (const PolicySpec& spec : specs) results.policies.push_back({spec.text(), spec.params, {}, {}, 0, true, 0});
-  } else {
-    bool same = results.policies.size() == specs.size();
-    for (size_t pi = 0; same && pi < specs.size(); ++pi) same = results.policies[pi].policy == specs[pi].text();
-    if (!same) throw InvalidArgumentError("bench: the results to resume were made with other policies");
-  }
-  results.family = family.name();
-  results.images = options.images;
-  results.batch = options.batch;
-  results.rounds = options.rounds;
-  results.steps = takes_steps ? base.steps : 0;
-  results.text = text;
-  results.measures_flops = described.measures_flops;
-  if (todo.empty() && !search) return {};
-
-  std::optional<TemporaryDir> temp;
-  std::string model_path = options.model_path;
-  if (random) {
-    temp.emplace();
-    random->write(temp->path.string(), options.seed, "f16");
-    model_path = temp->path.string();
-    bundle = io::ModelBundle::open(model_path);
-  }
-  base.model_path = model_path;
-  // CPU memory caps count the weights at the run dtype (see the header); a cap
-  // below them is refused before any run.
-  const int64_t weights = search && cuda_index < 0
-                              ? weights_bytes_at(bundle, run_dtype_bytes(parse_run_dtype(dtype_name)))
-                              : 0;
-  if (search && weights > options.max_memory_bytes)
-    throw InvalidArgumentError("bench --max-memory: the cap of " + mebibytes(options.max_memory_bytes) +
-                               " is smaller than the model's weights alone (" + mebibytes(weights) + " at " +
-                               dtype_name + "), so no batch fits");
-
-  auto run_request = [&](int64_t r, const std::string& policy) {
+  // Run r under `policy`: its seed, and its images' classes or its prompt.
+  GenerationRequest run_request(int64_t r, const std::string& policy) const {
     GenerationRequest req = base;
     req.policy = policy;
     req.seed = options.seed + static_cast<uint64_t>(r);
@@ -452,282 +335,479 @@ std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options
       req.class_ids.assign(classes.begin() + first, classes.begin() + last);
     }
     return req;
-  };
-
+  }
+  // A --max-memory probe at `batch` images under `policy` (the first run's seed and condition).
+  GenerationRequest probe_request(int64_t batch, const std::string& policy) const {
+    GenerationRequest req = base;
+    req.policy = policy;
+    req.seed = options.seed;
+    if (text) {
+      req.prompt = prompts.front().text;
+      req.images = batch;
+    } else {
+      for (int64_t i = 0; i < batch; ++i)
+        req.class_ids.push_back(options.classes.empty()
+                                    ? i % summary.num_classes
+                                    : options.classes[static_cast<size_t>(i) % options.classes.size()]);
+    }
+    return req;
+  }
+  const BenchPrompt& prompt_of(int64_t image) const {
+    return prompts[static_cast<size_t>(image / options.batch) % prompts.size()];
+  }
   // Each image's class (judged for class accuracy and demo-FID when the bundle
-  // ships a classifier; -1: none) and, for text families, what its prompt asks.
-  auto prompt_of = [&](int64_t i) -> const BenchPrompt& {
-    return prompts[static_cast<size_t>(i / options.batch) % prompts.size()];
-  };
-  auto label_of = [&](int64_t i) -> int64_t {
-    if (!text) return classes[static_cast<size_t>(i)];
-    const BenchPrompt& prompt = prompt_of(i);
+  // ships a classifier; -1: none).
+  int64_t label_of(int64_t image) const {
+    if (!text) return classes[static_cast<size_t>(image)];
+    const BenchPrompt& prompt = prompt_of(image);
     return prompt.class_id ? *prompt.class_id : -1;
-  };
-  auto asked_of = [&](int64_t i) {
-    // With a class named, only what the measures can judge on that class.
-    const BenchPrompt& prompt = prompt_of(i);
+  }
+  // What a text family's image's prompt asks that the measures can judge (on
+  // its class, when the prompt names one).
+  world::PromptAttributes asked_of(int64_t image) const {
+    const BenchPrompt& prompt = prompt_of(image);
     std::optional<int> asked_class;
     if (prompt.class_id) asked_class = static_cast<int>(*prompt.class_id);
     return world::measurable_attributes(world::read_prompt_attributes(prompt.text), asked_class);
-  };
-  std::vector<int64_t> judged_labels;  // the whole bench's, whatever the shard
+  }
+};
+
+// The request every run starts from: the options over the bundle's sampling defaults.
+GenerationRequest base_request(const BenchOptions& options, const ModelSamplingDefaults& defaults, bool takes_steps) {
+  GenerationRequest base;
+  base.cfg_scale = options.cfg.value_or(defaults.cfg_scale.value_or(4.0));
+  base.sampling.temperature = options.temperature.value_or(defaults.temperature.value_or(1.0));
+  base.sampling.top_k = options.top_k.value_or(defaults.top_k.value_or(0));
+  base.sampling.top_p = options.top_p.value_or(defaults.top_p.value_or(1.0));
+  base.sampling.rng = options.sampler_rng;
+  base.device = options.device;
+  base.threads = options.threads;
+  base.dtype = options.dtype;
+  base.cuda_graphs = options.cuda_graphs;
+  if (takes_steps) {
+    base.steps = options.steps > 0 ? options.steps : defaults.steps.value_or(64);
+    base.cfg_schedule = defaults.cfg_schedule.value_or("linear");
+  }
+  return base;
+}
+
+// What conditions each image: classes checked against the model, or prompts
+// for a text family.
+void plan_conditions(BenchPlan& plan) {
+  const BenchOptions& options = plan.options;
+  const FamilyDescription& described = plan.described();
+  plan.prompts = options.prompts;
+  if (plan.text) {
+    if (!options.classes.empty())
+      throw InvalidArgumentError("bench: --classes does not apply to " + described.display_name +
+                                 " models; give prompts with --prompts FILE");
+    if (plan.prompts.empty()) plan.prompts = default_bench_prompts();
+    const int64_t world_classes = static_cast<int64_t>(world::scene_classes().size());
+    for (const BenchPrompt& p : plan.prompts)
+      if (p.class_id && (*p.class_id < 0 || *p.class_id >= world_classes))
+        throw InvalidArgumentError("bench: prompt class " + std::to_string(*p.class_id) +
+                                   " is not a class of the procedural world (0.." + std::to_string(world_classes - 1) +
+                                   ")");
+    return;
+  }
+  if (!plan.prompts.empty())
+    throw InvalidArgumentError("bench: --prompts applies to text-to-image models; this model is " +
+                               described.display_name + " (use --classes)");
+  const int64_t num_classes = plan.summary.num_classes;
+  plan.classes.resize(static_cast<size_t>(options.images));
   for (int64_t i = 0; i < options.images; ++i)
-    if (label_of(i) >= 0) judged_labels.push_back(label_of(i));
-  std::unique_ptr<DemoQualityJudge> judge;
-  bool judge_checked = false;
+    plan.classes[static_cast<size_t>(i)] = options.classes.empty()
+                                               ? i % num_classes
+                                               : options.classes[static_cast<size_t>(i) % options.classes.size()];
+  for (int64_t c : plan.classes)
+    if (c < 0 || c >= num_classes)
+      throw InvalidArgumentError("class " + std::to_string(c) + " does not exist: the model has " +
+                                 std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) + ")");
+}
+
+// Everything a bench can refuse before its first (possibly long) run: the
+// model, --steps, the conditions, every policy built on the real geometry (both
+// batch sizes the runs use), the memory search's measure and the request.
+BenchPlan plan_bench(const BenchOptions& options) {
+  check_bench_options(options);
+  BenchPlan plan(options);
+  plan.specs = canonical_specs(options);
+  // The architecture, known before any weights are written or loaded.
+  if (!options.random_arch.empty()) {
+    plan.family = &family_of_architecture(options.random_arch);
+    plan.random = plan.family->random_architecture(options.random_arch);
+    plan.bundle.manifest = plan.random->manifest;
+  } else {
+    plan.bundle = io::ModelBundle::open(options.model_path);
+    plan.family = &find_model_family(plan.bundle.family());
+  }
+  const FamilyDescription& described = plan.described();
+  plan.family->summarize(plan.bundle, plan.summary);
+  plan.takes_steps = described.has_request_option("steps");
+  if (options.steps < 0 || options.steps > 4096) throw InvalidArgumentError("bench: steps must be between 1 and 4096");
+  if (options.steps != 0 && !plan.takes_steps) {
+    std::string with_steps;
+    for (const ModelFamily* f : model_families())
+      if (f->description().has_request_option("steps"))
+        with_steps += (with_steps.empty() ? "" : ", ") + f->description().display_name;
+    throw InvalidArgumentError("bench: --steps applies to " + with_steps + " models only; this model is of family '" +
+                               plan.family->name() + "'");
+  }
+  plan.base = base_request(options, read_sampling_defaults(plan.bundle.manifest), plan.takes_steps);
+  plan.dtype_name = run_dtype_name(
+      resolve_run_dtype(parse_run_dtype(options.dtype), parse_device_kind(options.device)));
+  plan.text = described.conditioning == Conditioning::Text;
+  plan_conditions(plan);
+
+  plan.search = options.max_memory_bytes > 0;
+  std::vector<int64_t> checked_batches{options.batch, (options.images - 1) % options.batch + 1};
+  if (plan.search) checked_batches.insert(checked_batches.end(), {int64_t{1}, options.max_batch_limit});
+  for (int64_t b : checked_batches)
+    for (const auto& spec : plan.specs)
+      plan.family->check_policy(plan.bundle, spec.text(), PolicyCheck{b, plan.base.cfg_scale, options.seed});
+  plan.cuda_index = bench_cuda_index(options.device);
+  if (plan.search && plan.cuda_index < 0 && !described.measures_kv_bytes)
+    throw InvalidArgumentError("bench --max-memory: on the CPU the measure is the weights plus the KV cache, and " +
+                               described.display_name +
+                               " models keep no KV cache; run it on a GPU, where the device's peak is measured");
+  GenerationRequest check = plan.base;
+  check.model_path = ".";
+  if (plan.text) {
+    check.prompt = plan.prompts.front().text;
+    check.images = options.batch;
+  } else {
+    check.class_ids = {0};
+  }
+  check.validate();
+  return plan;
+}
+
+// The results' settings (even when this shard has no run, so that it merges
+// like any other); resumed results must have been made with the same policies.
+void start_results(BenchResults& results, const BenchPlan& plan) {
+  if (results.policies.empty()) {
+    for (const PolicySpec& spec : plan.specs)
+      results.policies.push_back({spec.text(), spec.params, {}, {}, 0, true, 0});
+  } else {
+    bool same = results.policies.size() == plan.specs.size();
+    for (size_t pi = 0; same && pi < plan.specs.size(); ++pi)
+      same = results.policies[pi].policy == plan.specs[pi].text();
+    if (!same) throw InvalidArgumentError("bench: the results to resume were made with other policies");
+  }
+  results.family = plan.family->name();
+  results.images = plan.options.images;
+  results.batch = plan.options.batch;
+  results.rounds = plan.options.rounds;
+  results.steps = plan.takes_steps ? plan.base.steps : 0;
+  results.text = plan.text;
+  results.measures_flops = plan.described().measures_flops;
+}
+
+// The largest batch under the memory cap, per policy (see the header), then
+// the speed at each: the fastest of `rounds` runs (the probe that found it is
+// the first), the policies interleaved as in the main bench. `weights`: what
+// the weights count on the CPU.
+std::vector<std::optional<MaxBatchResult>> search_max_batches(const BenchPlan& plan, GenerationSession& session,
+                                                              int64_t weights, const BenchProgressFn& progress,
+                                                              const std::function<bool()>& cancelled) {
+  const BenchOptions& options = plan.options;
+  const std::vector<PolicySpec>& specs = plan.specs;
+  const int64_t cap = options.max_memory_bytes;
+  std::vector<std::optional<MaxBatchResult>> max_batches(specs.size());
+  for (size_t pi = 0; pi < specs.size(); ++pi) {
+    const std::string policy = specs[pi].text();
+    MaxBatchResult m;
+    m.cap_bytes = cap;
+    m.measure = plan.cuda_index >= 0 ? "device peak" : "weights + KV peak";
+    m.batch_limit = options.max_batch_limit;
+    m.weights_bytes = weights;
+    struct Extra {
+      int64_t kv_bytes_peak = 0, process_peak_bytes = 0;
+    };
+    std::map<int64_t, Extra> extras;
+    auto fits = [&](int64_t batch) {
+      MaxBatchProbe probe;
+      probe.batch = batch;
+      BenchProgress p{policy, static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()),
+                      static_cast<int64_t>(m.probes.size()), 0};
+      p.probe_batch = batch;
+      RunSink sink(session, p, progress, cancelled);
+      reset_process_peak_resident();
+      try {
+        const GenerationResult result = session.run(plan.bundle, plan.probe_request(batch, policy), &sink);
+        const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
+        const double tokens = static_cast<double>(batch * result.grid_height * result.grid_width);
+        probe.tokens_per_s = ms > 0 ? tokens * 1000.0 / ms : 0;
+        if (plan.cuda_index >= 0) {
+          // The allocator's peak since the run began (the session resets it),
+          // image decoding included.
+          const DeviceMemoryStats stats = device_memory_stats(plan.cuda_index);
+          probe.peak_bytes = stats.available ? stats.peak_allocated_bytes : sink.device_peak;
+        } else {
+          probe.peak_bytes = weights + result.kv_bytes_peak;
+        }
+        probe.fits = probe.peak_bytes <= cap;
+        extras[batch] = {result.kv_bytes_peak, process_peak_resident_bytes()};
+      } catch (const OutOfMemoryError&) {
+        probe.out_of_memory = true;  // does not fit
+      }
+      m.probes.push_back(probe);
+      if (progress) {
+        p.run_finished = true;
+        p.probe_fits = probe.fits;
+        p.run_elapsed_ms = sink.generation_ms;
+        progress(p);
+      }
+      return probe.fits;
+    };
+    m.max_batch = largest_fitting_batch(options.max_batch_limit, fits);
+    m.at_limit = m.max_batch == options.max_batch_limit;
+    for (const MaxBatchProbe& probe : m.probes)
+      if (probe.batch == m.max_batch && probe.fits) {
+        m.tokens_per_s = probe.tokens_per_s;
+        m.peak_bytes = probe.peak_bytes;
+        m.kv_bytes_peak = extras[probe.batch].kv_bytes_peak;
+        m.process_peak_bytes = extras[probe.batch].process_peak_bytes;
+      }
+    max_batches[pi] = std::move(m);
+  }
+  const bool any = std::any_of(max_batches.begin(), max_batches.end(),
+                               [](const std::optional<MaxBatchResult>& m) { return m->max_batch > 0; });
+  if (!any) {
+    std::string needs;
+    for (size_t pi = 0; pi < specs.size(); ++pi) {
+      const MaxBatchProbe& first = max_batches[pi]->probes.front();
+      needs += (needs.empty() ? "" : ", ") + specs[pi].text() + " " +
+               (first.out_of_memory ? std::string("ran out of device memory") : mebibytes(first.peak_bytes));
+    }
+    throw InvalidArgumentError("bench --max-memory: the cap of " + mebibytes(cap) +
+                               " is smaller than batch 1 needs under every policy (" + max_batches[0]->measure +
+                               " at batch 1: " + needs + ")");
+  }
+  for (int64_t round = 1; round < options.rounds; ++round) {
+    for (size_t pi = 0; pi < specs.size(); ++pi) {
+      MaxBatchResult& m = *max_batches[pi];
+      if (m.max_batch == 0) continue;
+      BenchProgress p{specs[pi].text(), static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()), 0, 1};
+      p.round = round;
+      p.rounds = options.rounds;
+      p.probe_batch = m.max_batch;
+      RunSink sink(session, p, progress, cancelled);
+      try {
+        const GenerationResult result = session.run(plan.bundle, plan.probe_request(m.max_batch, specs[pi].text()),
+                                                    &sink);
+        const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
+        const double tokens = static_cast<double>(m.max_batch * result.grid_height * result.grid_width);
+        if (ms > 0) m.tokens_per_s = std::max(m.tokens_per_s, tokens * 1000.0 / ms);
+      } catch (const OutOfMemoryError&) {
+        // The same batch fitted before; this round does not count.
+      }
+      if (progress) {
+        p.run_finished = true;
+        p.probe_fits = true;
+        p.run_elapsed_ms = sink.generation_ms;
+        progress(p);
+      }
+    }
+  }
+  const double full_speed = max_batches[0]->max_batch > 0 ? max_batches[0]->tokens_per_s : 0;
+  for (auto& m : max_batches)
+    m->ratio_vs_full = full_speed > 0 ? m->tokens_per_s / full_speed : std::numeric_limits<double>::quiet_NaN();
+  return max_batches;
+}
+
+// One policy's share of a run: its first round's request and result, and its
+// fastest round's time.
+struct PolicyRun {
+  GenerationRequest request;
+  GenerationResult result;
+  double best_ms = 0;
+  int64_t allocated_peak = 0, device_peak = -1;
+};
+
+// Run r under every policy in turn (full first), `rounds` times: a run's time
+// is its fastest round; its images and memory come from the first round (runs
+// are seeded). Each policy's process peak is its own.
+std::vector<PolicyRun> make_run(const BenchPlan& plan, int64_t r, GenerationSession& session, BenchResults& results,
+                                const BenchProgressFn& progress, const std::function<bool()>& cancelled) {
+  const std::vector<PolicySpec>& specs = plan.specs;
+  std::vector<PolicyRun> made(specs.size());
+  for (int64_t round = 0; round < plan.options.rounds; ++round) {
+    for (size_t pi = 0; pi < specs.size(); ++pi) {
+      const std::string policy = specs[pi].text();
+      BenchPolicyResults& pr = results.policies[pi];
+      PolicyRun& m = made[pi];
+      const bool first_round = round == 0;
+      pr.process_peak_is_own = reset_process_peak_resident() && pr.process_peak_is_own;
+      const int64_t rss_before = process_resident_bytes();
+      BenchProgress p{policy, static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()), r, plan.runs()};
+      p.round = round;
+      p.rounds = plan.options.rounds;
+      RunSink sink(session, p, progress, cancelled);
+      GenerationRequest request = plan.run_request(r, policy);
+      GenerationResult result = session.run(plan.bundle, request, &sink);
+      const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
+      m.best_ms = first_round ? ms : std::min(m.best_ms, ms);
+      pr.process_peak_bytes = std::max(pr.process_peak_bytes, process_peak_resident_bytes());
+      if (progress) {
+        p.run_finished = true;
+        p.tokens_done = p.tokens_total = result.grid_height * result.grid_width;
+        p.run_elapsed_ms = sink.generation_ms;
+        const double run_tokens = static_cast<double>(result.images.size() * p.tokens_total);
+        p.run_tokens_per_s = sink.generation_ms > 0 ? run_tokens * 1000.0 / sink.generation_ms : 0;
+        p.run_kv_bytes_allocated = sink.allocated_peak;
+        p.run_device_peak_bytes = sink.device_peak;
+        progress(p);
+      }
+      if (first_round) {
+        pr.process_rss_delta_bytes += process_resident_bytes() - rss_before;
+        m.request = std::move(request);
+        m.result = std::move(result);
+        m.allocated_peak = sink.allocated_peak;
+        m.device_peak = sink.device_peak;
+      }
+    }
+  }
+  return made;
+}
+
+// One policy's images of run r against full's (made[0]): agreement, PSNR,
+// SSIM, what a text prompt asked, speed and memory, and the judge's class
+// (one classifier call per run and policy, the same in every shard).
+void record_policy_images(const BenchPlan& plan, int64_t r, const PolicyRun& m, const GenerationResult& ref,
+                          const DemoQualityJudge* judge, BenchPolicyResults& pr) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const FamilyDescription& described = plan.described();
+  const GenerationResult& res = m.result;
+  const int64_t first = r * plan.options.batch;
+  std::vector<BenchImageResult> lines(res.images.size());
+  std::vector<RgbImage> to_judge;
+  std::vector<size_t> judged_at;
+  const double run_tokens = static_cast<double>(res.images.size() * res.grid_height * res.grid_width);
+  for (size_t k = 0; k < res.images.size(); ++k) {
+    BenchImageResult& im = lines[k];
+    im.image = first + static_cast<int64_t>(k);
+    im.run = r;
+    im.seed = m.request.seed;
+    im.class_id = plan.label_of(im.image);
+    if (plan.text) im.prompt = m.request.prompt;
+    const double p = psnr(res.images[k], ref.images[k]);
+    if (!described.discrete_tokens) {
+      // Continuous tokens (MAR): compare pixels (the "tokens" are the generation orders).
+      im.identical = !std::isfinite(p);
+    } else {
+      im.token_agreement = token_agreement(res.tokens[k], ref.tokens[k]);
+      im.identical = res.tokens[k] == ref.tokens[k];
+    }
+    im.psnr = p;
+    im.ssim = ssim(res.images[k], ref.images[k]);
+    if (plan.text) im.attributes = judge_attributes({res.images[k]}, {plan.asked_of(im.image)});
+    im.flops = described.measures_flops ? res.flops : nan;
+    im.run_images = static_cast<int64_t>(res.images.size());
+    im.run_generation_ms = m.best_ms;
+    im.run_tokens_per_s = m.best_ms > 0 ? run_tokens * 1000.0 / m.best_ms : 0;
+    im.kv_bytes_logical = res.kv_bytes_logical_final;
+    im.kv_bytes_allocated = m.allocated_peak;
+    im.kv_bytes_peak = res.kv_bytes_peak;
+    im.kv_bytes_full = res.kv_bytes_full;
+    im.device_peak_bytes = m.device_peak;
+    if (plan.options.save_images) im.png = bench_png_name(im.image, pr.policy);
+    if (judge && im.class_id >= 0) {
+      to_judge.push_back(res.images[k]);
+      judged_at.push_back(k);
+    }
+  }
+  if (!to_judge.empty()) {
+    const DemoQualityJudge::Judgement j = judge->judge(to_judge);
+    for (size_t t = 0; t < judged_at.size(); ++t) lines[judged_at[t]].predicted_class = j.predicted[t];
+    pr.features.add_rows(j.features.data(), static_cast<int64_t>(to_judge.size()), j.feature_dim);
+  }
+  pr.images.insert(pr.images.end(), lines.begin(), lines.end());
+}
+
+// The judge of the bench's images: the bundle's classifier against the
+// held-out set for the whole bench's labels (the same in every shard), made
+// at the first run that has images; null without a classifier or labels.
+class BenchJudge {
+ public:
+  const DemoQualityJudge* get(const BenchPlan& plan, const GenerationResult& ref, BenchResults& results) {
+    if (checked_ || ref.images.empty()) return judge_.get();
+    checked_ = true;
+    std::vector<int64_t> labels;
+    for (int64_t i = 0; i < plan.options.images; ++i)
+      if (plan.label_of(i) >= 0) labels.push_back(plan.label_of(i));
+    if (!labels.empty()) judge_ = DemoQualityJudge::for_bundle(plan.bundle, labels, ref.images[0].width);
+    results.judged = judge_ != nullptr;
+    results.reference = judge_ ? judge_->reference_sums() : FeatureSums{};
+    return judge_.get();
+  }
+
+ private:
+  bool checked_ = false;
+  std::unique_ptr<DemoQualityJudge> judge_;
+};
+
+std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options, BenchResults& results,
+                                                     const std::set<int64_t>& skip, const BenchRunFn& on_run,
+                                                     const BenchProgressFn& progress,
+                                                     const std::function<bool()>& cancelled) {
+  BenchPlan plan = plan_bench(options);
+  // What this process makes: the shard's runs (run r belongs to shard r mod N)
+  // that are not done yet.
+  std::vector<int64_t> todo;
+  for (int64_t r = options.shard_index; r < plan.runs(); r += options.shard_count)
+    if (!results.runs.count(r) && !skip.count(r)) todo.push_back(r);
+  start_results(results, plan);
+  if (todo.empty() && !plan.search) return {};
+
+  std::optional<TemporaryDir> temp;
+  if (plan.random) {
+    temp.emplace();
+    plan.random->write(temp->path.string(), options.seed, "f16");
+    plan.bundle = io::ModelBundle::open(temp->path.string());
+  }
+  plan.base.model_path = plan.random ? temp->path.string() : options.model_path;
+  // CPU memory caps count the weights at the run dtype (see the header); a cap
+  // below them is refused before any run.
+  const int64_t weights = plan.search && plan.cuda_index < 0
+                              ? weights_bytes_at(plan.bundle, run_dtype_bytes(parse_run_dtype(plan.dtype_name)))
+                              : 0;
+  if (plan.search && weights > options.max_memory_bytes)
+    throw InvalidArgumentError("bench --max-memory: the cap of " + mebibytes(options.max_memory_bytes) +
+                               " is smaller than the model's weights alone (" + mebibytes(weights) + " at " +
+                               plan.dtype_name + "), so no batch fits");
 
   GenerationSession session;
   if (options.warmup && !todo.empty()) {
-    BenchProgress p{"full (warm-up)", 0, static_cast<int64_t>(specs.size()), 0, 1};
+    BenchProgress p{"full (warm-up)", 0, static_cast<int64_t>(plan.specs.size()), 0, 1};
     RunSink sink(session, p, progress, cancelled);
-    session.run(bundle, run_request(0, "full"), &sink);
+    session.run(plan.bundle, plan.run_request(0, "full"), &sink);
   }
+  std::vector<std::optional<MaxBatchResult>> max_batches(plan.specs.size());
+  if (plan.search) max_batches = search_max_batches(plan, session, weights, progress, cancelled);
 
-  // The largest batch under the memory cap, per policy (see the header).
-  std::vector<std::optional<MaxBatchResult>> max_batches(specs.size());
-  if (search) {
-    const int64_t cap = options.max_memory_bytes;
-    auto probe_request = [&](int64_t batch, const std::string& policy) {
-      GenerationRequest req = base;
-      req.policy = policy;
-      req.seed = options.seed;
-      if (text) {
-        req.prompt = prompts.front().text;
-        req.images = batch;
-      } else {
-        for (int64_t i = 0; i < batch; ++i)
-          req.class_ids.push_back(options.classes.empty()
-                                      ? i % num_classes
-                                      : options.classes[static_cast<size_t>(i) % options.classes.size()]);
-      }
-      return req;
-    };
-    for (size_t pi = 0; pi < specs.size(); ++pi) {
-      const std::string policy = specs[pi].text();
-      MaxBatchResult m;
-      m.cap_bytes = cap;
-      m.measure = cuda_index >= 0 ? "device peak" : "weights + KV peak";
-      m.batch_limit = options.max_batch_limit;
-      m.weights_bytes = weights;
-      struct Extra {
-        int64_t kv_bytes_peak = 0, process_peak_bytes = 0;
-      };
-      std::map<int64_t, Extra> extras;
-      auto fits = [&](int64_t batch) {
-        MaxBatchProbe probe;
-        probe.batch = batch;
-        BenchProgress p{policy, static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()),
-                        static_cast<int64_t>(m.probes.size()), 0};
-        p.probe_batch = batch;
-        RunSink sink(session, p, progress, cancelled);
-        reset_process_peak_resident();
-        try {
-          const GenerationResult result = session.run(bundle, probe_request(batch, policy), &sink);
-          const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
-          const double tokens = static_cast<double>(batch * result.grid_height * result.grid_width);
-          probe.tokens_per_s = ms > 0 ? tokens * 1000.0 / ms : 0;
-          if (cuda_index >= 0) {
-            // The allocator's peak since the run began (the session resets it),
-            // image decoding included.
-            const DeviceMemoryStats stats = device_memory_stats(cuda_index);
-            probe.peak_bytes = stats.available ? stats.peak_allocated_bytes : sink.device_peak;
-          } else {
-            probe.peak_bytes = weights + result.kv_bytes_peak;
-          }
-          probe.fits = probe.peak_bytes <= cap;
-          extras[batch] = {result.kv_bytes_peak, process_peak_resident_bytes()};
-        } catch (const OutOfMemoryError&) {
-          probe.out_of_memory = true;  // does not fit
-        }
-        m.probes.push_back(probe);
-        if (progress) {
-          p.run_finished = true;
-          p.probe_fits = probe.fits;
-          p.run_elapsed_ms = sink.generation_ms;
-          progress(p);
-        }
-        return probe.fits;
-      };
-      m.max_batch = largest_fitting_batch(options.max_batch_limit, fits);
-      m.at_limit = m.max_batch == options.max_batch_limit;
-      for (const MaxBatchProbe& probe : m.probes)
-        if (probe.batch == m.max_batch && probe.fits) {
-          m.tokens_per_s = probe.tokens_per_s;
-          m.peak_bytes = probe.peak_bytes;
-          m.kv_bytes_peak = extras[probe.batch].kv_bytes_peak;
-          m.process_peak_bytes = extras[probe.batch].process_peak_bytes;
-        }
-      max_batches[pi] = std::move(m);
-    }
-    const bool any = std::any_of(max_batches.begin(), max_batches.end(),
-                                 [](const std::optional<MaxBatchResult>& m) { return m->max_batch > 0; });
-    if (!any) {
-      std::string needs;
-      for (size_t pi = 0; pi < specs.size(); ++pi) {
-        const MaxBatchProbe& first = max_batches[pi]->probes.front();
-        needs += (needs.empty() ? "" : ", ") + specs[pi].text() + " " +
-                 (first.out_of_memory ? std::string("ran out of device memory") : mebibytes(first.peak_bytes));
-      }
-      throw InvalidArgumentError("bench --max-memory: the cap of " + mebibytes(cap) +
-                                 " is smaller than batch 1 needs under every policy (" + max_batches[0]->measure +
-                                 " at batch 1: " + needs + ")");
-    }
-    // The speed at each largest batch: the fastest of `rounds` runs (the probe
-    // that found it is the first), the policies interleaved as in the main bench.
-    for (int64_t round = 1; round < options.rounds; ++round) {
-      for (size_t pi = 0; pi < specs.size(); ++pi) {
-        MaxBatchResult& m = *max_batches[pi];
-        if (m.max_batch == 0) continue;
-        BenchProgress p{specs[pi].text(), static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()), 0, 1};
-        p.round = round;
-        p.rounds = options.rounds;
-        p.probe_batch = m.max_batch;
-        RunSink sink(session, p, progress, cancelled);
-        try {
-          const GenerationResult result = session.run(bundle, probe_request(m.max_batch, specs[pi].text()), &sink);
-          const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
-          const double tokens = static_cast<double>(m.max_batch * result.grid_height * result.grid_width);
-          if (ms > 0) m.tokens_per_s = std::max(m.tokens_per_s, tokens * 1000.0 / ms);
-        } catch (const OutOfMemoryError&) {
-          // The same batch fitted before; this round does not count.
-        }
-        if (progress) {
-          p.run_finished = true;
-          p.probe_fits = true;
-          p.run_elapsed_ms = sink.generation_ms;
-          progress(p);
-        }
-      }
-    }
-    const double full_speed = max_batches[0]->max_batch > 0 ? max_batches[0]->tokens_per_s : 0;
-    for (auto& m : max_batches)
-      m->ratio_vs_full = full_speed > 0 ? m->tokens_per_s / full_speed : std::numeric_limits<double>::quiet_NaN();
-  }
-
-  // Run by run, every policy in turn (full first), `rounds` times: a run's time
-  // is its fastest round; its images and memory come from the first round
-  // (runs are seeded). The run's images are judged at once and dropped, so a
-  // long bench keeps one run's images, and a shard's results are complete per run.
-  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // Run by run: the run's images are judged at once and dropped, so a long
+  // bench keeps one run's images, and a shard's results are complete per run.
+  BenchJudge judge;
   for (const int64_t r : todo) {
-    struct Made {
-      GenerationRequest request;
-      GenerationResult result;
-      double best_ms = 0;
-      int64_t allocated_peak = 0, device_peak = -1;
-    };
-    std::vector<Made> made(specs.size());
-    for (int64_t round = 0; round < options.rounds; ++round) {
-      for (size_t pi = 0; pi < specs.size(); ++pi) {
-        const std::string policy = specs[pi].text();
-        BenchPolicyResults& pr = results.policies[pi];
-        Made& m = made[pi];
-        const bool first_round = round == 0;
-        // Each policy's process peak is its own (the other policies' runs are not in it).
-        pr.process_peak_is_own = reset_process_peak_resident() && pr.process_peak_is_own;
-        const int64_t rss_before = process_resident_bytes();
-        BenchProgress p{policy, static_cast<int64_t>(pi), static_cast<int64_t>(specs.size()), r, runs};
-        p.round = round;
-        p.rounds = options.rounds;
-        RunSink sink(session, p, progress, cancelled);
-        GenerationRequest request = run_request(r, policy);
-        GenerationResult result = session.run(bundle, request, &sink);
-        const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
-        m.best_ms = first_round ? ms : std::min(m.best_ms, ms);
-        pr.process_peak_bytes = std::max(pr.process_peak_bytes, process_peak_resident_bytes());
-        if (progress) {
-          p.run_finished = true;
-          p.tokens_done = p.tokens_total = result.grid_height * result.grid_width;
-          p.run_elapsed_ms = sink.generation_ms;
-          const double run_tokens = static_cast<double>(result.images.size() * p.tokens_total);
-          p.run_tokens_per_s = sink.generation_ms > 0 ? run_tokens * 1000.0 / sink.generation_ms : 0;
-          p.run_kv_bytes_allocated = sink.allocated_peak;
-          p.run_device_peak_bytes = sink.device_peak;
-          progress(p);
-        }
-        if (first_round) {
-          pr.process_rss_delta_bytes += process_resident_bytes() - rss_before;
-          m.request = std::move(request);
-          m.result = std::move(result);
-          m.allocated_peak = sink.allocated_peak;
-          m.device_peak = sink.device_peak;
-        }
-      }
-    }
-
+    const std::vector<PolicyRun> made = make_run(plan, r, session, results, progress, cancelled);
     const GenerationResult& ref = made[0].result;
     results.model = ref.model_name;
     results.device = ref.device;
-    results.dtype = dtype_name;
-    for (const Made& m : made)
+    results.dtype = plan.dtype_name;
+    for (const PolicyRun& m : made)
       results.cuda_graphs = combine_cuda_graphs_reports(results.cuda_graphs, m.result.cuda_graphs);
     results.grid_height = ref.grid_height;
     results.grid_width = ref.grid_width;
-    if (!judge_checked && !ref.images.empty()) {
-      // Every shard judges against the same held-out set: the one for the
-      // whole bench's labels.
-      judge_checked = true;
-      if (!judged_labels.empty()) judge = DemoQualityJudge::for_bundle(bundle, judged_labels, ref.images[0].width);
-      results.judged = judge != nullptr;
-      results.reference = judge ? judge->reference_sums() : FeatureSums{};
-    }
-    const int64_t first = r * options.batch;
-    for (size_t pi = 0; pi < specs.size(); ++pi) {
-      const Made& m = made[pi];
-      const GenerationResult& res = m.result;
-      BenchPolicyResults& pr = results.policies[pi];
-      std::vector<BenchImageResult> lines(res.images.size());
-      std::vector<RgbImage> to_judge;
-      std::vector<size_t> judged_at;
-      const double run_tokens = static_cast<double>(res.images.size() * res.grid_height * res.grid_width);
-      for (size_t k = 0; k < res.images.size(); ++k) {
-        BenchImageResult& im = lines[k];
-        im.image = first + static_cast<int64_t>(k);
-        im.run = r;
-        im.seed = m.request.seed;
-        im.class_id = label_of(im.image);
-        if (text) im.prompt = m.request.prompt;
-        const double p = psnr(res.images[k], ref.images[k]);
-        if (!described.discrete_tokens) {
-          // Continuous tokens (MAR): compare pixels (the "tokens" are the generation orders).
-          im.identical = !std::isfinite(p);
-        } else {
-          im.token_agreement = token_agreement(res.tokens[k], ref.tokens[k]);
-          im.identical = res.tokens[k] == ref.tokens[k];
-        }
-        im.psnr = p;
-        im.ssim = ssim(res.images[k], ref.images[k]);
-        if (text) im.attributes = judge_attributes({res.images[k]}, {asked_of(im.image)});
-        im.flops = described.measures_flops ? res.flops : nan;
-        im.run_images = static_cast<int64_t>(res.images.size());
-        im.run_generation_ms = m.best_ms;
-        im.run_tokens_per_s = m.best_ms > 0 ? run_tokens * 1000.0 / m.best_ms : 0;
-        im.kv_bytes_logical = res.kv_bytes_logical_final;
-        im.kv_bytes_allocated = m.allocated_peak;
-        im.kv_bytes_peak = res.kv_bytes_peak;
-        im.kv_bytes_full = res.kv_bytes_full;
-        im.device_peak_bytes = m.device_peak;
-        if (options.save_images) im.png = bench_png_name(im.image, pr.policy);
-        if (judge && im.class_id >= 0) {
-          to_judge.push_back(res.images[k]);
-          judged_at.push_back(k);
-        }
-      }
-      if (!to_judge.empty()) {
-        // One classifier call per run and policy, the same in every shard.
-        const DemoQualityJudge::Judgement j = judge->judge(to_judge);
-        for (size_t t = 0; t < judged_at.size(); ++t) lines[judged_at[t]].predicted_class = j.predicted[t];
-        pr.features.add_rows(j.features.data(), static_cast<int64_t>(to_judge.size()), j.feature_dim);
-      }
-      pr.images.insert(pr.images.end(), lines.begin(), lines.end());
-    }
+    const DemoQualityJudge* judged_by = judge.get(plan, ref, results);
+    for (size_t pi = 0; pi < plan.specs.size(); ++pi)
+      record_policy_images(plan, r, made[pi], ref, judged_by, results.policies[pi]);
     results.runs.insert(r);
     if (on_run) {
       BenchRunOutput out;
       out.run = r;
-      out.class_names = summary.class_names;
-      for (const Made& m : made) out.policies.push_back({&m.request, &m.result});
+      out.class_names = plan.summary.class_names;
+      for (const PolicyRun& m : made) out.policies.push_back({&m.request, &m.result});
       on_run(out, results);
     }
   }
