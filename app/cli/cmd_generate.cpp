@@ -172,7 +172,7 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.threads = static_cast<int>(p.get_int("--threads", 0));
   request.dtype = p.get("--dtype", "auto");  // checked by request.validate()
   request.cuda_graphs = p.get("--cuda-graphs", "on");
-  request.policy = p.get("--policy", "full");
+  request.policy = parse_policy_spec(p.get("--policy", "full"));  // the option is where the spec comes in
   request.validate();
 
   const std::string out = p.get("--out", (request.is_text() ? std::string("kvstudio_prompt")

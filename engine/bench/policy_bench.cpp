@@ -323,7 +323,7 @@ struct BenchPlan {
   int64_t runs() const { return bench_run_count(options.images, options.batch); }
 
   // Run r under `policy`: its seed, and its images' classes or its prompt.
-  GenerationRequest run_request(int64_t r, const std::string& policy) const {
+  GenerationRequest run_request(int64_t r, const PolicySpec& policy) const {
     GenerationRequest req = base;
     req.policy = policy;
     req.seed = options.seed + static_cast<uint64_t>(r);
@@ -337,7 +337,7 @@ struct BenchPlan {
     return req;
   }
   // A --max-memory probe at `batch` images under `policy` (the first run's seed and condition).
-  GenerationRequest probe_request(int64_t batch, const std::string& policy) const {
+  GenerationRequest probe_request(int64_t batch, const PolicySpec& policy) const {
     GenerationRequest req = base;
     req.policy = policy;
     req.seed = options.seed;
@@ -464,7 +464,7 @@ BenchPlan plan_bench(const BenchOptions& options) {
   if (plan.search) checked_batches.insert(checked_batches.end(), {int64_t{1}, options.max_batch_limit});
   for (int64_t b : checked_batches)
     for (const auto& spec : plan.specs)
-      plan.family->check_policy(plan.bundle, spec.text(), PolicyCheck{b, plan.base.cfg_scale, options.seed});
+      plan.family->check_policy(plan.bundle, spec, PolicyCheck{b, plan.base.cfg_scale, options.seed});
   plan.cuda_index = bench_cuda_index(options.device);
   if (plan.search && plan.cuda_index < 0 && !described.measures_kv_bytes)
     throw InvalidArgumentError("bench --max-memory: on the CPU the measure is the weights plus the KV cache, and " +
@@ -534,7 +534,7 @@ std::vector<std::optional<MaxBatchResult>> search_max_batches(const BenchPlan& p
       RunSink sink(session, p, progress, cancelled);
       reset_process_peak_resident();
       try {
-        const GenerationResult result = session.run(plan.bundle, plan.probe_request(batch, policy), &sink);
+        const GenerationResult result = session.run(plan.bundle, plan.probe_request(batch, specs[pi]), &sink);
         const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
         const double tokens = static_cast<double>(batch * result.grid_height * result.grid_width);
         probe.tokens_per_s = ms > 0 ? tokens * 1000.0 / ms : 0;
@@ -594,8 +594,7 @@ std::vector<std::optional<MaxBatchResult>> search_max_batches(const BenchPlan& p
       p.probe_batch = m.max_batch;
       RunSink sink(session, p, progress, cancelled);
       try {
-        const GenerationResult result = session.run(plan.bundle, plan.probe_request(m.max_batch, specs[pi].text()),
-                                                    &sink);
+        const GenerationResult result = session.run(plan.bundle, plan.probe_request(m.max_batch, specs[pi]), &sink);
         const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
         const double tokens = static_cast<double>(m.max_batch * result.grid_height * result.grid_width);
         if (ms > 0) m.tokens_per_s = std::max(m.tokens_per_s, tokens * 1000.0 / ms);
@@ -644,7 +643,7 @@ std::vector<PolicyRun> make_run(const BenchPlan& plan, int64_t r, GenerationSess
       p.round = round;
       p.rounds = plan.options.rounds;
       RunSink sink(session, p, progress, cancelled);
-      GenerationRequest request = plan.run_request(r, policy);
+      GenerationRequest request = plan.run_request(r, specs[pi]);
       GenerationResult result = session.run(plan.bundle, request, &sink);
       const double ms = sink.generation_ms > 0 ? sink.generation_ms : result.elapsed_ms;
       m.best_ms = first_round ? ms : std::min(m.best_ms, ms);
@@ -781,7 +780,7 @@ std::vector<std::optional<MaxBatchResult>> run_bench(const BenchOptions& options
   if (options.warmup && !todo.empty()) {
     BenchProgress p{"full (warm-up)", 0, static_cast<int64_t>(plan.specs.size()), 0, 1};
     RunSink sink(session, p, progress, cancelled);
-    session.run(plan.bundle, plan.run_request(0, "full"), &sink);
+    session.run(plan.bundle, plan.run_request(0, PolicySpec{}), &sink);
   }
   std::vector<std::optional<MaxBatchResult>> max_batches(plan.specs.size());
   if (plan.search) max_batches = search_max_batches(plan, session, weights, progress, cancelled);

@@ -31,7 +31,7 @@ std::vector<std::string> policies_for(const FamilyDescription& family) {
 std::string policy_family_problem(const std::string& spec, const FamilyDescription& family) {
   std::string name;
   try {
-    name = split_policy_spec(spec).name;
+    name = parse_policy_spec(spec).name;
   } catch (const std::exception&) {
     return {};
   }
@@ -45,7 +45,7 @@ const FamilyDescription::FirstUseCalibration* first_use_calibration(const std::s
                                                                     const FamilyDescription& family) {
   std::string name;
   try {
-    name = split_policy_spec(spec).name;
+    name = parse_policy_spec(spec).name;
   } catch (const std::exception&) {
     return nullptr;
   }
@@ -57,7 +57,7 @@ const FamilyDescription::FirstUseCalibration* first_use_calibration(const std::s
 int64_t calibration_images(const std::string& spec, const FamilyDescription::FirstUseCalibration& calibration) {
   if (calibration.images_param.empty()) return 0;
   try {
-    const auto params = split_policy_spec(spec).params;
+    const auto params = parse_policy_spec(spec).params;
     const auto it = params.find(calibration.images_param);
     if (it == params.end()) return 0;
     const auto n = parse_number_text(it->second);

@@ -95,7 +95,16 @@ GenerationRequest request_from_json(const nlohmann::json& j) {
   read_field(j, "top_p", &r.sampling.top_p, where);
   read_field(j, "sample", &r.sampling.sample, where);
   read_field(j, "device", &r.device, where);
-  read_field(j, "policy", &r.policy, where);
+  std::string policy_text;
+  read_field(j, "policy", &policy_text, where);
+  if (!policy_text.empty()) {
+    // The PNG is where this spec comes in: parsed here, once.
+    try {
+      r.policy = parse_policy_spec(policy_text);
+    } catch (const InvalidArgumentError& e) {
+      throw FormatError(where + ": field 'policy': " + e.what());
+    }
+  }
   read_field(j, "dtype", &r.dtype, where);
   read_field(j, "prompt", &r.prompt, where);
   read_field(j, "negative_prompt", &r.negative_prompt, where);

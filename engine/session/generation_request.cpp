@@ -32,9 +32,8 @@ void GenerationRequest::validate() const {
   if (threads < 0) throw InvalidArgumentError("threads must be >= 0 (0 = all cores)");
   // Name and parameter names are checked here; the budget needs the model's grid
   // and is checked when the session builds the policy.
-  const PolicySpec spec = parse_policy_spec(policy);
-  const PolicyInfo& info = find_policy(spec.name);
-  PolicyParams(spec.params, info.params, info.name);
+  const PolicyInfo& info = find_policy(policy.name);
+  PolicyParams(policy.params, info.params, info.name);
   sampling.validate();
 }
 
@@ -52,7 +51,7 @@ nlohmann::json to_json(const GenerationRequest& r) {
                       {"sample", r.sampling.sample},
                       {"device", r.device},
                       {"dtype", r.dtype},
-                      {"policy", r.policy}};
+                      {"policy", r.policy.text()}};
   if (r.is_text()) {
     j["prompt"] = r.prompt;
     j["negative_prompt"] = r.negative_prompt;

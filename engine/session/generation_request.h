@@ -7,6 +7,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "engine/cache/policies/policy_spec.h"
 #include "engine/sampling/sampling_params.h"
 
 namespace kvs {
@@ -32,7 +33,7 @@ struct GenerationRequest {
   int threads = 0;                   // 0: all hardware threads
   std::string cuda_graphs = "on";    // on | off: CUDA graphs for the decode step on a GPU (raster LlamaGen
                                      // models; engine/core/cuda_graphs.h); the CPU ignores it
-  std::string policy = "full";       // KV-cache policy spec, e.g. "linear:rho=1/6" (see policy_registry.h)
+  PolicySpec policy;                 // the KV-cache policy (parsed where its text came in; "full" by default)
   int preview_every_units = 0;       // decode a preview every N lines (0: off)
   double preview_max_share = 0;      // > 0: skip a due preview while preview decoding has
                                      // taken more than this share of the elapsed time, so

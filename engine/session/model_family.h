@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "engine/cache/policies/policy_spec.h"
 #include "engine/conformance/conformance_report.h"
 #include "engine/session/family_description.h"
 #include "engine/session/generation_events.h"
@@ -150,7 +151,11 @@ class ModelFamily {
   // Builds policy `spec` on the model's geometry and throws InvalidArgumentError
   // (with the registry's or the family's message) when the model cannot run it:
   // unknown or malformed, of another family, or a budget that cannot fit.
-  virtual void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const = 0;
+  virtual void check_policy(const io::ModelBundle& bundle, const PolicySpec& spec, const PolicyCheck& check) const = 0;
+  // The same for a spec still in text (parsed here; a malformed one is refused the same way).
+  void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const {
+    check_policy(bundle, parse_policy_spec(spec), check);
+  }
 
   // `verify`: whether a conformance case (reference outputs of the official code,
   // docs/conformance.md) is one of this family's, judged from its manifest; and

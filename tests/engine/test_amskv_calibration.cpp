@@ -283,7 +283,7 @@ TEST(AmsKvCalibration, PolicyTakesTheCalibratedThetaUnlessThetaIsGiven) {
   r.device = "cpu";
   r.threads = 1;
   auto kept = [&](const std::string& spec) {
-    r.policy = spec;
+    r.policy = parse_policy_spec(spec);
     GenerationSession session;
     return session.run(r).kv_bytes_logical_final;
   };

@@ -131,7 +131,7 @@ SessionRuns run_session_with_and_without(const std::string& device, const std::s
   request.class_ids = {1, 3};
   request.device = device;
   request.threads = 1;
-  request.policy = policy;
+  request.policy = parse_policy_spec(policy);
   GenerationSession session;
   SessionRuns runs;
   request.cuda_graphs = "off";

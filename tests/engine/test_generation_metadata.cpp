@@ -38,7 +38,7 @@ GenerationRequest text_request() {
   r.seed = 7;
   r.cfg_scale = 5;
   r.dtype = "bf16";
-  r.policy = "linear:rho=0.25";
+  r.policy = parse_policy_spec("linear:rho=0.25");
   return r;
 }
 

@@ -291,7 +291,7 @@ TEST(Hack, GenerationKeepsEveryHeadsBudgetAfterEveryCut) {
   req.class_ids = {2};
   req.device = "cpu";
   req.threads = 1;
-  req.policy = "hack:budget=30";
+  req.policy = parse_policy_spec("hack:budget=30");
   GenerationSession session;
   const GenerationResult a = session.run(req);
   EXPECT_LT(a.kv_bytes_logical_final, a.kv_bytes_full);

@@ -227,9 +227,9 @@ TEST(JanusSession, EveryRasterPolicyKeepsThePromptAndItsBudget) {
     ++policies;
     Events events;
     GenerationRequest r = prompt_request(dir.path().string(), "a lighthouse at dawn, watercolor");
-    r.policy = info.has_budget() ? info.name + ":rho=0.25" : info.name;
+    r.policy = parse_policy_spec(info.has_budget() ? info.name + ":rho=0.25" : info.name);
     r.emit_retained_masks = true;
-    ASSERT_NO_THROW(session.run(r, &events)) << r.policy;
+    ASSERT_NO_THROW(session.run(r, &events)) << r.policy.text();
     const int64_t prompt = events.started.at(0).condition_tokens;
     const int64_t budget = info.has_budget() ? 64 : 256;  // a quarter of the 16x16 image tokens
     for (const UnitDoneEvent& u : events.units) {
@@ -240,13 +240,13 @@ TEST(JanusSession, EveryRasterPolicyKeepsThePromptAndItsBudget) {
           int64_t image = 0;
           for (int64_t p = 0; p < m.positions; ++p) {
             if (p < prompt) {
-              ASSERT_TRUE(m.retained(layer, head, p)) << r.policy << " evicted prompt position " << p;
+              ASSERT_TRUE(m.retained(layer, head, p)) << r.policy.text() << " evicted prompt position " << p;
             } else {
               image += m.retained(layer, head, p) ? 1 : 0;
             }
           }
           if (info.name != "headkv") {
-            EXPECT_LE(image, budget) << r.policy << " unit " << u.unit_index;
+            EXPECT_LE(image, budget) << r.policy.text() << " unit " << u.unit_index;
           }
         }
     }

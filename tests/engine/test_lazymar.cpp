@@ -387,7 +387,7 @@ TEST(LazyMar, SessionReportsRecomputedPositionsAndFlopsPerStep) {
   GenerationSession session;
   Sink full_sink, lazy_sink;
   const GenerationResult full = session.run(request, &full_sink);
-  request.policy = "lazymar:start=2,interval=4,retention=constant,ratio=1/4,extra=0";
+  request.policy = parse_policy_spec("lazymar:start=2,interval=4,retention=constant,ratio=1/4,extra=0");
   const GenerationResult lazy = session.run(request, &lazy_sink);
   ASSERT_EQ(full_sink.units.size(), 8u);
   ASSERT_EQ(lazy_sink.units.size(), 8u);
@@ -430,7 +430,7 @@ TEST(LazyMar, ASwitchAskedForMidRunIsRefusedWithTheReason) {
   request.steps = 4;
   request.device = "cpu";
   request.threads = 1;
-  request.policy = "lazymar";
+  request.policy = parse_policy_spec("lazymar");
   GenerationSession session;
   struct Sink : EventSink {
     GenerationSession* session = nullptr;

@@ -215,7 +215,7 @@ TEST(MarGeneration, SessionStreamsOneUnitPerStep) {
   // The same request gives the same images; a KV policy is refused with a message.
   const GenerationResult again = session.run(request);
   EXPECT_EQ(again.images[1].pixels, result.images[1].pixels);
-  request.policy = "streaming:rho=1/4";
+  request.policy = parse_policy_spec("streaming:rho=1/4");
   EXPECT_THROW(session.run(request), InvalidArgumentError);
 }
 
@@ -264,7 +264,7 @@ std::vector<UnitDoneEvent> steps_with_attention(const std::string& dir, const st
   request.steps = 5;
   request.device = "cpu";
   request.threads = 1;
-  request.policy = policy;
+  request.policy = parse_policy_spec(policy);
   request.emit_attention_map = true;
   request.attention_layer = layer;
   request.attention_head = head;

@@ -61,7 +61,7 @@ TEST(ModelFamilies, RegistryListsEachFamilyOnceWithACompleteDescription) {
       if (spec.empty()) continue;
       SCOPED_TRACE(spec);
       EXPECT_EQ(policy_spec_problem(spec), "");
-      const PolicyDescription* entry = find_policy_entry(split_policy_spec(spec).name);
+      const PolicyDescription* entry = find_policy_entry(parse_policy_spec(spec).name);
       ASSERT_NE(entry, nullptr);
       EXPECT_NE(std::find(entry->families.begin(), entry->families.end(), d.policy_family), entry->families.end());
     }

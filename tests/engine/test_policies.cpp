@@ -375,7 +375,7 @@ TEST(SessionEvents, RetainedMasksShowWhatTheCacheHolds) {
   r.model_path = std::string(KVSTUDIO_SOURCE_DIR) + "/resources/models/llamagen-demo";
   r.class_ids = {4};
   r.device = "cpu";
-  r.policy = "streaming:budget=40,sink=4";
+  r.policy = parse_policy_spec("streaming:budget=40,sink=4");
   r.emit_retained_masks = true;
   session.run(r, &rec);
   ASSERT_EQ(rec.units.size(), 16u);

@@ -51,7 +51,7 @@ GenerationRequest cpu_request(const std::string& dir, const std::string& dtype, 
   r.device = "cpu";
   r.threads = 1;
   r.dtype = dtype;
-  r.policy = policy;
+  r.policy = parse_policy_spec(policy);
   return r;
 }
 

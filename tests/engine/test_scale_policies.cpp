@@ -823,7 +823,7 @@ TEST(HeatKvCalibration, BetaRowsAreAttentionDistributionsAndTheSessionCalibrates
   r.class_ids = {2};
   r.device = "cpu";
   r.threads = 1;
-  r.policy = "heatkv:budget=0.3,sinks=2";
+  r.policy = parse_policy_spec("heatkv:budget=0.3,sinks=2");
   GenerationSession session;
   const GenerationResult a = session.run(r);
   EXPECT_LT(a.kv_bytes_logical_final, a.kv_bytes_full);
@@ -966,7 +966,7 @@ TEST(HeatKvCalibration, ASessionKeepsEachNAndAPolicyChangeGetsItsOwn) {
   r.class_ids = {2};
   r.device = "cpu";
   r.threads = 1;
-  r.policy = "heatkv:budget=0.3,sinks=2,calibration_images=1";
+  r.policy = parse_policy_spec("heatkv:budget=0.3,sinks=2,calibration_images=1");
   const LogCounter measured("HeatKV calibration_images=");
   const LogCounter measured_three("HeatKV calibration_images=3");
   GenerationSession session;
@@ -995,7 +995,7 @@ TEST(HeatKvCalibration, ASessionKeepsEachNAndAPolicyChangeGetsItsOwn) {
   EXPECT_EQ(measured.count(), 2);
 
   // Too many classes: refused before the run starts, naming the parameter.
-  r.policy = "heatkv:budget=0.3,sinks=2,calibration_images=6";
+  r.policy = parse_policy_spec("heatkv:budget=0.3,sinks=2,calibration_images=6");
   try {
     session.run(r);
     FAIL() << "6 calibration images of a 5-class model must be refused";

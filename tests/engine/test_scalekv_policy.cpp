@@ -416,7 +416,7 @@ TEST(ScaleKv, GenerationKeepsEveryLayersBudgetAfterEveryLayer) {
   req.class_ids = {2};
   req.device = "cpu";
   req.threads = 1;
-  req.policy = "scalekv:budget=30";
+  req.policy = parse_policy_spec("scalekv:budget=30");
   GenerationSession session;
   const GenerationResult a = session.run(req);
   EXPECT_LT(a.kv_bytes_logical_final, a.kv_bytes_full);
@@ -522,7 +522,7 @@ TEST(ScaleKvCalibrationFile, ASessionReadsTheBundlesFile) {
   req.class_ids = {1};
   req.device = "cpu";
   req.threads = 1;
-  req.policy = "scalekv:budget=30";
+  req.policy = parse_policy_spec("scalekv:budget=30");
   // A corrupt file is an error that names it (not silently measured again).
   io::write_file_atomic(path, "{\"format\": \"kvstudio-scalekv-calibration\", \"version\": 1}");
   try {

@@ -105,14 +105,14 @@ TEST(GenerationSession, BadRequestsFailWithClearMessages) {
         << e.what();
   }
   r.class_ids = {1};
-  r.policy = "nonsense";
+  r.policy = parse_policy_spec("nonsense");
   try {
     session.run(r);
     FAIL();
   } catch (const InvalidArgumentError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown cache policy 'nonsense'"), std::string::npos);
   }
-  r.policy = "full";
+  r.policy = parse_policy_spec("full");
   r.model_path = dir.file("missing");
   EXPECT_THROW(session.run(r), FileError);
 }

@@ -63,7 +63,7 @@ TEST(EngineSoak, ResidentMemoryStaysFlatOverConsecutiveGenerations) {
     req.threads = 1;
     req.class_ids = {i % 10};
     req.seed = static_cast<uint64_t>(i);
-    req.policy = policies[static_cast<size_t>(i) % policies.size()];
+    req.policy = parse_policy_spec(policies[static_cast<size_t>(i) % policies.size()]);
     req.preview_every_units = 4;
     req.emit_retained_masks = true;
     req.emit_attention_map = true;

@@ -244,7 +244,7 @@ TEST(EngineStorm, GenerationsCancelledAndSwitchedAtRandomEndCleanly) {
     if (rng() % 3 == 0) req.class_ids.push_back(static_cast<int64_t>(rng() % family.classes));
     req.cfg_scale = rng() % 4 == 0 ? 1.0 : 4.0;
     req.steps = family.steps;
-    req.policy = family.specs[rng() % family.specs.size()];
+    req.policy = parse_policy_spec(family.specs[rng() % family.specs.size()]);
     req.preview_every_units = static_cast<int>(rng() % 3);
     req.emit_retained_masks = rng() % 2 == 0;
     req.emit_attention_map = rng() % 4 == 0;
@@ -252,7 +252,7 @@ TEST(EngineStorm, GenerationsCancelledAndSwitchedAtRandomEndCleanly) {
     const auto mode = static_cast<CancelMode>(rng() % 4);
     // Anywhere in the run: a unit, or a token of the run's first units.
     const int64_t cancel_at = 1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(family.units));
-    const std::string what = "run " + std::to_string(i) + " (" + family.name + ", " + req.policy + ", seed " +
+    const std::string what = "run " + std::to_string(i) + " (" + family.name + ", " + req.policy.text() + ", seed " +
                              std::to_string(seed) + ")";
     SCOPED_TRACE(what);
     watchdog.beat(what);

@@ -40,7 +40,7 @@ std::vector<UnitDoneEvent> run_units(const test::TempDir& dir, const std::string
   r.seed = 11;
   r.device = "cpu";
   r.threads = 1;
-  r.policy = policy;
+  r.policy = parse_policy_spec(policy);
   r.emit_retained_masks = true;
   GenerationSession session;
   UnitRecorder rec;

@@ -312,7 +312,7 @@ TEST(VarSession, EmitsOneUnitPerScaleWithPreviews) {
   EXPECT_EQ(a.tokens, b.tokens);
   EXPECT_EQ(a.images[1].pixels, b.images[1].pixels);
   // Raster-only policies are refused with a clear message.
-  r.policy = "linear";
+  r.policy = parse_policy_spec("linear");
   try {
     session.run(r);
     FAIL() << "no error";

@@ -77,7 +77,7 @@ class TestViewModels : public QObject {
     RunViewModel vm;
     QSignalSpy states(&vm, &RunViewModel::stateChanged);
     kvs::GenerationRequest request;
-    request.policy = "full";
+    request.policy = kvs::parse_policy_spec("full");
     vm.track(nullptr, 7, request);
     QCOMPARE(vm.state(), RunState::Loading);
     QVERIFY(vm.active());
@@ -310,7 +310,7 @@ class TestViewModels : public QObject {
     QVERIFY(vm.start({"linear:rho=1/4", "streaming:rho=1/4"}, base, familyDescription("llamagen")).isEmpty());
     QCOMPARE(vm.paneCount(), 3);
     QCOMPARE(vm.specs().front(), QStringLiteral("full"));
-    QCOMPARE(vm.pane(1)->request().policy, std::string("linear:rho=1/4"));
+    QCOMPARE(vm.pane(1)->request().policy.text(), std::string("linear:rho=1/4"));
   }
 
   void settingsRoundTrip() {
@@ -353,7 +353,7 @@ class TestViewModels : public QObject {
     request.class_ids = {3, 5};
     request.seed = 42;
     request.cfg_scale = 3.0;
-    request.policy = "linear:rho=1/4";
+    request.policy = kvs::parse_policy_spec("linear:rho=1/4");
     auto result = std::make_shared<kvs::GenerationResult>();
     result->images = {patternImage(24, 24, 1), patternImage(24, 24, 2)};
     result->tokens = {std::vector<int32_t>(9, 1), std::vector<int32_t>(9, 2)};
@@ -374,7 +374,7 @@ class TestViewModels : public QObject {
     QCOMPARE(back.class_name, std::string("goldfish"));
     QCOMPARE(back.request.seed, uint64_t{42});
     QCOMPARE(back.request.cfg_scale, 3.0);
-    QCOMPARE(back.request.policy, std::string("linear:rho=1/4"));
+    QCOMPARE(back.request.policy.text(), std::string("linear:rho=1/4"));
     QCOMPARE(back.request.class_ids, std::vector<int64_t>{5});
     QCOMPARE(back.image.width, 24);
     QVERIFY(back.parameters_text.find("Seed: 42") != std::string::npos);
@@ -397,7 +397,7 @@ class TestViewModels : public QObject {
     QVERIFY(kvs::policy_spec_problem("linear:rho=1/6").empty());
     QVERIFY(!kvs::policy_spec_problem("linear:bogus=1").empty());
     QCOMPARE(*kvs::parse_number_text("1/4"), 0.25);
-    QCOMPARE(kvs::join_policy_spec(kvs::split_policy_spec("linear:r=2,n_init=4")), std::string("linear:n_init=4,r=2"));
+    QCOMPARE(kvs::parse_policy_spec("linear:r=2,n_init=4").text(), std::string("linear:n_init=4,r=2"));
   }
 
   void modelCatalogListsBundlesAndProblems() {

@@ -56,7 +56,7 @@ QString CompareViewModel::start(const QStringList& specs_in, const kvs::Generati
     if (!problem.empty()) return QString::fromStdString(problem);
     const QString wrongFamily = policyFamilyProblem(t, family);
     if (!wrongFamily.isEmpty()) return wrongFamily;
-    const QString canonical = QString::fromStdString(kvs::join_policy_spec(kvs::split_policy_spec(t.toStdString())));
+    const QString canonical = QString::fromStdString(kvs::parse_policy_spec(t.toStdString()).text());
     if (!specs.contains(canonical)) specs << canonical;
   }
   if (specs.size() < 2) return QStringLiteral("pick at least 2 different policy configurations to compare");
@@ -75,7 +75,7 @@ QString CompareViewModel::start(const QStringList& specs_in, const kvs::Generati
   for (int i = 0; i < specs.size(); ++i) {
     const QString& spec = specs[i];
     kvs::GenerationRequest r = base;
-    r.policy = spec.toStdString();
+    r.policy = kvs::parse_policy_spec(spec.toStdString());  // checked above
     auto* pane = new RunViewModel(this);
     panes_.push_back(pane);
     connect(pane, &RunViewModel::finished, this, &CompareViewModel::onPaneDone);

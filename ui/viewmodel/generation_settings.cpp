@@ -26,7 +26,7 @@ kvs::GenerationRequest GenerationSettings::toRequest() const {
   r.steps = steps;
   r.cfg_schedule = cfgSchedule.toStdString();
   r.threads = threads;
-  r.policy = policy.toStdString();
+  r.policy = kvs::parse_policy_spec(policy.toStdString());  // the policy form is where the spec comes in
   r.preview_every_units = 1;
   r.preview_max_share = kPreviewMaxShare;
   r.emit_retained_masks = true;
@@ -56,7 +56,7 @@ GenerationSettings GenerationSettings::fromRequest(const kvs::GenerationRequest&
   s.steps = r.steps;
   s.cfgSchedule = QString::fromStdString(r.cfg_schedule);
   s.threads = r.threads;
-  s.policy = QString::fromStdString(r.policy);
+  s.policy = QString::fromStdString(r.policy.text());
   s.attentionLayer = r.attention_layer;
   s.attentionHead = r.attention_head;
   return s;

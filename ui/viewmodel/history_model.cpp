@@ -28,7 +28,7 @@ QString HistoryEntry::summary() const {
   return QStringLiteral("%1 · seed %2\n%3")
       .arg(className)
       .arg(request.seed)
-      .arg(QString::fromStdString(result ? result->policy : request.policy));
+      .arg(QString::fromStdString(result ? result->policy : request.policy.text()));
 }
 
 QString promptTitle(const std::string& prompt) {
@@ -52,7 +52,7 @@ QString HistoryEntry::tooltip() const {
                   .arg(request.sampling.temperature)
                   .arg(request.sampling.top_k)
                   .arg(request.sampling.top_p)
-                  .arg(QString::fromStdString(result ? result->policy : request.policy).toHtmlEscaped());
+                  .arg(QString::fromStdString(result ? result->policy : request.policy.text()).toHtmlEscaped());
   if (result)
     t += QStringLiteral("<br>%1 · %2 tok/s · KV %3 of %4 MiB")
              .arg(QString::fromStdString(result->model_name).toHtmlEscaped())

@@ -82,7 +82,7 @@ void RunViewModel::track(GenerationWorker* worker, quint64 job, const kvs::Gener
   reset();
   job_ = job;
   request_ = request;
-  active_policy_ = QString::fromStdString(request.policy);
+  active_policy_ = QString::fromStdString(request.policy.text());
   clock_.start();
   setState(RunState::Loading);
   if (!worker) return;

@@ -108,8 +108,10 @@ void MainWindow::recall(int row) {
                     .arg(modelDir, QString::fromStdString(model_.name)));
   }
   panel_->setSettings(s);
-  showNotice(
-      tr("Parameters recalled: %1, seed %2, %3").arg(e.className).arg(r.seed).arg(QString::fromStdString(r.policy)));
+  showNotice(tr("Parameters recalled: %1, seed %2, %3")
+                 .arg(e.className)
+                 .arg(r.seed)
+                 .arg(QString::fromStdString(r.policy.text())));
 }
 
 }  // namespace kvs::ui

@@ -100,11 +100,12 @@ bool MainWindow::generate() {
   s.attentionLayer = mask_layer_->currentIndex() - 1;
   s.attentionHead = mask_head_->currentIndex() - 1;
   s.threads = options_.threads;
-  kvs::GenerationRequest request = s.toRequest();
-  // A next-scale run has a handful of scales and each preview is the point of
-  // the run (the whole image refined): decode every one rather than rate-limit them.
-  if (family().unit == kvs::GenerationUnit::Scale) request.preview_max_share = 0;
+  kvs::GenerationRequest request;
   try {
+    request = s.toRequest();
+    // A next-scale run has a handful of scales and each preview is the point of
+    // the run (the whole image refined): decode every one rather than rate-limit them.
+    if (family().unit == kvs::GenerationUnit::Scale) request.preview_max_share = 0;
     request.validate();
   } catch (const kvs::Error& e) {
     showError(QString::fromStdString(e.what()));
@@ -138,6 +139,7 @@ bool MainWindow::runCompare(const QStringList& specs) {
   s.batch = 1;
   s.threads = options_.threads;
   if (specs != compare_view_->configs()) compare_view_->setConfigs(specs);
+  s.policy = QStringLiteral("full");  // each pane's own spec replaces it
   kvs::GenerationRequest base = s.toRequest();
   if (family().unit == kvs::GenerationUnit::Scale) base.preview_max_share = 0;
   CompareSchedule schedule = automaticCompareSchedule(s.device);

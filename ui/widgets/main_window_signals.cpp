@@ -74,9 +74,9 @@ void MainWindow::connectSignals() {
     else showError(tr("Policy change refused at %1 %2: %3").arg(unit).arg(m.unit + 1).arg(m.message));
   });
   connect(run_, &RunViewModel::finished, this, [this] {
-    if (const auto* c = firstUseCalibration(QString::fromStdString(run_->request().policy), run_->family()))
+    if (const auto* c = firstUseCalibration(QString::fromStdString(run_->request().policy.text()), run_->family()))
       calibrated_models_.insert(calibrationKey(QString::fromStdString(run_->request().model_path),
-                                               QString::fromStdString(run_->request().policy), *c,
+                                               QString::fromStdString(run_->request().policy.text()), *c,
                                                run_->request().cfg_scale));
     history_->addResult(run_->request(), run_->result(), model_.class_names);
     Q_EMIT runFinished(true);

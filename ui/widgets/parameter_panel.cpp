@@ -494,7 +494,7 @@ void ParameterPanel::setSettings(const GenerationSettings& s) {
 }
 
 QString ParameterPanel::policySpec() const {
-  kvs::PolicySpecParts parts;
+  kvs::PolicySpec parts;
   parts.name = policy_combo_->currentData().toString().toStdString();
   parts.params = form_->changedValues();
   const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
@@ -505,13 +505,13 @@ QString ParameterPanel::policySpec() const {
       parts.params["rho"] = QString::number(budget_slider_->value() / 100.0, 'g', 4).toStdString();
     else parts.params["budget"] = std::to_string(budget_slider_->value());
   }
-  return QString::fromStdString(kvs::join_policy_spec(parts));
+  return QString::fromStdString(parts.text());
 }
 
 void ParameterPanel::setPolicySpec(const QString& spec) {
-  kvs::PolicySpecParts parts;
+  kvs::PolicySpec parts;
   try {
-    parts = kvs::split_policy_spec(spec.toStdString());
+    parts = kvs::parse_policy_spec(spec.toStdString());
   } catch (const std::exception&) {
     return;
   }

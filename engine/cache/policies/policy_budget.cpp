@@ -23,9 +23,9 @@ PolicyBudgetKind policy_budget_kind(const PolicyDescription* policy) {
 }
 
 PolicyBudget read_policy_budget(const std::string& spec) {
-  PolicySpecParts parts;
+  PolicySpec parts;
   try {
-    parts = split_policy_spec(spec);
+    parts = parse_policy_spec(spec);
   } catch (const std::exception&) {
     return {};
   }

@@ -19,18 +19,6 @@ const PolicyDescription* find_policy_entry(const std::string& name) {
   return nullptr;
 }
 
-PolicySpecParts split_policy_spec(const std::string& spec) {
-  const PolicySpec parsed = parse_policy_spec(spec);
-  return {parsed.name, parsed.params};
-}
-
-std::string join_policy_spec(const PolicySpecParts& parts) {
-  PolicySpec spec;
-  spec.name = parts.name;
-  spec.params = parts.params;
-  return spec.text();
-}
-
 std::string policy_spec_problem(const std::string& spec) {
   try {
     const PolicySpec parsed = parse_policy_spec(spec);

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "engine/cache/policies/policy_description.h"
+#include "engine/cache/policies/policy_spec.h"
 
 namespace kvs {
 
@@ -44,16 +45,6 @@ class PolicyCatalog {
 PolicyCatalog policy_catalog();
 // nullptr when unknown.
 const PolicyDescription* find_policy_entry(const std::string& name);
-
-// A spec split into its name and parameters ("linear:rho=1/6" -> linear, {rho: 1/6}).
-struct PolicySpecParts {
-  std::string name;
-  std::map<std::string, std::string> params;
-};
-// Throws InvalidArgumentError for malformed text (not for unknown names).
-PolicySpecParts split_policy_spec(const std::string& spec);
-// Canonical "name:k=v,..." (parameters in name order; none: just the name).
-std::string join_policy_spec(const PolicySpecParts& parts);
 
 // Empty when the name and parameters are valid; else the registry's message.
 // Budgets that need the model's grid are checked when a run starts.

@@ -12,6 +12,7 @@
 
 #include "engine/cache/policies/cache_policy.h"
 #include "engine/cache/policies/policy_description.h"
+#include "engine/cache/policies/policy_spec.h"
 
 namespace kvs {
 
@@ -40,12 +41,11 @@ struct PolicyInfo : PolicyDescription {
 const std::vector<PolicyInfo>& policy_registry();
 const PolicyInfo& find_policy(const std::string& name);  // throws InvalidArgumentError listing the known names
 
-struct PolicySpec {
-  std::string name;
-  std::map<std::string, std::string> params;
-  std::string text() const;  // canonical "name:k=v,..."
-};
-PolicySpec parse_policy_spec(const std::string& text);  // throws InvalidArgumentError
+// The policy `spec` names, built on `context` (InvalidArgumentError for an
+// unknown name, a parameter it does not take, a value out of range or an
+// impossible budget on this geometry). The text form parses first: for
+// callers whose spec arrives as text (a live change, a test).
+std::unique_ptr<CachePolicy> make_policy(const PolicySpec& spec, const PolicyContext& context);
 std::unique_ptr<CachePolicy> make_policy(const std::string& spec, const PolicyContext& context);
 
 // Budget parameters shared by the compressing policies (budget_param_specs():

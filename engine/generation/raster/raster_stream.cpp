@@ -23,7 +23,7 @@ GenerationResult stream_raster(RasterNetwork& network, const RasterRun& run, con
 
   RunClock clock;
   std::unique_ptr<CachePolicy> policy = make_policy(request.policy, run.policy_context);
-  std::string policy_spec = request.policy;
+  std::string policy_spec = request.policy.text();
   RasterHooks hooks;
   hooks.policy = [&] { return policy.get(); };
   // The attention of the step that generates each line's last token (its query
@@ -56,8 +56,9 @@ GenerationResult stream_raster(RasterNetwork& network, const RasterRun& run, con
     ctx.emit(unit);
     // A change requested so far (also from a listener of this very event)
     // takes effect for the next line: the new policy adopts the cache as is.
-    apply_policy_change(ctx, unit.unit_index, policy_spec,
-                        [&](const std::string& spec) { policy = make_policy(spec, run.policy_context); });
+    apply_policy_change(ctx, unit.unit_index, policy_spec, [&](const std::string& spec) {
+      policy = make_policy(parse_policy_spec(spec), run.policy_context);
+    });
   };
   RasterResult raster = generate(network, shape, run.params, hooks);
 

@@ -24,7 +24,7 @@ bool serves_scales(const std::string& name) {
 
 }  // namespace
 
-std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context) {
+std::unique_ptr<CachePolicy> make_scale_policy(const PolicySpec& spec, const PolicyContext& context) {
   const std::string note =
       "works on raster (next-token) models only; this model generates scale by scale and takes "
       "'full' or a scale policy";
@@ -32,7 +32,7 @@ std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const Po
   try {
     policy = make_policy(spec, context);
   } catch (const InvalidArgumentError& e) {
-    const std::string name = parse_policy_spec(spec).name;
+    const std::string& name = spec.name;
     // A scale policy's own message is the whole story (a bad budget, a
     // calibration of another model); only a raster policy gets the note.
     if (name == "full" || serves_scales(name)) throw;
@@ -73,11 +73,11 @@ GenerationResult stream_scales(ScaleNetwork& network, const ScaleRun& run, const
 
   // A policy that needs a calibration asks for it while it is made (through
   // the context's provider), also on a policy change mid-run.
-  auto make = [&](const std::string& spec) { return make_scale_policy(spec, run.policy_context); };
+  auto make = [&](const PolicySpec& spec) { return make_scale_policy(spec, run.policy_context); };
   std::unique_ptr<CachePolicy> policy = make(request.policy);
   // A calibration made on the way (first use) is not counted in the run's time.
   RunClock clock;
-  std::string policy_spec = request.policy;
+  std::string policy_spec = request.policy.text();
   ScaleHooks hooks;
   hooks.policy = [&] { return policy.get(); };
   hooks.cache_capacity_tokens = policy->initial_entries();
@@ -103,7 +103,8 @@ GenerationResult stream_scales(ScaleNetwork& network, const ScaleRun& run, const
     clock.preview_if_due(unit, request, [&] { return run.decode(*step.f_hat); });
     ctx.emit(unit);
     // A change requested so far takes effect for the next scale.
-    apply_policy_change(ctx, step.scale, policy_spec, [&](const std::string& spec) { policy = make(spec); });
+    apply_policy_change(ctx, step.scale, policy_spec,
+                        [&](const std::string& spec) { policy = make(parse_policy_spec(spec)); });
   };
   const ScaleResult generated = generate(network, shape, hooks);
 

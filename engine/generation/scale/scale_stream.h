@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "engine/cache/policies/cache_policy.h"
+#include "engine/cache/policies/policy_spec.h"
 #include "engine/generation/scale/scale_loop.h"
 #include "engine/image/rgb_image.h"
 #include "engine/session/generation_request.h"
@@ -26,7 +27,7 @@ namespace kvs::scale {
 // A next-scale model runs with `full` or a policy written for scale units
 // (cache_policy.h). A raster policy may already refuse the scale context while
 // it is built (its budget rules count token lines); the message says why either way.
-std::unique_ptr<CachePolicy> make_scale_policy(const std::string& spec, const PolicyContext& context);
+std::unique_ptr<CachePolicy> make_scale_policy(const PolicySpec& spec, const PolicyContext& context);
 
 struct ScaleRun {
   std::string model_name;

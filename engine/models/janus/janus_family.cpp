@@ -152,7 +152,7 @@ class JanusFamily : public ModelFamily {
     return arch;
   }
 
-  void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const override {
+  void check_policy(const io::ModelBundle& bundle, const PolicySpec& spec, const PolicyCheck& check) const override {
     const JanusConfig c = config_of(bundle);
     make_policy(spec, prompt_policy_context(c, kTypicalPromptTokens, check.batch, check.cfg_scale > 1.0, check.seed));
   }

@@ -157,7 +157,7 @@ class LlamaGenFamily : public ModelFamily {
     return arch;
   }
 
-  void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const override {
+  void check_policy(const io::ModelBundle& bundle, const PolicySpec& spec, const PolicyCheck& check) const override {
     const GptConfig gpt = gpt_config_from_json(bundle.manifest.at("architecture").at("gpt"));
     make_policy(spec, raster_policy_context(gpt, check.batch, check.cfg_scale > 1.0, check.seed));
   }

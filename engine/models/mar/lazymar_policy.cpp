@@ -109,13 +109,17 @@ bool serves_masked_family(const std::string& name) {
 
 std::unique_ptr<LazyMarCache> make_masked_feature_cache(const std::string& spec, const mar::MarConfig& config,
                                                         mar::MarFlopCounter* flops, uint64_t seed) {
-  const PolicySpec parsed = parse_policy_spec(spec);
+  return make_masked_feature_cache(parse_policy_spec(spec), config, flops, seed);
+}
+
+std::unique_ptr<LazyMarCache> make_masked_feature_cache(const PolicySpec& parsed, const mar::MarConfig& config,
+                                                        mar::MarFlopCounter* flops, uint64_t seed) {
   const PolicyInfo& info = find_policy(parsed.name);
   if (!serves_masked_family(info.name)) {
     std::string names;
     for (const auto& i : policy_registry())
       if (serves_masked_family(i.name)) names += (names.empty() ? "" : ", ") + i.name;
-    throw InvalidArgumentError("policy '" + spec +
+    throw InvalidArgumentError("policy '" + parsed.text() +
                                "' is a KV-cache policy for raster/scale models; masked (MAR) models take " + names +
                                " (MAR recomputes every step and has no KV cache to evict from)");
   }

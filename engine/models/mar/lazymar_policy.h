@@ -125,6 +125,9 @@ class LazyMarCache : public mar::MarFeatureCache {
 // The feature cache a masked-model spec asks for: nullptr for "full", a
 // LazyMarCache for "lazymar:..."; any other policy throws InvalidArgumentError
 // naming the policies masked models take. `seed`: the request's (selection=random).
+std::unique_ptr<LazyMarCache> make_masked_feature_cache(const PolicySpec& spec, const mar::MarConfig& config,
+                                                        mar::MarFlopCounter* flops = nullptr, uint64_t seed = 0);
+// The same for a spec still in text (parsed here).
 std::unique_ptr<LazyMarCache> make_masked_feature_cache(const std::string& spec, const mar::MarConfig& config,
                                                         mar::MarFlopCounter* flops = nullptr, uint64_t seed = 0);
 // True when the registry lists `name` for the masked family.

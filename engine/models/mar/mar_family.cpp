@@ -12,8 +12,8 @@
 #include "engine/models/mar/mar_converter.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random_init.h"
+#include "engine/models/mar/mar_run.h"
 #include "engine/models/mar/mar_weights.h"
-#include "engine/models/mar/masked_session.h"
 #include "engine/session/bundle_info.h"
 #include "engine/session/loaded_model.h"
 #include "engine/session/model_summary.h"
@@ -150,7 +150,7 @@ class MarFamily : public ModelFamily {
     return arch;
   }
 
-  void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck&) const override {
+  void check_policy(const io::ModelBundle& bundle, const PolicySpec& spec, const PolicyCheck&) const override {
     // "full" or one of LazyMAR's feature-cache specs with valid parameters.
     make_masked_feature_cache(spec, mar_config_from_json(bundle.manifest.at("architecture").at("mar")));
   }

@@ -1,23 +1,23 @@
 #pragma once
 // MAR's step-by-step generation (LTH14/mar models/mar.py MAR.sample_tokens +
-// models/diffloss.py DiffLoss.sample), ported to match the official code
-// numerically, with the hooks the session, the UI and a feature cache need.
-//
-// Step k of num_iter: run the encoder–decoder on the tokens known so far
-// (doubled with CFG: class embedding rows first, then fake_latent rows); the
-// tokens still unknown after the step are the first mask_len positions of each
-// image's random order, mask_len = floor(seq_len * cos(pi/2 * (k+1)/num_iter))
-// clamped to [1, unknown - 1]; the tokens predicted now (all remaining ones at
-// the last step) are sampled by the diffusion head with this step's guidance
-// (linear: 1 + (cfg - 1) * (seq_len - mask_len) / seq_len, or constant).
-// Every random draw comes from the injectable MarRandom, in upstream call order.
+// models/diffloss.py DiffLoss.sample) on the masked floor
+// (engine/generation/masked: the order-based schedule, the token state, the
+// per-step callback), ported to match the official code numerically. What is
+// MAR's own here is the network behind the loop: at each step the
+// encoder–decoder runs on the tokens known so far (doubled with CFG: class
+// embedding rows first, then fake_latent rows), or a feature cache stands in
+// for it, and the diffusion head samples the tokens predicted now with the
+// step's guidance. Every random draw comes from the injectable MarRandom, in
+// upstream call order (the generation orders first).
 #include <ATen/core/Tensor.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "engine/generation/masked/masked_loop.h"
 #include "engine/models/mar/gaussian_diffusion.h"
 #include "engine/models/mar/mar_flops.h"
 #include "engine/models/mar/mar_transformer.h"
@@ -36,11 +36,11 @@ struct MaskedParams {
   void validate() const;                // throws InvalidArgumentError
 };
 
-// The schedule of one step, as upstream computes it (float64 cosine, float32 mask_len / cfg).
-// Tokens still unknown after step `step` when `unknown_now` are unknown before it.
-int64_t mask_len_after_step(int64_t step, int64_t num_iter, int64_t seq_len, int64_t unknown_now);
-// The guidance of a step whose mask_len is `mask_len` (float32 arithmetic, as upstream).
-float cfg_for_step(double cfg, const std::string& schedule, int64_t mask_len, int64_t seq_len);
+// The floor's schedule and step types, under MAR's names.
+using masked::cfg_for_step;
+using masked::mask_len_after_step;
+using masked::MaskedResult;
+using masked::MaskedStep;
 
 // What the transformer is asked for at one step. Rows are 2B with CFG
 // (conditional rows first), else B.
@@ -77,18 +77,6 @@ class MarFeatureCache {
   }
 };
 
-// What on_step sees after a step (image rows only, never the CFG copies).
-struct MaskedStep {
-  int64_t step = 0, steps_total = 0;
-  int64_t tokens_done = 0;                     // known tokens per image after this step
-  int64_t predicted = 0;                       // tokens per image predicted at this step
-  double cfg = 1.0;                            // this step's guidance
-  const at::Tensor* tokens = nullptr;          // [B, seq_len, C]: known tokens, zeros elsewhere
-  const at::Tensor* predicted_mask = nullptr;  // [B, seq_len] bool: predicted at this step
-  const at::Tensor* known = nullptr;           // [B, seq_len] bool: known after this step
-  const at::Tensor* orders = nullptr;          // [B, seq_len] int64: the generation orders
-};
-
 struct MaskedHooks {
   // Checked before every step and every reverse diffusion step; true throws CancelledError.
   std::function<bool()> cancelled;
@@ -101,19 +89,20 @@ struct MaskedHooks {
   MarFlopCounter* flops = nullptr;
 };
 
-struct MaskedResult {
-  at::Tensor tokens;  // [B, seq_len, C] (before unpatchify)
-  at::Tensor orders;  // [B, seq_len] int64
-  std::vector<int64_t> predicted_per_step;
-  std::vector<double> cfg_per_step;
-};
-
 // DiffLoss.sample(z, temperature, cfg): z [rows, D] (with guidance: conditional
 // rows then unconditional rows) -> sampled tokens [rows, C]. One rng.normal draw of
 // the initial noise (rows/2 rows with guidance, duplicated), then one per reverse step.
 at::Tensor sample_head(const DiffusionHead& head, const GaussianDiffusion& diffusion, const at::Tensor& z,
                        double temperature, double cfg, MarRandom& rng, const GaussianDiffusion::ModelFn& model = {},
                        const std::function<bool()>& cancelled = {});
+
+// MAR's network for one run on class ids `labels` [B] (CFG's fake_latent rows
+// added with guidance), drawing from `rng`; `rng` and `hooks` must outlive it.
+std::unique_ptr<masked::MaskedNetwork> class_conditioned_mar(const MarModel& model, const at::Tensor& labels,
+                                                             const MaskedParams& params, MarRandom& rng,
+                                                             const MaskedHooks& hooks);
+// The loop's geometry for `model` under `params`, `images` images.
+masked::MaskedShape masked_shape(const MarModel& model, int64_t images, const MaskedParams& params);
 
 // MAR.sample_tokens(bsz = labels.size(0), num_iter, cfg, cfg_schedule, labels, temperature).
 MaskedResult generate_masked(const MarModel& model, const at::Tensor& labels, const MaskedParams& params,

@@ -271,14 +271,14 @@ class VarFamily : public ModelFamily {
     return arch;
   }
 
-  void check_policy(const io::ModelBundle& bundle, const std::string& spec, const PolicyCheck& check) const override {
+  void check_policy(const io::ModelBundle& bundle, const PolicySpec& spec, const PolicyCheck& check) const override {
     const VarConfig config = var_config_from_json(bundle.manifest.at("architecture").at("var"));
     // CFG rows unless cfg is 0.
     PolicyContext context = scale_policy_context(config, check.batch, check.cfg_scale != 0.0, check.seed);
     context.calibrations = std::make_shared<CheckCalibrations>(context, bundle.dir);
     scale::make_scale_policy(spec, context);
     // HeatKV's calibration_images needs the model's classes.
-    heatkv_calibration_images(spec, config.num_classes);
+    heatkv_calibration_images(spec.text(), config.num_classes);
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,

@@ -1,4 +1,4 @@
-#include "engine/models/mar/masked_session.h"
+#include "engine/models/mar/mar_run.h"
 
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
@@ -9,6 +9,7 @@
 
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
+#include "engine/generation/masked/masked_stream.h"
 #include "engine/models/mar/lazymar_policy.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_random.h"
@@ -119,11 +120,6 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
 
   const int64_t grid = config.seq_h(), seq_len = config.seq_len();
   const int64_t batch = static_cast<int64_t>(request.class_ids.size());
-  ctx.emit(StartedEvent{
-      model.name, ctx.device_description, batch, grid, grid, seq_len, "step", params.num_iter, "mar", 0, {}});
-
-  RunClock clock;
-  int64_t unknown_before = seq_len;
   MaskedHooks hooks;
   hooks.cancelled = ctx.cancelled;
   hooks.feature_cache = feature_cache.get();
@@ -134,17 +130,14 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
     hooks.observer = attention->observer();
     if (feature_cache) feature_cache->set_decoder_observer(attention->observer());
   }
-  hooks.on_step = [&](const MaskedStep& step) {
-    ctx.emit(clock.progress(step.tokens_done, seq_len));
-    UnitDoneEvent unit = clock.unit(step.step, step.steps_total);
-    unit.policy = request.policy;
-    fill_unit_memory(unit, ctx.cuda_index);
-    // The positions of image 0 predicted now: its order entries [unknown after, unknown before).
-    const int64_t unknown_after = seq_len - step.tokens_done;
-    at::Tensor positions =
-        (*step.orders)[0].narrow(0, unknown_after, unknown_before - unknown_after).to(at::kCPU, at::kInt).contiguous();
-    unit.predicted_positions.assign(positions.data_ptr<int32_t>(), positions.data_ptr<int32_t>() + positions.numel());
-    unknown_before = unknown_after;
+
+  masked::MaskedRun run;
+  run.model_name = model.name;
+  run.family = "mar";
+  run.shape = masked_shape(model, batch, params);
+  run.grid_height = run.grid_width = grid;
+  run.decode = [&](const at::Tensor& tokens) { return decode_tokens(model, tokens); };
+  run.describe_unit = [&](UnitDoneEvent& unit, const MaskedStep& step) {
     if (attention) {
       const at::Tensor known_before = at::logical_and((*step.known)[0], at::logical_not((*step.predicted_mask)[0]));
       unit.attention = attention->map(unit.predicted_positions, known_before);
@@ -158,29 +151,22 @@ GenerationResult run_masked_generation(const MarModel& model, const GenerationRe
     } else {
       unit.recomputed.assign(static_cast<size_t>(seq_len), 1);
     }
-    clock.preview_if_due(unit, request, [&] { return decode_tokens(model, *step.tokens); });
-    ctx.emit(unit);
-    // A masked model's feature caches are built over the run's steps (LazyMAR's
-    // schedule counts from the first step), so a switch asked for mid-run is
-    // checked and then refused: it applies from the next generation.
-    std::string active = request.policy;
-    apply_policy_change(ctx, step.step, active, [&](const std::string& spec) {
-      if (spec == request.policy) return;  // already active
-      MarFlopCounter scratch;
-      make_masked_feature_cache(spec, config, &scratch, request.seed);  // an invalid spec says what is wrong
-      throw InvalidArgumentError("a masked (MAR) model keeps its feature cache for the whole run: '" + spec +
-                                 "' applies from the next generation");
-    });
+  };
+  // A masked model's feature caches are built over the run's steps (LazyMAR's
+  // schedule counts from the first step), so a switch asked for mid-run is
+  // checked and then refused: it applies from the next generation.
+  run.refuse_change = [&](const std::string& spec) {
+    MarFlopCounter scratch;
+    make_masked_feature_cache(spec, config, &scratch, request.seed);  // an invalid spec says what is wrong
+    throw InvalidArgumentError("a masked (MAR) model keeps its feature cache for the whole run: '" + spec +
+                               "' applies from the next generation");
   };
   SeededMarRandom rng(request.seed);
-  const MaskedResult generated = generate_masked(model, at::tensor(request.class_ids), params, rng, hooks);
-
-  GenerationResult result = clock.result(model.name, ctx, grid, seq_len);
-  result.images = decode_tokens(model, generated.tokens);
+  const auto network = class_conditioned_mar(model, at::tensor(request.class_ids), params, rng, hooks);
+  masked::MaskedResult generated;
+  GenerationResult result = masked::stream_masked(*network, run, request, ctx, &generated);
   // MAR's tokens are continuous latents: report each image's generation order instead.
   result.tokens = token_rows(generated.orders);
-  result.policy = request.policy;
-  result.elapsed_ms = clock.elapsed_ms();
   result.flops = batch > 0 ? flops.total / static_cast<double>(batch) : 0;
   return result;
 }

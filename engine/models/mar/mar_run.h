@@ -1,11 +1,10 @@
 #pragma once
-// The masked family's generation session (MAR): one unit per decoding step.
-// Emits StartedEvent (unit "step"), then per step a TokenProgressEvent (tokens
-// known so far) and a UnitDoneEvent with the positions predicted at the step
-// (image 0, in generation order), which positions were recomputed, the step's
-// counted FLOPs and, when asked for, a preview decoded from the tokens known so
-// far (unknown tokens are zero latents, as upstream initialises them). MAR has no
-// KV cache: the memory fields stay 0 and no retained masks are produced.
+// A MAR run on the masked floor (engine/generation/masked/masked_stream.h: one
+// unit per decoding step, the positions predicted at it, previews from the
+// tokens known so far, unknown ones zero latents as upstream initialises them),
+// with what is MAR's own in each unit event: which positions were recomputed,
+// the step's counted FLOPs and the decoder's attention map. MAR has no KV
+// cache: the memory fields stay 0 and no retained masks are produced.
 // Policies: "full" (full recomputation every step) or "lazymar:..." (LazyMAR's
 // feature caches, engine/models/mar/lazymar_policy.h); the result carries the
 // FLOPs per image.
