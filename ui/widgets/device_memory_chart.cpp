@@ -107,17 +107,7 @@ void DeviceMemoryChart::paintEvent(QPaintEvent*) {
   const double units_total = std::max(last_unit + 1, static_cast<double>(run_->started().units_total));
   auto X = [&](double unit) { return plot.left() + plot.width() * (unit + 1) / std::max(1.0, units_total); };
   auto Y = [&](double bytes) { return plot.bottom() - plot.height() * bytes / y_max; };
-  p.setPen(QPen(QColor(60, 64, 76), 1));
-  for (int i = 0; i <= 4; ++i) {
-    const double v = y_max * i / 4.0;
-    const double y = Y(v);
-    p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
-    p.save();
-    p.setPen(QColor(150, 155, 168));
-    p.drawText(QRectF(0, y - fm.height() / 2.0, plot.left() - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
-               QString::number(v / div, 'f', v / div >= 10 ? 0 : 1));
-    p.restore();
-  }
+  drawValueGrid(p, plot, y_max, div, fm);
   p.setPen(QColor(150, 155, 168));
   p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter,
              tr("%1  (%2, GPU)").arg(run_ ? unitNoun(run_->family()) : tr("unit"), gib ? tr("GiB") : tr("MiB")));

@@ -56,17 +56,7 @@ void MemoryChart::paintEvent(QPaintEvent*) {
   auto Y = [&](double bytes) { return plot.bottom() - plot.height() * bytes / y_max; };
 
   // Axes and grid.
-  p.setPen(QPen(QColor(60, 64, 76), 1));
-  for (int i = 0; i <= 4; ++i) {
-    const double v = y_max * i / 4.0;
-    const double y = Y(v);
-    p.drawLine(QPointF(plot.left(), y), QPointF(plot.right(), y));
-    p.save();
-    p.setPen(QColor(150, 155, 168));
-    p.drawText(QRectF(0, y - fm.height() / 2.0, plot.left() - 4, fm.height()), Qt::AlignRight | Qt::AlignVCenter,
-               QStringLiteral("%1").arg(v / 1048576.0, 0, 'f', v / 1048576.0 >= 10 ? 0 : 1));
-    p.restore();
-  }
+  drawValueGrid(p, plot, y_max, 1048576.0, fm);
   p.setPen(QColor(150, 155, 168));
   p.drawText(QRectF(plot.left(), plot.bottom() + 2, plot.width(), fm.height()), Qt::AlignCenter,
              tr("%1  (MiB)").arg(unitNoun(run_->family())));
