@@ -27,7 +27,6 @@
 #include "engine/cache/policies/policy_budget.h"
 #include "engine/cache/policies/policy_catalog.h"
 #include "engine/core/device_menu.h"
-#include "engine/core/number_parsing.h"
 #include "ui/widgets/policy_form.h"
 
 namespace kvs::ui {
@@ -36,14 +35,6 @@ namespace {
 enum BudgetMode { kRho = 0, kTokens = 1 };
 
 using BudgetKind = kvs::PolicyBudgetKind;
-
-BudgetKind budgetKindOf(const kvs::PolicyDescription* entry) { return kvs::policy_budget_kind(entry); }
-
-std::string defaultOf(const kvs::PolicyDescription& entry, const std::string& name) {
-  for (const auto& p : entry.params)
-    if (p.name == name) return p.default_value;
-  return {};
-}
 
 QString classLabel(int64_t id, const std::vector<std::string>& names) {
   if (id < static_cast<int64_t>(names.size()))
@@ -498,7 +489,7 @@ QString ParameterPanel::policySpec() const {
   parts.name = policy_combo_->currentData().toString().toStdString();
   parts.params = form_->changedValues();
   const kvs::PolicyDescription* entry = kvs::find_policy_entry(parts.name);
-  if (budgetKindOf(entry) == BudgetKind::CacheShare) {
+  if (kvs::policy_budget_kind(entry) == BudgetKind::CacheShare) {
     parts.params["budget"] = QString::number(budget_slider_->value() / 100.0, 'g', 4).toStdString();
   } else if (entry && entry->has_budget()) {
     if (budget_mode_->currentData().toInt() == kRho)
@@ -548,31 +539,24 @@ void ParameterPanel::onPolicyChosen() {
   policy_summary_->setText(entry ? QString::fromStdString(entry->summary) : QString());
   policy_summary_->setToolTip(entry ? QString::fromStdString(entry->reference) : QString());
   showBudgetRowFor(entry);
-  if (budgetKindOf(entry) == BudgetKind::CacheShare) {
-    if (budget_mode_->currentData().toInt() != kRho) {
-      const QSignalBlocker block(budget_mode_);
-      budget_mode_->setCurrentIndex(kRho);
-      onBudgetModeChanged();
-    }
-    if (auto share = kvs::parse_number_text(defaultOf(*entry, "budget"))) {
-      const QSignalBlocker block(budget_slider_);
-      budget_slider_->setValue(static_cast<int>(std::lround(*share * 100)));
-    }
+  if (kvs::policy_budget_kind(entry) == BudgetKind::CacheShare && budget_mode_->currentData().toInt() != kRho) {
+    const QSignalBlocker block(budget_mode_);
+    budget_mode_->setCurrentIndex(kRho);
+    onBudgetModeChanged();
   }
-  if (entry && entry->has_budget() && budget_mode_->currentData().toInt() == kRho) {
-    for (const auto& p : entry->params)
-      if (p.name == "rho")
-        if (auto rho = kvs::parse_number_text(p.default_value)) {
-          const QSignalBlocker block(budget_slider_);
-          budget_slider_->setValue(static_cast<int>(std::lround(*rho * 100)));
-        }
+  // The policy's default budget as the engine reads a spec without one (its
+  // cache share, or its rho), shown when the slider is in shares.
+  const kvs::PolicyBudget fallback = kvs::read_policy_budget(name.toStdString());
+  if (fallback.unit == kvs::PolicyBudget::Unit::Share && budget_mode_->currentData().toInt() == kRho) {
+    const QSignalBlocker block(budget_slider_);
+    budget_slider_->setValue(static_cast<int>(std::lround(fallback.value * 100)));
   }
   updateBudgetLabel();
   emitSpec();
 }
 
 void ParameterPanel::showBudgetRowFor(const kvs::PolicyDescription* entry) {
-  const BudgetKind kind = budgetKindOf(entry);
+  const BudgetKind kind = kvs::policy_budget_kind(entry);
   budget_row_->setVisible(kind != BudgetKind::None);
   // A share of the whole cache has no token form: rho/tokens is the raster pair.
   budget_mode_->setVisible(kind == BudgetKind::RhoOrTokens);

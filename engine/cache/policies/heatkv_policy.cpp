@@ -301,7 +301,10 @@ void check_heatkv_calibration_images(int64_t images, int64_t num_classes) {
 }
 
 int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes) {
-  const PolicySpec parsed = parse_policy_spec(spec);
+  return heatkv_calibration_images(parse_policy_spec(spec), num_classes);
+}
+
+int64_t heatkv_calibration_images(const PolicySpec& parsed, int64_t num_classes) {
   if (parsed.name != "heatkv") return 0;
   const PolicyInfo& info = find_policy(parsed.name);
   const int64_t images = PolicyParams(parsed.params, info.params, info.name).integer("calibration_images");

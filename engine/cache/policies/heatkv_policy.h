@@ -72,7 +72,8 @@ PolicyInfo heatkv_policy_info();
 // The calibration_images of a heatkv spec (0 when unset: the default
 // calibration), checked before any work: InvalidArgumentError naming the
 // parameter for a negative value or more than the model's `num_classes`.
-int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes);
+int64_t heatkv_calibration_images(const PolicySpec& spec, int64_t num_classes);
+int64_t heatkv_calibration_images(const std::string& spec, int64_t num_classes);  // parses it first
 // InvalidArgumentError unless 0 <= images <= num_classes (the model's classes).
 void check_heatkv_calibration_images(int64_t images, int64_t num_classes);
 

@@ -69,6 +69,7 @@ MaskedResult generate(MaskedNetwork& network, const MaskedShape& shape, const Ma
     plan.tokens = &tokens;
     plan.unknown = &unknown;
     plan.to_predict = &to_predict;
+    plan.unknown_count = unknown_count;
     plan.cfg = cfg_for_step(shape.cfg, shape.cfg_schedule, mask_len, seq_len);
 
     const at::Tensor sampled = network.predict(plan);

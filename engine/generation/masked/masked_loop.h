@@ -34,6 +34,7 @@ struct MaskedStepPlan {
   const at::Tensor* tokens = nullptr;      // [B, seq_len, C]: known tokens, zeros elsewhere
   const at::Tensor* unknown = nullptr;     // [B, seq_len] bool: unknown before this step
   const at::Tensor* to_predict = nullptr;  // [B, seq_len] bool: predicted at this step
+  int64_t unknown_count = 0;               // tokens per image unknown before this step
   float cfg = 1.0f;                        // this step's guidance (1: none)
 };
 

@@ -84,8 +84,7 @@ class ClassConditionedMar final : public masked::MaskedNetwork {
       at::Tensor encoded = transformer.forward_encoder(input.tokens, input.mask, input.class_embedding,
                                                        hooks_.observer);
       z = transformer.forward_decoder(encoded, input.mask, hooks_.observer);
-      const int64_t known = seq_len - (batch_rows_unknown(*plan.unknown));
-      if (hooks_.flops) hooks_.flops->add(MarFlops::full_transformer(config, rows, known));
+      if (hooks_.flops) hooks_.flops->add(MarFlops::full_transformer(config, rows, seq_len - plan.unknown_count));
     }
     const int64_t width = z.size(2);
     at::Tensor z_rows = at::masked_select(z, input.to_predict.unsqueeze(-1)).reshape({-1, width});
@@ -104,11 +103,6 @@ class ClassConditionedMar final : public masked::MaskedNetwork {
   }
 
  private:
-  // Unknown tokens per image before the step (every image has the same count).
-  static int64_t batch_rows_unknown(const at::Tensor& unknown) {
-    return unknown.size(0) > 0 ? unknown[0].sum().item<int64_t>() : 0;
-  }
-
   const MarModel& model_;
   const MaskedParams params_;
   MarRandom& rng_;

@@ -278,7 +278,7 @@ class VarFamily : public ModelFamily {
     context.calibrations = std::make_shared<CheckCalibrations>(context, bundle.dir);
     scale::make_scale_policy(spec, context);
     // HeatKV's calibration_images needs the model's classes.
-    heatkv_calibration_images(spec.text(), config.num_classes);
+    heatkv_calibration_images(spec, config.num_classes);
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,
