@@ -22,6 +22,14 @@ void parse_manifest_sections(const ModelBundle& bundle, const std::string& secti
   }
 }
 
+std::shared_ptr<SafetensorsReader> open_family_weights(const ModelBundle& bundle, const std::string& family,
+                                                       const std::string& sections,
+                                                       const std::function<void()>& parse) {
+  require_family(bundle, family);
+  parse_manifest_sections(bundle, sections, parse);
+  return SafetensorsReader::open(bundle.weights_path(), TensorMemory::OwnedCopy);
+}
+
 std::vector<std::string> checked_class_names(const ModelBundle& bundle, int64_t num_classes) {
   std::vector<std::string> names = bundle.class_names();
   if (!names.empty() && static_cast<int64_t>(names.size()) != num_classes)

@@ -1,7 +1,7 @@
 #pragma once
-// What the three families' model loaders (LlamaGen, VAR, MAR) share, the reading
-// side of bundle_weights.h: the family check, model.json's architecture and
-// tokenizer sections parsed with errors that name the file, class names checked
+// What every family's model loader shares, the reading side of bundle_weights.h:
+// the load path itself (family check, model.json's sections parsed with errors
+// that name the file, the weights opened as owned copies), class names checked
 // against the model's class count, the weights split by prefix, only floating
 // tensors accepted, and the manifest a family's bundle is written with.
 #include <nlohmann/json.hpp>
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,14 @@ void require_family(const ModelBundle& bundle, const std::string& family);
 // or tokenizer").
 void parse_manifest_sections(const ModelBundle& bundle, const std::string& sections,
                              const std::function<void()>& parse);
+
+// The first half of every family's load: ModelMismatchError unless the bundle is
+// a `family` bundle, then `parse` run over model.json (as parse_manifest_sections),
+// then weights.safetensors opened as owned copies, so that a loaded model does not
+// fault if its file changes while it is open. The family builds its network from
+// the reader.
+std::shared_ptr<SafetensorsReader> open_family_weights(const ModelBundle& bundle, const std::string& family,
+                                                       const std::string& sections, const std::function<void()>& parse);
 
 // The bundle's class names (may be empty); FormatError when there are some but
 // not `num_classes` of them.

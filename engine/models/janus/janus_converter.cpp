@@ -4,12 +4,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <set>
 
 #include "engine/core/errors.h"
 #include "engine/io/bundle_weights.h"
+#include "engine/io/hf_folder.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/tensor_spec.h"
 #include "engine/io/torch_checkpoint.h"
@@ -20,49 +19,6 @@ namespace kvs::janus {
 namespace {
 
 namespace fs = std::filesystem;
-
-nlohmann::json read_json_file(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw FileError("cannot read " + path.string());
-  try {
-    return nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw FormatError(path.string() + ": not valid JSON (" + std::string(e.what()) + ")");
-  }
-}
-
-// The weight files of the folder, in a stable order: those an index names, or
-// the single file of either format.
-std::vector<fs::path> weight_files(const fs::path& dir) {
-  for (const char* index : {"model.safetensors.index.json", "pytorch_model.bin.index.json"}) {
-    const fs::path path = dir / index;
-    if (!fs::exists(path)) continue;
-    const nlohmann::json j = read_json_file(path);
-    if (!j.contains("weight_map") || !j.at("weight_map").is_object())
-      throw FormatError(path.string() + ": no weight_map object");
-    std::set<std::string> files;
-    for (const auto& [tensor, file] : j.at("weight_map").items()) {
-      if (!file.is_string()) throw FormatError(path.string() + ": weight_map entry " + tensor + " is not a file name");
-      const std::string name = file.get<std::string>();
-      if (name.find('/') != std::string::npos || name.find("..") != std::string::npos)
-        throw FormatError(path.string() + ": weight_map names a file outside the folder: " + name);
-      files.insert(name);
-    }
-    std::vector<fs::path> out;
-    for (const auto& f : files) {
-      if (!fs::exists(dir / f))
-        throw FileError(path.string() + " names " + f + ", which is missing from " + dir.string());
-      out.push_back(dir / f);
-    }
-    if (out.empty()) throw FormatError(path.string() + ": the weight_map is empty");
-    return out;
-  }
-  for (const char* single : {"model.safetensors", "pytorch_model.bin"})
-    if (fs::exists(dir / single)) return {dir / single};
-  throw FileError(dir.string() +
-                  " has no weights: expected model.safetensors(.index.json) or pytorch_model(.bin.index.json) "
-                  "shards as Hugging Face stores Janus-Pro");
-}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -116,7 +72,7 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
   if (options.out_dir.empty()) throw InvalidArgumentError("--out is required");
   const std::optional<at::ScalarType> dtype = io::parse_converted_dtype(options.weights_dtype);
   JanusConvertReport report;
-  report.config = janus_config_from_hf(read_json_file(dir / "config.json"));
+  report.config = janus_config_from_hf(io::read_json_file(dir / "config.json"));
   if (!fs::exists(dir / "tokenizer.json"))
     throw FileError(dir.string() + " has no tokenizer.json (download the whole model folder)");
 
@@ -125,7 +81,7 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
   // anything else means this is not the checkpoint the config describes.
   std::map<std::string, at::Tensor> kept;
   std::vector<std::shared_ptr<io::SafetensorsReader>> readers;  // keep the mapped shards alive
-  const auto files = weight_files(dir);
+  const auto files = io::hf_weight_files(dir, "Janus-Pro");
   for (size_t i = 0; i < files.size(); ++i) {
     const fs::path& file = files[i];
     if (progress) progress(static_cast<double>(i) / files.size(), "reading " + file.filename().string());

@@ -73,12 +73,10 @@ JanusModel JanusModel::from_tensors(const JanusConfig& config, const TensorMap& 
 }
 
 JanusModel JanusModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
-  io::require_family(bundle, "janus-pro");
   JanusConfig config;
-  io::parse_manifest_sections(bundle, "architecture.janus",
-                              [&] { config = janus_config_from_json(bundle.manifest.at("architecture").at("janus")); });
-  // Owned copies: the loaded model must not fault if its file changes while it is open.
-  auto reader = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
+  auto reader = io::open_family_weights(bundle, "janus-pro", "architecture.janus", [&] {
+    config = janus_config_from_json(bundle.manifest.at("architecture").at("janus"));
+  });
   JanusModel model = from_weights(config, *reader, device, dtype);
   model.name = bundle.name();
   auto tokenizer = std::make_shared<text::BpeTokenizer>(text::BpeTokenizer::load(janus_tokenizer_dir(bundle)));

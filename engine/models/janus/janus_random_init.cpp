@@ -1,6 +1,5 @@
 #include "engine/models/janus/janus_random_init.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
@@ -9,6 +8,7 @@
 
 #include "engine/core/errors.h"
 #include "engine/io/bundle_weights.h"
+#include "engine/io/random_bundle.h"
 #include "engine/models/janus/janus_model.h"
 #include "engine/models/janus/janus_tokenizer_files.h"
 #include "engine/models/janus/janus_weights.h"
@@ -16,23 +16,17 @@
 namespace kvs::janus {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Scales that keep activations O(1) through the depth (as the conformance
 // weights are drawn): embeddings N(0, 1), matrices N(0, 1/fan_in), norms 1,
 // biases 0. Drawn in float32 and stored in the bundle's dtype.
-at::Tensor init_tensor(const io::ExpectedTensor& e, at::Generator& gen, at::ScalarType dtype) {
+at::Tensor init_tensor(const io::ExpectedTensor& e, at::Generator& gen) {
   const auto f32 = at::TensorOptions().dtype(at::kFloat);
   const std::string& n = e.name;
-  if (ends_with(n, ".bias")) return at::zeros(e.shape, f32).to(dtype);
-  if (e.shape.size() == 1) return at::ones(e.shape, f32).to(dtype);
+  if (n.ends_with(".bias")) return at::zeros(e.shape, f32);
+  if (e.shape.size() == 1) return at::ones(e.shape, f32);
   if (n.find("embed") != std::string::npos || n.find("quantize.embedding") != std::string::npos)
-    return at::normal(0.0, 1.0, e.shape, gen, f32).to(dtype);
-  int64_t fan_in = 1;
-  for (size_t i = 1; i < e.shape.size(); ++i) fan_in *= e.shape[i];
-  return at::normal(0.0, 1.0 / std::sqrt(static_cast<double>(fan_in)), e.shape, gen, f32).to(dtype);
+    return at::normal(0.0, 1.0, e.shape, gen, f32);
+  return at::normal(0.0, 1.0 / std::sqrt(static_cast<double>(io::fan_in(e))), e.shape, gen, f32);
 }
 
 }  // namespace
@@ -67,11 +61,8 @@ JanusConfig random_janus_config(const std::string& preset) {
 void write_random_janus_bundle(const std::string& dir, const std::string& name, const JanusConfig& config,
                                uint64_t seed, const std::string& weights_dtype) {
   config.validate();
-  const at::ScalarType dtype = io::parse_weights_dtype(weights_dtype);
-  at::Generator gen = at::detail::createCPUGenerator(seed);
-  io::NamedTensors tensors;
-  for (const auto& e : janus_expected_tensors(config)) tensors.emplace_back(e.name, init_tensor(e, gen, dtype));
-  io::write_bundle(dir, janus_manifest(name, config, io::random_init_provenance(seed)), tensors);
+  io::write_random_bundle(dir, janus_manifest(name, config, io::random_init_provenance(seed)),
+                          {{"", janus_expected_tensors(config), init_tensor}}, seed, weights_dtype);
   const int64_t vocab = write_byte_level_tokenizer((std::filesystem::path(dir) / "tokenizer").string());
   if (vocab > config.language.vocab_size)
     throw InvalidArgumentError("vocab_size " + std::to_string(config.language.vocab_size) +

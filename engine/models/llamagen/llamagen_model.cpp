@@ -27,16 +27,13 @@ LlamaGenModel LlamaGenModel::from_weights(const GptConfig& gpt_config, const VqC
 }
 
 LlamaGenModel LlamaGenModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
-  io::require_family(bundle, "llamagen");
   const auto& m = bundle.manifest;
   GptConfig gpt_config;
   VqConfig vq_config;
-  io::parse_manifest_sections(bundle, "architecture.gpt or tokenizer", [&] {
+  auto reader = io::open_family_weights(bundle, "llamagen", "architecture.gpt or tokenizer", [&] {
     gpt_config = gpt_config_from_json(m.at("architecture").at("gpt"));
     vq_config = vq_config_from_json(m.at("tokenizer"));
   });
-  // Owned copies: the loaded model must not fault if its file changes while it is open.
-  auto reader = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
   LlamaGenModel model = from_weights(gpt_config, vq_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, gpt_config.num_classes);

@@ -1,6 +1,5 @@
 #include "engine/models/llamagen/llamagen_random_init.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
@@ -8,27 +7,22 @@
 
 #include "engine/core/errors.h"
 #include "engine/io/bundle_weights.h"
+#include "engine/io/random_bundle.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 
 namespace kvs::llamagen {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 at::Tensor init_tensor(const io::ExpectedTensor& e, at::Generator& gen) {
   const auto f32 = at::TensorOptions().dtype(at::kFloat);
   const std::string& n = e.name;
-  if (ends_with(n, ".bias")) return at::zeros(e.shape, f32);
+  if (n.ends_with(".bias")) return at::zeros(e.shape, f32);
   const bool is_norm = n.find("norm") != std::string::npos && e.shape.size() == 1;
   if (is_norm) return at::ones(e.shape, f32);
   if (n.find("embedding") != std::string::npos || n.find("tok_embeddings") != std::string::npos)
     return at::normal(0.0, 1.0, e.shape, gen, f32);
-  int64_t fan_in = 1;
-  for (size_t i = 1; i < e.shape.size(); ++i) fan_in *= e.shape[i];
-  return at::normal(0.0, 1.0 / std::sqrt(static_cast<double>(fan_in)), e.shape, gen, f32);
+  return at::normal(0.0, 1.0 / std::sqrt(static_cast<double>(io::fan_in(e))), e.shape, gen, f32);
 }
 
 }  // namespace
@@ -39,13 +33,10 @@ void write_random_llamagen_bundle(const std::string& dir, const std::string& nam
   vq.validate();
   if (gpt.vocab_size != vq.codebook_size)
     throw InvalidArgumentError("vocab_size must equal the tokenizer codebook_size");
-  const at::ScalarType dtype = io::parse_weights_dtype(weights_dtype);
-  at::Generator gen = at::detail::createCPUGenerator(seed);
-  io::NamedTensors tensors;
-  for (const auto& e : gpt_expected_tensors(gpt)) tensors.emplace_back("gpt." + e.name, init_tensor(e, gen).to(dtype));
-  for (const auto& e : vq_decoder_expected_tensors(vq))
-    tensors.emplace_back("vq." + e.name, init_tensor(e, gen).to(dtype));
-  io::write_bundle(dir, llamagen_manifest(name, gpt, vq, io::random_init_provenance(seed)), tensors);
+  io::write_random_bundle(dir, llamagen_manifest(name, gpt, vq, io::random_init_provenance(seed)),
+                          {{"gpt.", gpt_expected_tensors(gpt), init_tensor},
+                           {"vq.", vq_decoder_expected_tensors(vq), init_tensor}},
+                          seed, weights_dtype);
 }
 
 GptConfig demo_gpt_config() {

@@ -29,21 +29,14 @@ MarModel MarModel::from_weights(const MarConfig& mar_config, const KlVaeConfig& 
   return model;
 }
 
-void read_mar_manifest(const io::ModelBundle& bundle, MarConfig& mar_config, KlVaeConfig& vae_config) {
+MarModel MarModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
+  MarConfig mar_config;
+  KlVaeConfig vae_config;
   const auto& m = bundle.manifest;
-  io::parse_manifest_sections(bundle, "architecture.mar or tokenizer", [&] {
+  auto reader = io::open_family_weights(bundle, "mar", "architecture.mar or tokenizer", [&] {
     mar_config = mar_config_from_json(m.at("architecture").at("mar"));
     vae_config = kl_vae_config_from_json(m.at("tokenizer"));
   });
-}
-
-MarModel MarModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
-  io::require_family(bundle, "mar");
-  MarConfig mar_config;
-  KlVaeConfig vae_config;
-  read_mar_manifest(bundle, mar_config, vae_config);
-  // Owned copies: the loaded model must not fault if its file changes while it is open.
-  auto reader = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
   MarModel model = from_weights(mar_config, vae_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, mar_config.class_num);

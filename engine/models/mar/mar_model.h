@@ -50,9 +50,6 @@ struct MarModel {
   at::Tensor decode_tokens(const at::Tensor& tokens) const;
 };
 
-// The configs of a MAR bundle's model.json (FormatError naming the file otherwise).
-void read_mar_manifest(const io::ModelBundle& bundle, MarConfig& mar_config, KlVaeConfig& vae_config);
-
 // Bundle manifest sections for a MAR model.
 nlohmann::json mar_manifest(const std::string& name, const MarConfig& mar, const KlVaeConfig& vae,
                             const nlohmann::json& provenance);

@@ -1,6 +1,5 @@
 #include "engine/models/mar/mar_random_init.h"
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 #include <nlohmann/json.hpp>
@@ -9,28 +8,23 @@
 
 #include "engine/core/errors.h"
 #include "engine/io/bundle_weights.h"
+#include "engine/io/random_bundle.h"
 #include "engine/models/mar/mar_model.h"
 #include "engine/models/mar/mar_weights.h"
 
 namespace kvs::mar {
 namespace {
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 at::Tensor init_tensor(const io::ExpectedTensor& e, at::Generator& gen) {
   const auto f32 = at::TensorOptions().dtype(at::kFloat);
   const std::string& n = e.name;
   if (n == "class_emb.weight" || n == "fake_latent" || n == "mask_token")
     return at::normal(0.0, 1.0, e.shape, gen, f32);
-  if (ends_with(n, "pos_embed_learned")) return at::normal(0.0, 0.5, e.shape, gen, f32);
-  if (ends_with(n, ".bias")) return at::zeros(e.shape, f32);
+  if (n.ends_with("pos_embed_learned")) return at::normal(0.0, 0.5, e.shape, gen, f32);
+  if (n.ends_with(".bias")) return at::zeros(e.shape, f32);
   if (e.shape.size() == 1) return at::ones(e.shape, f32);  // LayerNorm / GroupNorm weights
-  int64_t fan_in = 1;
-  for (size_t i = 1; i < e.shape.size(); ++i) fan_in *= e.shape[i];
   const bool output_layer = n == "diffloss.net.final_layer.linear.weight" || n == "decoder.conv_out.weight";
-  const double variance = (output_layer ? 0.25 : 1.0) / static_cast<double>(fan_in);
+  const double variance = (output_layer ? 0.25 : 1.0) / static_cast<double>(io::fan_in(e));
   return at::normal(0.0, std::sqrt(variance), e.shape, gen, f32);
 }
 
@@ -43,15 +37,12 @@ void write_random_mar_bundle(const std::string& dir, const std::string& name, co
   vae.validate();
   check_compatible(mar, vae);
   GaussianDiffusion check_schedule(mar.num_sampling_steps);  // rejects a bad respacing before writing
-  const at::ScalarType dtype = io::parse_weights_dtype(weights_dtype);
-  at::Generator gen = at::detail::createCPUGenerator(seed);
-  io::NamedTensors tensors;
-  for (const auto& e : mar_expected_tensors(mar)) tensors.emplace_back("mar." + e.name, init_tensor(e, gen).to(dtype));
-  for (const auto& e : kl_vae_expected_tensors(vae))
-    tensors.emplace_back("vae." + e.name, init_tensor(e, gen).to(dtype));
   nlohmann::json manifest = mar_manifest(name, mar, vae, io::random_init_provenance(seed));
   if (sampling_defaults) manifest["sampling_defaults"] = *sampling_defaults;
-  io::write_bundle(dir, manifest, tensors);
+  io::write_random_bundle(dir, manifest,
+                          {{"mar.", mar_expected_tensors(mar), init_tensor},
+                           {"vae.", kl_vae_expected_tensors(vae), init_tensor}},
+                          seed, weights_dtype);
 }
 
 MarConfig demo_mar_config() {

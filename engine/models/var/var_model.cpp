@@ -27,21 +27,14 @@ VarModel VarModel::from_weights(const VarConfig& var_config, const VqvaeConfig& 
   return model;
 }
 
-void read_var_manifest(const io::ModelBundle& bundle, VarConfig& var_config, VqvaeConfig& vae_config) {
+VarModel VarModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
+  VarConfig var_config;
+  VqvaeConfig vae_config;
   const auto& m = bundle.manifest;
-  io::parse_manifest_sections(bundle, "architecture.var or tokenizer", [&] {
+  auto reader = io::open_family_weights(bundle, "var", "architecture.var or tokenizer", [&] {
     var_config = var_config_from_json(m.at("architecture").at("var"));
     vae_config = vqvae_config_from_json(m.at("tokenizer"));
   });
-}
-
-VarModel VarModel::load(const io::ModelBundle& bundle, at::Device device, at::ScalarType dtype) {
-  io::require_family(bundle, "var");
-  VarConfig var_config;
-  VqvaeConfig vae_config;
-  read_var_manifest(bundle, var_config, vae_config);
-  // Owned copies: the loaded model must not fault if its file changes while it is open.
-  auto reader = io::SafetensorsReader::open(bundle.weights_path(), io::TensorMemory::OwnedCopy);
   VarModel model = from_weights(var_config, vae_config, *reader, device, dtype);
   model.name = bundle.name();
   model.class_names = io::checked_class_names(bundle, var_config.num_classes);

@@ -39,9 +39,6 @@ struct VarModel {
   int64_t image_size() const { return vqvae->config().image_size(); }
 };
 
-// The configs of a VAR bundle's model.json (FormatError naming the file otherwise).
-void read_var_manifest(const io::ModelBundle& bundle, VarConfig& var_config, VqvaeConfig& vae_config);
-
 // Bundle manifest sections for a VAR model.
 nlohmann::json var_manifest(const std::string& name, const VarConfig& var, const VqvaeConfig& vae,
                             const nlohmann::json& provenance);
