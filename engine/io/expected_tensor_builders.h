@@ -23,4 +23,13 @@ void add_resnet(std::vector<ExpectedTensor>& out, const std::string& p, int64_t 
 // (LlamaGen VQ, MAR's KL VAE; VAR fuses qkv and lists its own).
 void add_attn_separate_qkv(std::vector<ExpectedTensor>& out, const std::string& p, int64_t ch);
 
+// The taming/LDM Decoder (MAR's KL-16, Chameleon's VQGAN; the network is
+// conv_blocks::taming_decoder): conv_in from z_channels, the middle blocks, the
+// up levels from ch_mult (up.{l} is level l; AttnBlocks where the level's
+// resolution is in attn_resolutions), norm_out and conv_out to out_ch, under
+// "<prefix>".
+void add_taming_decoder(std::vector<ExpectedTensor>& out, const std::string& prefix, int64_t z_channels, int64_t ch,
+                        const std::vector<int64_t>& ch_mult, int64_t num_res_blocks,
+                        const std::vector<int64_t>& attn_resolutions, int64_t resolution, int64_t out_ch);
+
 }  // namespace kvs::io

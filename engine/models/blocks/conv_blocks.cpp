@@ -3,6 +3,7 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "engine/core/errors.h"
@@ -64,6 +65,33 @@ at::Tensor attn_block(const Weights& w, const at::Tensor& x, const std::string& 
   scores = at::softmax(scores * std::pow(static_cast<double>(c), -0.5), 2, at::kFloat).to(v.scalar_type());
   at::Tensor out = conv_blocks::bmm(v.reshape({b, c, hh * ww}), scores.permute({0, 2, 1})).reshape({b, c, hh, ww});
   return x + conv(w, out, p + ".proj_out", 0);
+}
+
+at::Tensor taming_decoder(const Weights& w, const at::Tensor& z, const TamingDecoderShape& shape,
+                          const std::string& prefix) {
+  at::Tensor h = conv(w, z, prefix + "conv_in", 1);
+  h = resnet_block(w, h, prefix + "mid.block_1");
+  h = attn_block(w, h, prefix + "mid.attn_1");
+  h = resnet_block(w, h, prefix + "mid.block_2");
+  const int64_t levels = static_cast<int64_t>(shape.ch_mult.size());
+  int64_t curr_res = shape.resolution >> (levels - 1);
+  for (int64_t level = levels - 1; level >= 0; --level) {
+    const std::string p = prefix + "up." + std::to_string(level);
+    const bool attn = std::find(shape.attn_resolutions.begin(), shape.attn_resolutions.end(), curr_res) !=
+                      shape.attn_resolutions.end();
+    for (int64_t i = 0; i <= shape.num_res_blocks; ++i) {
+      h = resnet_block(w, h, p + ".block." + std::to_string(i));
+      if (attn) h = attn_block(w, h, p + ".attn." + std::to_string(i));
+    }
+    if (level != 0) {
+      // F.interpolate(scale_factor=2.0, mode="nearest"), then a 3x3 conv.
+      h = at::upsample_nearest2d(h, {h.size(2) * 2, h.size(3) * 2}, 2.0, 2.0);
+      h = conv(w, h, p + ".upsample.conv", 1);
+      curr_res *= 2;
+    }
+  }
+  h = at::silu(group_norm(w, h, prefix + "norm_out"));
+  return conv(w, h, prefix + "conv_out", 1);
 }
 
 }  // namespace kvs::conv_blocks

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace kvs::conv_blocks {
 
@@ -39,5 +40,20 @@ at::Tensor group_norm(const Weights& w, const at::Tensor& x, const std::string& 
 at::Tensor resnet_block(const Weights& w, const at::Tensor& x, const std::string& prefix);
 // AttnBlock: single-head self-attention over all positions.
 at::Tensor attn_block(const Weights& w, const at::Tensor& x, const std::string& prefix);
+
+// The taming-transformers / LDM Decoder (taming/modules/diffusionmodules/model.py),
+// as MAR's KL-16 and Chameleon's VQGAN use it: conv_in; mid = ResnetBlock,
+// AttnBlock, ResnetBlock; for level L-1 .. 0, num_res_blocks + 1 ResnetBlocks
+// (each followed by an AttnBlock where the level's resolution is listed in
+// attn_resolutions) and, above level 0, a nearest x2 upsampling and a 3x3 conv;
+// GroupNorm, swish, conv_out. No tanh. Weights under "<prefix>conv_in", ...
+struct TamingDecoderShape {
+  std::vector<int64_t> ch_mult;
+  int64_t num_res_blocks = 2;
+  std::vector<int64_t> attn_resolutions;
+  int64_t resolution = 256;  // only decides where attn_resolutions apply
+};
+at::Tensor taming_decoder(const Weights& w, const at::Tensor& z, const TamingDecoderShape& shape,
+                          const std::string& prefix = "decoder.");
 
 }  // namespace kvs::conv_blocks

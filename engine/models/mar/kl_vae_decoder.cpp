@@ -3,8 +3,6 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
-#include <algorithm>
-
 #include "engine/core/errors.h"
 #include "engine/models/blocks/conv_blocks.h"
 
@@ -26,29 +24,9 @@ at::Tensor KlVaeDecoder::decode(const at::Tensor& z) const {
     throw InvalidArgumentError("KL-VAE decode: latent has shape " + c10::str(z.sizes()) + ", expected [B, " +
                                std::to_string(config_.embed_dim) + ", h, w]");
   at::Tensor h = blocks::conv(weights_, z.to(device_, dtype_), "post_quant_conv", 0);
-  h = blocks::conv(weights_, h, "decoder.conv_in", 1);
-  h = blocks::resnet_block(weights_, h, "decoder.mid.block_1");
-  h = blocks::attn_block(weights_, h, "decoder.mid.attn_1");
-  h = blocks::resnet_block(weights_, h, "decoder.mid.block_2");
-  const int64_t levels = static_cast<int64_t>(config_.ch_mult.size());
-  int64_t curr_res = config_.resolution >> (levels - 1);
-  for (int64_t level = levels - 1; level >= 0; --level) {
-    const std::string p = "decoder.up." + std::to_string(level);
-    const bool attn = std::find(config_.attn_resolutions.begin(), config_.attn_resolutions.end(), curr_res) !=
-                      config_.attn_resolutions.end();
-    for (int64_t i = 0; i <= config_.num_res_blocks; ++i) {
-      h = blocks::resnet_block(weights_, h, p + ".block." + std::to_string(i));
-      if (attn) h = blocks::attn_block(weights_, h, p + ".attn." + std::to_string(i));
-    }
-    if (level != 0) {
-      // F.interpolate(scale_factor=2.0, mode="nearest"), then a 3x3 conv.
-      h = at::upsample_nearest2d(h, {h.size(2) * 2, h.size(3) * 2}, 2.0, 2.0);
-      h = blocks::conv(weights_, h, p + ".upsample.conv", 1);
-      curr_res *= 2;
-    }
-  }
-  h = at::silu(blocks::group_norm(weights_, h, "decoder.norm_out"));
-  return blocks::conv(weights_, h, "decoder.conv_out", 1).to(at::kFloat);  // images in float32 whatever the dtype
+  const blocks::TamingDecoderShape shape{config_.ch_mult, config_.num_res_blocks, config_.attn_resolutions,
+                                         config_.resolution};
+  return blocks::taming_decoder(weights_, h, shape).to(at::kFloat);  // images in float32 whatever the dtype
 }
 
 at::Tensor KlVaeDecoder::decode_tokens(const at::Tensor& tokens_bchw) const {

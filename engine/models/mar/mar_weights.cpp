@@ -80,31 +80,8 @@ std::vector<io::ExpectedTensor> mar_expected_tensors(const MarConfig& c) {
 std::vector<io::ExpectedTensor> kl_vae_expected_tensors(const KlVaeConfig& c) {
   std::vector<io::ExpectedTensor> out;
   add_conv(out, "post_quant_conv", c.embed_dim, c.embed_dim, 1);
-  const int64_t levels = static_cast<int64_t>(c.ch_mult.size());
-  int64_t block_in = c.ch * c.ch_mult[static_cast<size_t>(levels - 1)];
-  int64_t curr_res = c.resolution >> (levels - 1);
-  add_conv(out, "decoder.conv_in", c.embed_dim, block_in, 3);
-  add_resnet(out, "decoder.mid.block_1", block_in, block_in);
-  io::add_attn_separate_qkv(out, "decoder.mid.attn_1", block_in);
-  add_resnet(out, "decoder.mid.block_2", block_in, block_in);
-  // Upstream builds `up` from the lowest resolution and prepends, so up[i] is level i.
-  for (int64_t level = levels - 1; level >= 0; --level) {
-    const int64_t block_out = c.ch * c.ch_mult[static_cast<size_t>(level)];
-    const std::string p = "decoder.up." + std::to_string(level);
-    const bool attn = std::find(c.attn_resolutions.begin(), c.attn_resolutions.end(), curr_res) !=
-                      c.attn_resolutions.end();
-    for (int64_t i = 0; i <= c.num_res_blocks; ++i) {
-      add_resnet(out, p + ".block." + std::to_string(i), block_in, block_out);
-      block_in = block_out;
-      if (attn) io::add_attn_separate_qkv(out, p + ".attn." + std::to_string(i), block_in);
-    }
-    if (level != 0) {
-      add_conv(out, p + ".upsample.conv", block_in, block_in, 3);
-      curr_res *= 2;
-    }
-  }
-  add_norm(out, "decoder.norm_out", block_in);
-  add_conv(out, "decoder.conv_out", block_in, c.out_ch, 3);
+  io::add_taming_decoder(out, "decoder.", c.embed_dim, c.ch, c.ch_mult, c.num_res_blocks, c.attn_resolutions,
+                         c.resolution, c.out_ch);
   return out;
 }
 
