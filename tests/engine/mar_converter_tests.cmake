@@ -5,5 +5,5 @@ add_test(NAME make_mar_checkpoints
   COMMAND ${KVSTUDIO_VENV_PYTHON} ${PROJECT_SOURCE_DIR}/tests/data/make_mar_checkpoints.py
           ${KVSTUDIO_CONFORMANCE_DIR}/mar_tiny.weights.safetensors ${CMAKE_BINARY_DIR}/mar-ckpt)
 set_tests_properties(make_mar_checkpoints PROPERTIES FIXTURES_SETUP mar_ckpt)
-set_property(TEST engine_tests APPEND PROPERTY FIXTURES_REQUIRED mar_ckpt)
-set_property(TEST engine_tests APPEND PROPERTY ENVIRONMENT KVSTUDIO_MAR_CKPT_DIR=${CMAKE_BINARY_DIR}/mar-ckpt)
+set_property(TEST ${KVS_ENGINE_TEST_NAMES} APPEND PROPERTY FIXTURES_REQUIRED mar_ckpt)
+set_property(TEST ${KVS_ENGINE_TEST_NAMES} APPEND PROPERTY ENVIRONMENT KVSTUDIO_MAR_CKPT_DIR=${CMAKE_BINARY_DIR}/mar-ckpt)
