@@ -37,6 +37,8 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
                       text models: replaces the unconditional CFG row (default: the model's own,
                       the prompt with its text replaced by pad tokens)
   --images N          text models: images the prompt makes together (default 1)
+  --size WxH          Lumina-mGPT models: the image size the prompt asks for, in pixels, multiples
+                      of 32 (default: the model's own, e.g. 768x768; `kvstudio-cli info` lists the sizes)
   --seed N|random     sampling seed (default 0); the same seed gives the same tokens
   --cfg F             classifier-free guidance scale (default: the model's, else 4.0; <= 1 disables).
                       VAR models ramp it over the scales, t = F * scale / (scales - 1); 0 disables
@@ -132,7 +134,7 @@ int cmd_generate(const std::vector<std::string>& args) {
                "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule", "--dtype",
                "--sampler-rng", "--cuda-graphs",
                // Text models' conditioning.
-               "--prompt", "--prompt-file", "--negative-prompt", "--images"},
+               "--prompt", "--prompt-file", "--negative-prompt", "--images", "--size"},
               {"--quiet", "--greedy", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -157,9 +159,11 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.cfg_interval = p.get_int("--cfg-interval", -1);
   request.steps = p.get_int("--steps", defaults.steps.value_or(0));
   request.cfg_schedule = p.get("--cfg-schedule", defaults.cfg_schedule.value_or(std::string()));
+  request.image_size = p.get("--size", "");
   for (const auto& [option, field] : {std::pair<const char*, const char*>{"--steps", "steps"},
                                       {"--cfg-schedule", "cfg_schedule"},
-                                      {"--cfg-interval", "cfg_interval"}})
+                                      {"--cfg-interval", "cfg_interval"},
+                                      {"--size", "image_size"}})
     if (p.has(option) && !family.has_request_option(field))
       throw InvalidArgumentError(std::string("option ") + option + " does not apply to " + family.display_name +
                                  " models");

@@ -121,6 +121,9 @@ int main(int argc, char** argv) {
   const QCommandLineOption negativePrompt({QStringLiteral("negative-prompt")},
                                           QStringLiteral("Text models: the negative prompt (default: the model's own)"),
                                           QStringLiteral("TEXT"));
+  const QCommandLineOption imageSize({QStringLiteral("image-size")},
+                                     QStringLiteral("Models that write several sizes (Lumina-mGPT): the image size"),
+                                     QStringLiteral("WxH"));
   const QCommandLineOption steps({QStringLiteral("steps")}, QStringLiteral("Masked (MAR) models: decoding steps"),
                                  QStringLiteral("N"));
   const QCommandLineOption timeout({QStringLiteral("timeout")},
@@ -140,7 +143,7 @@ int main(int argc, char** argv) {
                      compareSchedule, switchPolicy, screenshot,  summary, debugOverlay,
                      differences,     captureLine,  seed,        classId, steps,
                      timeout,         size,         generateNow, tab,     attention});
-  parser.addOptions({prompt, negativePrompt});
+  parser.addOptions({prompt, negativePrompt, imageSize});
   parser.process(app);
 
   if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
@@ -198,7 +201,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (parser.isSet(seed) || parser.isSet(classId) || parser.isSet(steps) || parser.isSet(prompt) ||
-      parser.isSet(negativePrompt)) {
+      parser.isSet(negativePrompt) || parser.isSet(imageSize)) {
     kvs::ui::GenerationSettings s = window.parameters()->settings();
     if (parser.isSet(prompt)) s.prompt = parser.value(prompt);
     if (parser.isSet(negativePrompt)) {
@@ -208,6 +211,7 @@ int main(int argc, char** argv) {
     if (parser.isSet(seed)) s.seed = parser.value(seed).toULongLong();
     if (parser.isSet(classId)) s.classId = parser.value(classId).toLongLong();
     if (parser.isSet(steps)) s.steps = parser.value(steps).toLongLong();
+    if (parser.isSet(imageSize)) s.imageSize = parser.value(imageSize);
     window.parameters()->setSettings(s);
   }
   if (parser.isSet(attention)) {

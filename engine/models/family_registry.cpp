@@ -3,6 +3,7 @@
 #include "engine/core/errors.h"
 #include "engine/models/janus/janus_family.h"
 #include "engine/models/llamagen/llamagen_family.h"
+#include "engine/models/lumina/lumina_family.h"
 #include "engine/models/mar/mar_family.h"
 #include "engine/models/var/var_family.h"
 
@@ -11,10 +12,8 @@ namespace kvs {
 const std::vector<const ModelFamily*>& model_families() {
   // One line per family: adding a family is its folder plus a line here.
   static const std::vector<const ModelFamily*> families = {
-      &llamagen::llamagen_family(),
-      &var::var_family(),
-      &mar::mar_family(),
-      &janus::janus_family(),
+      &llamagen::llamagen_family(), &var::var_family(),       &mar::mar_family(),
+      &janus::janus_family(),       &lumina::lumina_family(),
   };
   return families;
 }

@@ -65,8 +65,11 @@ GenerationResult GenerationSession::run_opened(const io::ModelBundle* opened, co
     if (!opened) read = io::ModelBundle::open(request.model_path);
     const io::ModelBundle& bundle = opened ? *opened : *read;
     const std::string key = bundle.dir + "@" + device.description;
+    const ModelFamily& family = find_model_family(bundle.family());
+    if (!request.image_size.empty() && !family.description().has_request_option("image_size"))
+      throw InvalidArgumentError("model " + bundle.name() + " (" + family.description().display_name +
+                                 ") writes images of one size: an image size does not apply");
     if (loaded_key_ != key || !loaded_) {
-      const ModelFamily& family = find_model_family(bundle.family());
       loaded_key_.clear();
       loaded_.reset();  // free the old weights before loading new ones
       loaded_ = family.load(bundle, device);

@@ -109,6 +109,7 @@ GenerationRequest request_from_json(const nlohmann::json& j) {
   read_field(j, "prompt", &r.prompt, where);
   read_field(j, "negative_prompt", &r.negative_prompt, where);
   read_field(j, "images", &r.images, where);
+  read_field(j, "image_size", &r.image_size, where);
   return r;
 }
 

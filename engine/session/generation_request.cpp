@@ -17,6 +17,7 @@ void GenerationRequest::validate() const {
   } else {
     if (class_ids.empty()) throw InvalidArgumentError("no class given (use --class <id>, or --prompt for text models)");
     if (!negative_prompt.empty()) throw InvalidArgumentError("a negative prompt needs a prompt");
+    if (!image_size.empty()) throw InvalidArgumentError("an image size needs a prompt (text-to-image models)");
   }
   for (int64_t c : class_ids)
     if (c < 0) throw InvalidArgumentError("class id " + std::to_string(c) + " is negative");
@@ -56,6 +57,7 @@ nlohmann::json to_json(const GenerationRequest& r) {
     j["prompt"] = r.prompt;
     j["negative_prompt"] = r.negative_prompt;
     j["images"] = r.images;
+    if (!r.image_size.empty()) j["image_size"] = r.image_size;
   }
   return j;
 }

@@ -22,6 +22,10 @@ struct GenerationRequest {
   std::string prompt;
   std::string negative_prompt;
   int64_t images = 1;
+  // Families that write images of several sizes (Lumina-mGPT): "WIDTHxHEIGHT" in
+  // pixels, as the prompt states it ("" = the model's own size). The others
+  // refuse a size.
+  std::string image_size;
   uint64_t seed = 0;
   double cfg_scale = 4.0;     // > 1 enables classifier-free guidance
   int64_t cfg_interval = -1;  // -1: CFG on every step

@@ -42,6 +42,9 @@ struct ModelSummary {
   // Text models: prompts the bundle suggests (model.json "example_prompts"), the
   // first of which the window fills in when the prompt box is empty.
   std::vector<std::string> example_prompts;
+  // Models that write several image sizes (Lumina-mGPT): the sizes a prompt may
+  // ask for, "WIDTHxHEIGHT" in pixels, the model's own first. Empty: one size.
+  std::vector<std::string> image_sizes;
   ModelSamplingDefaults sampling_defaults;
   bool usable() const { return problem.empty(); }
 };

@@ -173,10 +173,10 @@ expect_error create-random-foreign-option "option --diffusion-steps does not app
 expect_error create-random-unknown-preset "unknown preset 'nosuch' \(presets: demo, GPT-B" -- create-random --preset nosuch --out "$work/d"
 if policies=$("$cli" policies) && grep -A3 '^amskv' <<<"$policies" | grep -q 'models: next-scale (VAR)$' &&
    grep -A3 '^lazymar' <<<"$policies" | grep -q 'models: masked (MAR)$' &&
-   grep -A3 '^streaming' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro)$' &&
+   grep -A3 '^streaming' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT)$' &&
    grep -A3 '^scalekv' <<<"$policies" | grep -q 'models: next-scale (VAR)$' &&
-   grep -A3 '^h2o' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro)$' &&
-   grep -A3 '^snapkv' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro)$'; then
+   grep -A3 '^h2o' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT)$' &&
+   grep -A3 '^snapkv' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT)$'; then
   pass policies-name-their-models
 else
   fail policies-name-their-models

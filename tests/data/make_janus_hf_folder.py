@@ -26,7 +26,7 @@ import sys
 import torch
 
 from deepseek_pre_tokenizer import DEEPSEEK_PRE_TOKENIZER
-from official_checkpoint_io import read_safetensors, state_dict
+from official_checkpoint_io import read_safetensors, state_dict, write_safetensors
 
 weights_path, out_dir = sys.argv[1], sys.argv[2]
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
@@ -82,25 +82,6 @@ def train_tokenizer():
         "special_tokens": {BOS: {"id": BOS, "ids": [590], "tokens": [BOS]}}}
     assert max(t["model"]["vocab"].values()) < 600
     return t
-
-
-def write_safetensors(path, tensors):
-    names = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
-    header, blobs, offset = {}, [], 0
-    for name, t in tensors.items():
-        dtype = next(k for k, v in names.items() if v == t.dtype)
-        data = bytes(t.contiguous().view(torch.uint8).reshape(-1).tolist()) if t.numel() else b""
-        header[name] = {"dtype": dtype, "shape": list(t.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    header["__metadata__"] = {"format": "pt"}
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for b in blobs:
-            f.write(b)
 
 
 gen = torch.Generator().manual_seed(17)

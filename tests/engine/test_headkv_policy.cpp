@@ -379,7 +379,11 @@ TEST(HeadKvPolicy, ClearErrorsForImpossibleParameters) {
   EXPECT_NE(
       test::policy_error("headkv:rho=1/4,threshold=300", c).find("threshold 300 is impossible (must be in 1..256"),
       std::string::npos);
-  EXPECT_NE(test::policy_error("headkv:rho=1/4,threshold=0", c).find("threshold 0 is impossible"), std::string::npos);
+  // threshold=0 (the default) is A.2's value for the image's size.
+  EXPECT_EQ(test::policy_error("headkv:rho=1/4,threshold=0", c), "no error");
+  EXPECT_EQ(headkv_default_threshold(24 * 24), 100);  // LlamaGen, Janus-Pro
+  EXPECT_EQ(headkv_default_threshold(48 * 49), 300);  // Lumina-mGPT at 768 px
+  EXPECT_EQ(headkv_default_threshold(64 * 65), 500);  // Lumina-mGPT at 1024 px
   EXPECT_NE(test::policy_error("headkv:rho=1/4,match_total=maybe", c).find("must be one of true, false"),
             std::string::npos);
   EXPECT_NE(test::policy_error("headkv:rho=1/4,cond_mass=half", c).find("must be one of exclude, free, include"),

@@ -41,7 +41,7 @@ std::string demo_preset(const ModelFamily& family) {
 
 TEST(ModelFamilies, RegistryListsEachFamilyOnceWithACompleteDescription) {
   const auto& families = model_families();
-  ASSERT_EQ(families.size(), 4u);
+  ASSERT_EQ(families.size(), 5u);
   std::set<std::string> names;
   for (const ModelFamily* f : families) {
     const FamilyDescription& d = f->description();
@@ -66,7 +66,8 @@ TEST(ModelFamilies, RegistryListsEachFamilyOnceWithACompleteDescription) {
       EXPECT_NE(std::find(entry->families.begin(), entry->families.end(), d.policy_family), entry->families.end());
     }
   }
-  EXPECT_EQ(supported_family_names(), "llamagen, var, mar, janus-pro");
+  EXPECT_EQ(supported_family_names(), "llamagen, var, mar, janus-pro, lumina-mgpt");
+  EXPECT_EQ(find_model_family("lumina-mgpt").description().conditioning, Conditioning::Text);
   EXPECT_EQ(find_model_family("janus-pro").description().conditioning, Conditioning::Text);
   EXPECT_EQ(find_model_family("var").description().unit_name(), "scale");
   EXPECT_EQ(find_model_family("mar").description().unit_name(), "step");
@@ -79,7 +80,8 @@ TEST(ModelFamilies, UnknownFamilyIsRefusedNamingTheSupportedOnes) {
     find_model_family("infinity");
     FAIL() << "no error";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_STREQ(e.what(), "model family 'infinity' is not supported (supported: llamagen, var, mar, janus-pro)");
+    EXPECT_STREQ(e.what(),
+                 "model family 'infinity' is not supported (supported: llamagen, var, mar, janus-pro, lumina-mgpt)");
   }
 }
 

@@ -5,7 +5,9 @@
 // a VAR run with HeatKV at 10% streams scale by scale (calibrating first), and
 // a MAR run with LazyMAR streams step by step with its token cache visible; a
 // Janus-Pro run streams from a prompt with its words under the canvas, and the
-// model manager imports a folder laid out like the official download.
+// model manager imports a folder laid out like the official download; a
+// Lumina-mGPT run offers the model's sizes and streams one image row (with its
+// end-of-line token) per line at the size chosen.
 #include <QCheckBox>
 #include <QComboBox>
 #include <QLabel>
@@ -297,6 +299,30 @@ class TestWindowFamilies : public QObject {
     QVERIFY(w.run()->memory().back().kv_bytes_logical < w.run()->memory().back().kv_bytes_full);
     QVERIFY(w.promptStrip()->isVisibleTo(&w));
     QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a Janus-Pro generation");
+  }
+
+  void luminaOffersItsSizesAndStreamsRowsWithTheirEndOfLineTokens() {
+    MainWindow w(options(KVSTUDIO_LUMINA_DEMO));
+    w.show();
+    QCOMPARE(w.family().name, std::string("lumina-mgpt"));
+    QVERIFY(w.parameters()->offeredPolicies().contains(QStringLiteral("linear")));
+    auto* prompt = w.parameters()->findChild<QPlainTextEdit*>(QStringLiteral("promptEdit"));
+    QVERIFY(prompt && prompt->isVisibleTo(w.parameters()));
+    auto* sizes = w.parameters()->findChild<QComboBox*>(QStringLiteral("sizeCombo"));
+    QVERIFY(sizes && sizes->isVisibleTo(w.parameters()));
+    QCOMPARE(sizes->itemText(0), QStringLiteral("256x256"));  // the model's own size first
+    const int wide = sizes->findText(QStringLiteral("512x128"));
+    QVERIFY(wide > 0);
+    sizes->setCurrentIndex(wide);
+    prompt->setPlainText(QStringLiteral("a red fox in the snow"));
+    QVERIFY(w.setPolicySpec(QStringLiteral("linear:rho=0.5")));
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QVERIFY(w.generate());
+    QVERIFY(done.wait(120000));
+    QCOMPARE(w.run()->unitsDone(), int64_t{8});  // 128 px: 4 grid units, 8 rows of 32 + 1 tokens
+    QVERIFY(w.run()->memory().back().kv_bytes_logical < w.run()->memory().back().kv_bytes_full);
+    QVERIFY(w.promptStrip()->isVisibleTo(&w));
+    QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a Lumina-mGPT generation");
   }
 
   void modelManagerImportsTheDownloadedJanusFolder() {

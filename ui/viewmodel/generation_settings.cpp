@@ -13,6 +13,7 @@ kvs::GenerationRequest GenerationSettings::toRequest() const {
     r.prompt = prompt.toStdString();
     r.negative_prompt = negativePromptEnabled ? negativePrompt.toStdString() : std::string();
     r.images = std::max(1, batch);
+    r.image_size = imageSize.toStdString();
   } else {
     r.class_ids.assign(static_cast<size_t>(std::max(1, batch)), classId);
   }
@@ -44,6 +45,7 @@ GenerationSettings GenerationSettings::fromRequest(const kvs::GenerationRequest&
   s.prompt = QString::fromStdString(r.prompt);
   s.negativePrompt = QString::fromStdString(r.negative_prompt);
   s.negativePromptEnabled = !r.negative_prompt.empty();
+  s.imageSize = QString::fromStdString(r.image_size);
   s.batch = 1;
   s.seed = r.seed;
   s.seedMode = SeedMode::Fixed;
@@ -87,6 +89,7 @@ void GenerationSettings::save(QSettings& q) const {
   q.setValue("prompt", prompt);
   q.setValue("negativePrompt", negativePrompt);
   q.setValue("negativePromptEnabled", negativePromptEnabled);
+  q.setValue("imageSize", imageSize);
   q.setValue("promptHistory", promptHistory);
   q.setValue("threads", threads);
   q.setValue("policy", policy);
@@ -114,6 +117,7 @@ GenerationSettings GenerationSettings::load(QSettings& q, const GenerationSettin
   s.prompt = q.value("prompt", d.prompt).toString();
   s.negativePrompt = q.value("negativePrompt", d.negativePrompt).toString();
   s.negativePromptEnabled = q.value("negativePromptEnabled", d.negativePromptEnabled).toBool();
+  s.imageSize = q.value("imageSize", d.imageSize).toString();
   s.promptHistory = q.value("promptHistory", d.promptHistory).toStringList();
   s.threads = q.value("threads", d.threads).toInt();
   s.policy = q.value("policy", d.policy).toString();

@@ -29,6 +29,8 @@ struct GenerationSettings {
   QString negativePrompt;
   bool negativePromptEnabled = false;
   QStringList promptHistory;  // most recent first, at most kMaxPromptHistory
+  // Models that write several sizes (Lumina-mGPT): "WIDTHxHEIGHT", "" = the model's own.
+  QString imageSize;
   quint64 seed = 0;
   SeedMode seedMode = SeedMode::Fixed;
   double cfgScale = 4.0;

@@ -120,6 +120,12 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent), family_(famil
   negative_edit_->setVisible(false);
   pb->addWidget(negative_box_);
   form->addRow(tr("Prompt"), prompt_box_);
+  size_combo_ = new QComboBox(what);
+  size_combo_->setObjectName(QStringLiteral("sizeCombo"));
+  size_combo_->setToolTip(
+      tr("The image size the prompt asks for (width x height in pixels): the model's own first, then the "
+         "other shapes it was trained on. Larger sizes take more rows, and every row more tokens"));
+  form->addRow(tr("Size"), size_combo_);
 
   auto* seedRow = new QHBoxLayout;
   seed_edit_ = new QLineEdit(QStringLiteral("0"), what);
@@ -286,6 +292,7 @@ void ParameterPanel::applyConditioning() {
   const bool text = takesPrompt();
   image_form_->setRowVisible(class_combo_, !text);
   image_form_->setRowVisible(prompt_box_, text);
+  image_form_->setRowVisible(size_combo_, text && !model_.image_sizes.empty());
   batch_label_->setText(text ? tr("Images") : tr("Batch"));
   batch_->setToolTip(text ? tr("Images the prompt makes together (the canvas follows the first; all go to the history)")
                           : tr("Images generated together (the canvas follows the first; all go to the history)"));
@@ -408,6 +415,14 @@ void ParameterPanel::setModel(const kvs::ModelSummary& model, const kvs::FamilyD
   top_p_->setValue(d.top_p.value_or(1.0));
   // A trained bundle records the steps it was evaluated with (the MAR demo: 32).
   steps_->setValue(static_cast<int>(std::clamp<int64_t>(d.steps.value_or(64), steps_->minimum(), steps_->maximum())));
+  {
+    const QString kept = size_combo_->currentText();
+    const QSignalBlocker block(size_combo_);
+    size_combo_->clear();
+    for (const std::string& size : model.image_sizes) size_combo_->addItem(QString::fromStdString(size));
+    const int index = size_combo_->findText(kept);
+    size_combo_->setCurrentIndex(index >= 0 ? index : 0);
+  }
   refillPolicies();
   applyFamilyToSampling();
   applyConditioning();
@@ -441,6 +456,9 @@ GenerationSettings ParameterPanel::settings() const {
   s.prompt = prompt_edit_->toPlainText();
   s.negativePrompt = negative_edit_->toPlainText();
   s.negativePromptEnabled = negative_box_->isChecked();
+  // The model's own size goes as "" (the request's default), so that a settings
+  // file or a recalled PNG does not pin it.
+  if (!model_.image_sizes.empty() && size_combo_->currentIndex() > 0) s.imageSize = size_combo_->currentText();
   s.promptHistory = prompt_history_;
   s.seed = seed_edit_->text().toULongLong();
   s.seedMode = seedMode();
@@ -463,6 +481,8 @@ void ParameterPanel::setSettings(const GenerationSettings& s) {
   prompt_edit_->setPlainText(s.prompt);
   negative_edit_->setPlainText(s.negativePrompt);
   negative_box_->setChecked(s.negativePromptEnabled);
+  if (const int index = size_combo_->findText(s.imageSize); index >= 0 || s.imageSize.isEmpty())
+    size_combo_->setCurrentIndex(std::max(index, 0));
   prompt_history_ = s.promptHistory;
   history_cursor_ = -1;
   refillPromptHistory();

@@ -110,6 +110,7 @@ class ParameterPanel : public QWidget {
   QSpinBox* batch_;
   QSpinBox* steps_;
   QLabel* steps_label_;
+  QComboBox* size_combo_;  // models that write several sizes (ModelSummary::image_sizes)
   QLabel* budget_caption_;
   QComboBox* device_;
   QComboBox* policy_combo_;

@@ -57,9 +57,39 @@ int64_t decision_rows(const KvStore& store, const PolicyContext& context) {
   return (context.cfg && store.rows() == 2 * context.batch) ? context.batch : store.rows();
 }
 
+namespace {
+
+// The conditional rows' keep flags [rows/2, kv_heads, >= length] for the whole
+// store. When every CFG partner holds its entries in the same slots as its
+// conditional row (LlamaGen, Janus-Pro), the flags are copied. When they do not
+// (Lumina-mGPT's unconditional sequence has a prefix of its own), a partner
+// drops an entry exactly when its conditional row drops the entry of the same
+// position: the decision is about tokens, and the positions name them.
+at::Tensor keep_for_pairs(const KvStore& store, int64_t layer, const at::Tensor& keep) {
+  if (store.rows() % 2 != 0 || keep.size(0) != store.rows() / 2)
+    throw Error("a cache policy's keep mask needs [rows] or [rows/2] rows");
+  const int64_t half = store.rows() / 2;
+  const int64_t length = store.max_length(layer);
+  const at::Tensor positions = store.positions_tensor(layer).narrow(2, 0, length);
+  const at::Tensor cond = positions.narrow(0, 0, half), partner = positions.narrow(0, half, half);
+  if (at::equal(cond, partner)) return at::cat({keep, keep}, 0);
+  const at::Tensor cond_keep = keep.narrow(2, 0, length).to(at::kCPU, at::kBool) & (cond >= 0);
+  // Position p -> table slot p + 1 (empty slots, -1, -> 0). A position the
+  // conditional row does not hold was not decided on (the partner's own prefix):
+  // kept.
+  const int64_t table_size = positions.max().item<int64_t>() + 2;
+  at::Tensor dropped = at::zeros({half, store.kv_heads(), table_size}, cond_keep.options());
+  dropped.scatter_(2, cond.clamp_min(-1) + 1, ~cond_keep & (cond >= 0));
+  dropped.select(2, 0).fill_(false);
+  const at::Tensor partner_keep = ~dropped.gather(2, partner.clamp_min(-1) + 1);
+  return at::cat({cond_keep, partner_keep}, 0).to(keep.device());
+}
+
+}  // namespace
+
 void apply_keep(KvStore& store, int64_t layer, const at::Tensor& keep, const PolicyContext& context) {
   if (keep.size(0) == store.rows()) store.retain(layer, keep);
-  else store.retain_pairs(layer, keep);
+  else store.retain(layer, keep_for_pairs(store, layer, keep));
   (void)context;
 }
 
@@ -68,14 +98,8 @@ void apply_keeps(KvStore& store, const std::vector<at::Tensor>& keeps, const Pol
   for (size_t l = 0; l < keeps.size(); ++l) {
     const at::Tensor& keep = keeps[l];
     if (!keep.defined()) continue;
-    if (keep.size(0) == store.rows()) {
-      full[l] = keep;
-    } else {
-      // As retain_pairs: the conditional rows' decision for their CFG partners too.
-      if (store.rows() % 2 != 0 || keep.size(0) != store.rows() / 2)
-        throw Error("apply_keeps: a mask needs [rows] or [rows/2] rows");
-      full[l] = at::cat({keep, keep}, 0);
-    }
+    // The conditional rows' decision for their CFG partners too.
+    full[l] = keep.size(0) == store.rows() ? keep : keep_for_pairs(store, static_cast<int64_t>(l), keep);
   }
   store.retain_layers(full);
   (void)context;

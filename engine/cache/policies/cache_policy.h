@@ -153,7 +153,10 @@ at::Tensor unit_of_slots(const KvStore& store, int64_t layer, const PolicyContex
 at::Tensor keep_all_but_lowest(const at::Tensor& score, const at::Tensor& candidates, const at::Tensor& evict_count);
 
 // Applies a keep mask decided on the conditional rows: when the store holds CFG
-// pairs (rows == 2 x batch) the first half's decision is mirrored onto the second.
+// pairs (rows == 2 x batch) the first half's decision is mirrored onto the second,
+// slot for slot where the partners hold the same positions, else by position (a
+// partner keeps the entries whose positions its conditional row keeps:
+// Lumina-mGPT's unconditional sequence has a shorter prefix than its prompt).
 void apply_keep(KvStore& store, int64_t layer, const at::Tensor& keep, const PolicyContext& context);
 // The same for every layer at once (keeps[l] undefined: layer l keeps all):
 // KvStore::retain_layers, one wait for the masks a policy made on a GPU.

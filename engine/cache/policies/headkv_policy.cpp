@@ -274,11 +274,21 @@ at::Tensor HeadKvPolicy::compress(const KvStore& store, int64_t layer, int64_t t
   return keep;
 }
 
+int64_t headkv_default_threshold(int64_t image_tokens) {
+  // A.2 gives T per model: 100 for LlamaGen and Janus-Pro (576 image tokens),
+  // 300 for Lumina-mGPT at 768 px (2,352) and 500 at 1024 px (4,160).
+  if (image_tokens <= 1024) return 100;
+  if (image_tokens <= 3000) return 300;
+  return 500;
+}
+
 PolicyInfo headkv_policy_info() {
   auto params = budget_param_specs("1/6");
   params.push_back(
-      integer_param("threshold", "100", 0, 65536,
-                    "cache length (condition included) at which heads are grouped; no compression before"));
+      integer_param("threshold", "0", 0, 65536,
+                    "cache length (condition included) at which heads are grouped; no compression before (0: "
+                    "A.2's value for the image size: 100 up to 1,024 image tokens, 300 up to 3,000 (Lumina-mGPT "
+                    "at 768 px), 500 above (1,024 px))"));
   params.push_back(
       real_param("tau", "0.9", 0.01, 1, "attention mass the span must hold, accumulated backwards (0 < tau <= 1)"));
   params.push_back(integer_param("local_window", "0", 0, 65536,
@@ -308,6 +318,7 @@ PolicyInfo headkv_policy_info() {
             HeadKvOptions o;
             o.budget_tokens = resolve_budget_tokens(p, c, "headkv");
             o.threshold = p.integer("threshold");
+            if (o.threshold == 0) o.threshold = headkv_default_threshold(c.image_tokens());
             o.tau = p.real("tau");
             o.local_window = p.integer("local_window");
             o.recent_lines = p.integer("recent_lines");

@@ -21,6 +21,9 @@
 // includes it. At a line end a global head is cut to G - n (R - 1 recent lines and
 // the history that fits) and grows back to G by the next one; so at rho = 1/8 on a
 // 24x24 grid (B = 3 lines, R = 2) one line of history survives every line end.
+// Lines on Lumina-mGPT: one image row with its end-of-line token (n = W + 1, as
+// the paper's N = 2352 = 48 x 49 counts them); the recent window and R count
+// those lines, and the threshold follows A.2's 300 (768 px) / 500 (1024 px).
 // Choices where the paper is silent or unreadable: docs/policies.md#headkv
 #include <vector>
 
@@ -81,5 +84,8 @@ class HeadKvPolicy : public CachePolicy {
 };
 
 PolicyInfo headkv_policy_info();
+// The grouping threshold T of A.2 for an image of `image_tokens` (the default
+// of the `threshold` parameter).
+int64_t headkv_default_threshold(int64_t image_tokens);
 
 }  // namespace kvs

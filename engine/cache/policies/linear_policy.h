@@ -15,6 +15,9 @@
 // position; the condition's prefill is not observed; a policy adopted mid-run
 // starts accumulating at its first step (unobserved entries score 0, the older
 // goes first); cfg_decision applies as for the default.
+// Lines on Lumina-mGPT: one image row with its end-of-line token (n = W + 1; the
+// paper's N = 2352 = 48 x 49 and B = 294 = 6 x 49 at rho = 1/8 count them so):
+// the end-of-line entries are anchors, mid and recent tokens like image tokens.
 // Choices where the paper is silent: docs/policies.md#linear
 #include <memory>
 #include <vector>

@@ -57,6 +57,7 @@ RasterResult generate(RasterNetwork& network, const RasterShape& shape, const Ra
   std::optional<TokenRecord> record_tokens;
   auto choose_token = [&](int64_t step, at::Tensor logits, bool cfg_active) {
     if (cfg_active) logits = combine_cfg(logits, params.cfg_scale);
+    logits = network.constrain(step, logits);
     if (static_cast<int64_t>(result.step_logits.size()) < hooks.record_logits_steps)
       result.step_logits.push_back(logits.to(at::kCPU).clone());
     at::Tensor next = params.choose ? params.choose(step, logits).to(logits.device(), at::kLong).reshape({-1})

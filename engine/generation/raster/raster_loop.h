@@ -5,7 +5,8 @@
 // [cond x B; uncond x B] whose logits combine as uncond + (cond - uncond) *
 // scale; `cfg_interval` as LlamaGen has it (CFG off for decode steps i >
 // cfg_interval: the unconditional rows are dropped, which leaves the
-// conditional rows' numbers unchanged and halves the remaining work). Before
+// conditional rows' numbers unchanged and halves the remaining work); the
+// network's own logits processors (RasterNetwork::constrain) follow. Before
 // every step the loop checks cancellation and asks for the active cache
 // policy; after it the policy may evict. A family hands in its network
 // (RasterNetwork); the loop owns the rest.
@@ -36,6 +37,14 @@ class RasterNetwork {
   // logits [rows, vocab] (float32) of the next token.
   virtual at::Tensor decode_step(const at::Tensor& ids, int64_t position, KvStore& cache,
                                  const StepObserver& observer) = 0;
+  // The family's own logits processors, after CFG and before sampling, for the
+  // logits that choose image token `token_index` [rows, vocab] (Lumina-mGPT's
+  // image-token constraint: an end-of-line token at every row end, image tokens
+  // elsewhere). The default changes nothing.
+  virtual at::Tensor constrain(int64_t token_index, const at::Tensor& logits) const {
+    (void)token_index;
+    return logits;
+  }
   // Decode steps so far that replayed captured CUDA graphs (0 for a network without them).
   virtual int64_t graph_steps() const { return 0; }
 };
