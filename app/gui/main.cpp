@@ -10,6 +10,7 @@
 #include <QSurfaceFormat>
 #include <QTimer>
 
+#include <algorithm>
 #include <cstdio>
 #include <optional>
 
@@ -211,7 +212,18 @@ int main(int argc, char** argv) {
     if (parser.isSet(seed)) s.seed = parser.value(seed).toULongLong();
     if (parser.isSet(classId)) s.classId = parser.value(classId).toLongLong();
     if (parser.isSet(steps)) s.steps = parser.value(steps).toLongLong();
-    if (parser.isSet(imageSize)) s.imageSize = parser.value(imageSize);
+    if (parser.isSet(imageSize)) {
+      const auto& sizes = window.model().image_sizes;
+      const std::string asked = parser.value(imageSize).toStdString();
+      if (std::find(sizes.begin(), sizes.end(), asked) == sizes.end()) {
+        std::string offered;
+        for (const std::string& size : sizes) offered += (offered.empty() ? "" : ", ") + size;
+        std::fprintf(stderr, "kvstudio: model %s does not offer the image size %s (%s)\n", window.model().name.c_str(),
+                     asked.c_str(), offered.empty() ? "it writes one size" : ("offered: " + offered).c_str());
+        return 2;
+      }
+      s.imageSize = parser.value(imageSize);
+    }
     window.parameters()->setSettings(s);
   }
   if (parser.isSet(attention)) {

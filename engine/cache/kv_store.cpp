@@ -335,6 +335,16 @@ void KvStore::retain(int64_t layer_index, const at::Tensor& keep_in) {
   retain_with(layer_index, keep_in.to(at::kCPU, at::kBool).contiguous(), keep_in);
 }
 
+void KvStore::drop_padding(int64_t layer_index, const at::Tensor& keep_in) {
+  Layer& layer = layers_.at(layer_index);
+  const at::Tensor keep = keep_in.to(at::kCPU, at::kBool).contiguous();
+  const int64_t before = layer.lengths.sum().item<int64_t>();
+  const int64_t evicted_before = layer.evicted_first_row;
+  retain_with(layer_index, keep, keep_in);
+  layer.padding += before - layer.lengths.sum().item<int64_t>();
+  layer.evicted_first_row = evicted_before;
+}
+
 void KvStore::retain_with(int64_t layer_index, const at::Tensor& keep, const at::Tensor& keep_in) {
   Layer& layer = layers_.at(layer_index);
   const int64_t max_len = max_length_of(layer);
@@ -583,6 +593,8 @@ void KvStore::keep_rows(int64_t first_row, int64_t row_count) {
     throw Error("KvStore::keep_rows: rows out of range");
   for (const auto& layer : layers_)
     if (layer.aside_k.defined()) throw Error("KvStore::keep_rows: entries are set aside; bring them back first");
+  for (const auto& layer : layers_)
+    if (layer.padding > 0) throw Error("KvStore::keep_rows: a store with dropped padding keeps all its rows");
   for (auto& layer : layers_) {
     // Whole segments (all their slots) of the kept rows, in order.
     at::Tensor capacities = layer.capacities.narrow(0, first_row, row_count).contiguous();
@@ -619,7 +631,7 @@ std::vector<KvMemoryStats> KvStore::memory_per_layer() const {
     const int64_t aside = rows_ * kv_heads_ * static_cast<int64_t>(layer.aside_positions.size());
     s.bytes_logical = (layer.lengths.sum().item<int64_t>() + aside) * per_entry;
     s.bytes_allocated = allocated_bytes(layer);
-    s.bytes_full_equivalent = rows_ * kv_heads_ * layer.appended * per_entry;
+    s.bytes_full_equivalent = (rows_ * kv_heads_ * layer.appended - layer.padding) * per_entry;
     out.push_back(s);
   }
   return out;

@@ -126,6 +126,12 @@ class KvStore {
   // GPU when the CUDA scoring kernels are built and find a device.
   bool key_scores_in_place() const;
 
+  // retain() for entries that never were tokens of a sequence: a CFG branch whose
+  // prefix is shorter than its partner's, padded to share one append (Lumina-mGPT).
+  // They leave as with retain(), but they are taken off the full-cache
+  // equivalent and not counted as evicted.
+  void drop_padding(int64_t layer, const at::Tensor& keep);
+
   // Keeps only batch rows [first_row, first_row + row_count) (e.g. drops the
   // unconditional half once CFG ends). Refused while entries are set aside.
   void keep_rows(int64_t first_row, int64_t row_count);
@@ -210,6 +216,7 @@ class KvStore {
     at::Tensor lengths;     // int64 [rows, kv_heads], CPU
     at::Tensor positions;   // int64 [rows, kv_heads, max capacity], CPU, -1 past the length
     int64_t appended = 0;
+    int64_t padding = 0;            // drop_padding() entries, summed over segments
     int64_t evicted_first_row = 0;  // retain() drops from row 0's segments, summed over KV heads
     bool regular = true;            // all capacities equal (buffers viewable as 4-D)
     // Highest position ever appended: no retained entry is later (retain only drops).

@@ -7,7 +7,7 @@ downloaded, from the lumina_mgpt_tiny conformance case:
                   model-00002-of-00002.safetensors with model.safetensors.index.json;
                   besides the model's tensors the shards hold a VQ encoder under
                   model.vqmodel., as Hugging Face's Chameleon keeps one
-  OUT/chameleon/  vqgan.yaml (the case's) and vqgan.ckpt: torch.save of
+  OUT/chameleon/  vqgan.yaml and text_tokenizer.json (the case's) and vqgan.ckpt: torch.save of
                   {"state_dict": ...} with the VQGAN's decoding side and an
                   encoder side (encoder., quant_conv.) that decoding never reads
 
@@ -46,7 +46,8 @@ with open(os.path.join(hf, "model.safetensors.index.json"), "w") as f:
 
 chameleon = os.path.join(out_dir, "chameleon")
 os.makedirs(chameleon, exist_ok=True)
-shutil.copyfile(os.path.join(files, "chameleon_tokenizer", "vqgan.yaml"), os.path.join(chameleon, "vqgan.yaml"))
+for name in ("vqgan.yaml", "text_tokenizer.json"):
+    shutil.copyfile(os.path.join(files, "chameleon_tokenizer", name), os.path.join(chameleon, name))
 vqgan = [(n[len("vqgan."):], t) for n, t in tensors.items() if n.startswith("vqgan.")]
 vqgan += [("encoder.conv_in.weight", torch.randn(32, 3, 3, 3, generator=gen)),
           ("quant_conv.weight", torch.randn(8, 32, 1, 1, generator=gen))]

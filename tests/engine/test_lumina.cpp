@@ -143,6 +143,14 @@ TEST(LuminaGeneration, RowsEndInEndOfLineTokensAndTheImageHasTheAskedSize) {
     if ((i + 1) % 9 == 0) EXPECT_EQ(t, 8803) << "position " << i;
     else EXPECT_TRUE(t >= 4 && t < 8196) << "position " << i << " holds " << t;
   }
+  // A full cache holds what the official program's two caches hold: the full-cache
+  // equivalent counts each branch's own prefix, not the padding that aligned them.
+  EXPECT_EQ(result.kv_bytes_logical_final, result.kv_bytes_full);
+  request.negative_prompt = "blurry, dark, low quality, a muddy grey picture with no clouds at all";
+  const GenerationResult negative = session.run(io::ModelBundle::open(request.model_path), request, nullptr);
+  EXPECT_EQ(negative.kv_bytes_logical_final, negative.kv_bytes_full);
+  EXPECT_GT(negative.kv_bytes_full, result.kv_bytes_full);
+  request.negative_prompt.clear();
   // The same request gives the same tokens.
   const GenerationResult again = session.run(io::ModelBundle::open(request.model_path), request, nullptr);
   EXPECT_EQ(again.tokens, result.tokens);
@@ -279,6 +287,32 @@ TEST(LuminaConverter, AMissingFileIsRefusedByNameBeforeAnythingIsWritten) {
   fs::copy_file(lumina_folders() + "/chameleon/vqgan.ckpt", work.path() / "in" / "chameleon" / "vqgan.ckpt");
   fs::remove(work.path() / "in" / "hf" / "model-00002-of-00002.safetensors");
   EXPECT_NE(test::error_of([&] { convert_lumina_checkpoint(o); }).find("model-00002-of-00002.safetensors"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(work.file("bundle")));
+}
+
+TEST(LuminaConverter, MetasImageNamesMustBeTheTokenizersOwn) {
+  REQUIRE_LUMINA_FOLDERS();
+  const test::TempDir work;
+  namespace fs = std::filesystem;
+  fs::copy(lumina_folders(), work.path() / "in", fs::copy_options::recursive);
+  // Swap two image tokens' names in Meta's text_tokenizer.json.
+  const fs::path meta = work.path() / "in" / "chameleon" / "text_tokenizer.json";
+  nlohmann::json j = nlohmann::json::parse(test::read_bytes(meta.string()));
+  std::string first, second;
+  for (const auto& [name, id] : j.at("model").at("vocab").items()) {
+    if (id == 4) first = name;
+    if (id == 5) second = name;
+  }
+  j["model"]["vocab"][first] = 5;
+  j["model"]["vocab"][second] = 4;
+  fs::permissions(meta, fs::perms::owner_write, fs::perm_options::add);
+  test::write_bytes(meta.string(), j.dump());
+  LuminaConvertOptions o;
+  o.checkpoint = (work.path() / "in" / "hf").string();
+  o.vqgan = (work.path() / "in" / "chameleon").string();
+  o.out_dir = work.file("bundle");
+  EXPECT_NE(test::error_of([&] { convert_lumina_checkpoint(o); }).find("names the image tokens differently"),
             std::string::npos);
   EXPECT_FALSE(fs::exists(work.file("bundle")));
 }

@@ -108,10 +108,9 @@ at::Tensor ChameleonLanguageModel::forward(const at::Tensor& h_in, int64_t first
                                            const StepObserver& observer,
                                            const std::vector<int64_t>& rope_offsets) const {
   const int64_t b = h_in.size(0), t = h_in.size(1);
-  if (first_position + t > config_.max_position_embeddings)
-    throw InvalidArgumentError("sequence of " + std::to_string(first_position + t) +
-                               " positions exceeds the model's context of " +
-                               std::to_string(config_.max_position_embeddings));
+  // No context check: RoPE has no scaling and no table to run past, and the
+  // official loop does not stop at max_position_embeddings (max_new_tokens
+  // overrides the max_length it feeds), so a 1024-px image runs past 4096.
   if (!rope_offsets.empty() && static_cast<int64_t>(rope_offsets.size()) != b)
     throw InvalidArgumentError("ChameleonLanguageModel::forward: one RoPE offset per row");
   std::vector<int64_t> positions(static_cast<size_t>(t));

@@ -9,7 +9,8 @@
 //   - GQA: query head h reads KV head h / (heads / kv_heads);
 //   - RMSNorm statistics in float32, SwiGLU MLP, no biases; swin_norm (34B)
 //     moves the norms after attention and MLP;
-//   - logits = lm_head(norm(h)) in float32.
+//   - logits = lm_head(norm(h)) in float32;
+//   - no context limit: the official loop runs past max_position_embeddings.
 // Rows may sit at different RoPE positions from the cache's positions: the CFG
 // branch of Lumina-mGPT is a separate sequence that starts at position 0, while
 // the cache files its entries under the conditional sequence's positions so that

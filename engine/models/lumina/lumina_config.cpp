@@ -119,7 +119,8 @@ ChameleonConfig chameleon_config_from_hf(const nlohmann::json& j) {
     c.intermediate_size = j.value("intermediate_size", c.intermediate_size);
     c.num_hidden_layers = j.value("num_hidden_layers", c.num_hidden_layers);
     c.num_attention_heads = j.value("num_attention_heads", c.num_attention_heads);
-    c.num_key_value_heads = j.value("num_key_value_heads", c.num_attention_heads);
+    // ChameleonConfig's own default is 32 whatever the head count.
+    c.num_key_value_heads = j.value("num_key_value_heads", int64_t{32});
     if (j.contains("num_key_value_heads") && j.at("num_key_value_heads").is_null())
       c.num_key_value_heads = c.num_attention_heads;
     c.max_position_embeddings = j.value("max_position_embeddings", c.max_position_embeddings);
@@ -134,10 +135,11 @@ ChameleonConfig chameleon_config_from_hf(const nlohmann::json& j) {
       fail("attention or MLP biases are not part of Chameleon's language model");
     // With mask_image_logits every image logit is set to the float minimum and
     // image sampling degenerates to uniform: no released checkpoint sets it.
-    if (j.value("mask_image_logits", false))
+    // ChameleonConfig defaults it to true: a file must say false.
+    if (j.value("mask_image_logits", true))
       fail(
-          "mask_image_logits is true: every image logit would be masked (the released Lumina-mGPT checkpoints set "
-          "it to false)");
+          "mask_image_logits is true or missing (ChameleonConfig's default is true): every image logit would be "
+          "masked (the released Lumina-mGPT checkpoints set it to false)");
   } catch (const nlohmann::json::exception& e) {
     fail(std::string("wrong value type (") + e.what() + ")");
   }
@@ -153,6 +155,15 @@ VqganConfig vqgan_config_from_params(const nlohmann::json& params) {
     c.n_embed = params.at("n_embed").get<int64_t>();
     const nlohmann::json& dd = params.at("ddconfig");
     if (dd.value("double_z", false)) fail("ddconfig.double_z is true; Chameleon's VQGAN has a single z");
+    // The decoder variants vqgan.py builds from these; Chameleon's release uses none.
+    if (dd.value("attn_type", std::string("vanilla")) != "vanilla")
+      fail("ddconfig.attn_type " + dd.at("attn_type").dump() + " is not vanilla attention");
+    for (const char* flag : {"tanh_out", "give_pre_end", "use_linear_attn"})
+      if (dd.value(flag, false)) fail(std::string("ddconfig.") + flag + " is set; Chameleon's decoder does not use it");
+    if (!dd.value("resamp_with_conv", true))
+      fail("ddconfig.resamp_with_conv is false; Chameleon's decoder upsamples with a convolution");
+    if (params.contains("remap") && !params.at("remap").is_null())
+      fail("params.remap is set; Chameleon's codebook is used without a remap");
     c.z_channels = dd.at("z_channels").get<int64_t>();
     c.ch = dd.at("ch").get<int64_t>();
     c.ch_mult = int_list(dd.at("ch_mult"));

@@ -3,6 +3,7 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include <algorithm>
 #include <optional>
 #include <regex>
 
@@ -63,11 +64,18 @@ ConformanceReport run_lumina(const ojson& manifest, const fs::path& dir, at::Dev
   const ojson& layout = manifest.at("constructors").at("image_layout");
   const LuminaImageSize size{layout.at("width_px_in_prompt").get<int64_t>(),
                              layout.at("height_px_in_prompt").get<int64_t>()};
-  const std::string call = manifest.at("constructors").at("lumina_generation").value("call", "");
-  const double cfg = call_number(call, "cfg", 3.0);
-  const int64_t image_top_k = static_cast<int64_t>(call_number(call, "image_top_k", 2000));
-  const int64_t text_top_k = static_cast<int64_t>(call_number(call, "text_top_k", 10));
-  const double temperature = call_number(call, "temperature", 1.0);
+  // The settings as numbers where the case records them, else read from the call.
+  const ojson& generation = manifest.at("constructors").at("lumina_generation");
+  const std::string call = generation.value("call", "");
+  auto setting = [&](const char* key, double fallback) {
+    return generation.contains(key) && generation.at(key).is_number() ? generation.at(key).get<double>()
+                                                                      : call_number(call, key, fallback);
+  };
+  const double cfg = setting("cfg", 3.0);
+  // create_logits_processor keeps at least one token: max(k, 1).
+  const int64_t image_top_k = std::max<int64_t>(1, static_cast<int64_t>(setting("image_top_k", 2000)));
+  const int64_t text_top_k = std::max<int64_t>(1, static_cast<int64_t>(setting("text_top_k", 10)));
+  const double temperature = setting("temperature", 1.0);
   const std::string prompt_text = manifest.at("prompt_text").get<std::string>();
   const std::vector<int64_t> prompt = lumina_text_ids(*model.tokenizer, config, prompt_text);
   const int64_t p = static_cast<int64_t>(prompt.size());

@@ -37,6 +37,18 @@ std::string read_text(const fs::path& path) {
   return text.str();
 }
 
+// Image token id -> name of a tokenizer file's model.vocab, for ids 4..8195.
+std::map<int64_t, std::string> image_names(const fs::path& file) {
+  const nlohmann::json j = io::read_json_file(file);
+  if (!j.contains("model") || !j.at("model").contains("vocab") || !j.at("model").at("vocab").is_object())
+    throw FormatError(file.string() + ": no model.vocab");
+  std::map<int64_t, std::string> names;
+  for (const auto& [name, id] : j.at("model").at("vocab").items())
+    if (id.is_number_integer() && id.get<int64_t>() >= 4 && id.get<int64_t>() < 4 + 8192)
+      names[id.get<int64_t>()] = name;
+  return names;
+}
+
 // The trained resolution from the folder's name ("Lumina-mGPT-7B-768" -> 768).
 int64_t size_from_name(const std::string& name) {
   std::smatch m;
@@ -77,6 +89,13 @@ LuminaConvertReport convert_lumina_checkpoint(const LuminaConvertOptions& option
     throw ModelMismatchError("tokenizer.json has " + std::to_string(tokenizer.vocab_size()) +
                              " tokens, more than the model's vocabulary of " + std::to_string(config.lm.vocab_size));
   ImageVocabulary::from_tokenizer(tokenizer, config.ids, config.vqgan.n_embed);
+  // The official code reads the image names from Meta's text_tokenizer.json in the
+  // Chameleon folder; where the folder has it, its names must be the ones the
+  // bundle keeps (tokenizer.json's), or the two programs would decode differently.
+  if (fs::exists(vq_dir / "text_tokenizer.json") &&
+      image_names(vq_dir / "text_tokenizer.json") != image_names(dir / "tokenizer.json"))
+    throw ModelMismatchError((vq_dir / "text_tokenizer.json").string() + " names the image tokens differently from " +
+                             (dir / "tokenizer.json").string() + " (the two downloads are not of one model)");
 
   std::map<std::string, at::Tensor> lm;
   std::vector<std::shared_ptr<io::SafetensorsReader>> readers;  // keep the mapped shards alive

@@ -6,7 +6,9 @@
 //                     tokenizer files, model*.safetensors shards with their index
 //                     (or pytorch_model*.bin);
 //   --vqgan DIR       Meta's Chameleon tokenizer folder (ckpts/chameleon/tokenizer
-//                     in the official layout): vqgan.yaml and vqgan.ckpt.
+//                     in the official layout): vqgan.yaml and vqgan.ckpt (and,
+//                     when there, text_tokenizer.json, whose image-token names
+//                     must be tokenizer.json's: the official code reads them there).
 // The bundle keeps the language model (without the HF model's VQ encoder) and
 // the VQGAN's decoding side, in the dtype asked for (keep: as stored; the
 // released weights are bf16, ~14 GB for 7B). Shards are read through the

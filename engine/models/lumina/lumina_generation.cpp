@@ -154,7 +154,7 @@ class LuminaNetwork final : public raster::RasterNetwork {
                             .expand({k.size(0), k.size(1), c}));
       }
       cache.append(layer, at::cat(keys), at::cat(values), positions);
-      if (padded) cache.retain(layer, at::cat(keeps).contiguous());
+      if (padded) cache.drop_padding(layer, at::cat(keeps).contiguous());
     }
   }
 

@@ -38,15 +38,6 @@ LuminaPrompt build_lumina_prompt(const text::BpeTokenizer& tokenizer, const Lumi
   LuminaPrompt p;
   p.cond = prompt_ids(tokenizer, config, caption, size);
   if (!blank(negative_caption)) p.uncond_prefix = prompt_ids(tokenizer, config, negative_caption, size);
-  const int64_t longest = static_cast<int64_t>(std::max(p.cond.size(), p.uncond_prefix.size()));
-  const int64_t image = lumina_generated_positions(size);
-  const int64_t context = config.lm.max_position_embeddings;
-  if (longest + image > context)
-    throw InvalidArgumentError("the prompt is " + std::to_string(longest) + " tokens; a " + std::to_string(size.width) +
-                               "x" + std::to_string(size.height) + " image takes " + std::to_string(image) +
-                               " positions, and the model's context of " + std::to_string(context) +
-                               " leaves room for at most " + std::to_string(std::max<int64_t>(context - image, 0)) +
-                               " prompt tokens");
   for (const auto* row : {&p.cond, &p.uncond_prefix})
     for (int64_t id : *row)
       if (id < 0 || id >= config.lm.vocab_size)

@@ -32,8 +32,8 @@ struct LuminaPrompt {
   std::vector<std::string> labels;     // readable text of each conditional position
 };
 
-// InvalidArgumentError for an empty caption, or one whose tokens leave no room
-// for the image in the model's context (the message gives the counts).
+// InvalidArgumentError for an empty caption. The model's max_position_embeddings
+// is no limit: the official loop runs past it (RoPE has no table to outgrow).
 LuminaPrompt build_lumina_prompt(const text::BpeTokenizer& tokenizer, const LuminaConfig& config,
                                  const std::string& caption, const std::string& negative_caption,
                                  const LuminaImageSize& size);
