@@ -72,7 +72,9 @@ TEST_P(RopeFastPath, EqualsTheReferenceBitForBitOnQkvSlices) {
       const at::Tensor rows = table.narrow(0, 0, t);
       for (int64_t part : {0, 1}) {
         const at::Tensor x = qkv.narrow(-1, part * heads * head_dim, heads * head_dim).reshape({b, t, heads, head_dim});
-        if (b * t > 1) ASSERT_FALSE(x.is_contiguous());
+        if (b * t > 1) {
+          ASSERT_FALSE(x.is_contiguous());
+        }
         const at::Tensor fast = llamagen::apply_rope(x, rows);
         expect_same_bits(fast, llamagen::apply_rope_reference(x, rows));
       }

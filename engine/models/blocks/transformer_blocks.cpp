@@ -7,6 +7,7 @@
 #include <c10/util/BFloat16.h>
 
 #include <cmath>
+#include <limits>
 
 namespace kvs::transformer_blocks {
 namespace {
@@ -71,6 +72,28 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps) {
   if (!fast_path_applies(x, weight)) return rms_norm_reference(x, weight, eps);
   if (x.scalar_type() == at::kFloat) return rms_norm_rows<float>(x, weight, eps);
   return rms_norm_rows<c10::BFloat16>(x, weight, eps);
+}
+
+at::Tensor rotate_half_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+  return x * cos + rotated * sin;
+}
+
+at::Tensor causal_grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), d = q.size(3), hkv = k.size(1);
+  const int64_t group = h / hkv;
+  at::Tensor qg = q.reshape({b, hkv, group * t, d});
+  at::Tensor scores = at::matmul(qg.to(at::kFloat), k.to(at::kFloat).transpose(-1, -2)) *
+                      (1.0 / std::sqrt(static_cast<double>(d)));
+  if (t > 1) {
+    at::Tensor mask = at::triu(at::ones({t, t}, at::TensorOptions().dtype(at::kBool)), 1).to(q.device());
+    scores = scores.view({b, hkv, group, t, t})
+                 .masked_fill(mask, -std::numeric_limits<float>::infinity())
+                 .view({b, hkv, group * t, t});
+  }
+  at::Tensor probs = at::softmax(scores, -1);
+  return at::matmul(probs, v.to(at::kFloat)).view({b, h, t, d}).to(q.scalar_type());
 }
 
 }  // namespace kvs::transformer_blocks

@@ -1,7 +1,8 @@
 #pragma once
 // Building blocks of the transformer families' networks that more than one
-// family shares (LlamaGen's GPT, Janus-Pro's language model), as functions, so
-// that each runs one implementation and none includes another family.
+// family shares (LlamaGen's GPT, Janus-Pro's and Lumina-mGPT's language models),
+// as functions, so that each runs one implementation and none includes another
+// family.
 #include <ATen/core/Tensor.h>
 
 namespace kvs::transformer_blocks {
@@ -20,5 +21,16 @@ at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight, double eps);
 // The operation-by-operation expression above, kept for the GPU, other dtypes,
 // autograd, and as the fast path's reference.
 at::Tensor rms_norm_reference(const at::Tensor& x, const at::Tensor& weight, double eps);
+
+// transformers' `rotate_half` RoPE: x * cos + rotate_half(x) * sin with
+// rotate_half(x) = [-x2, x1] (element j pairs with j + head_dim/2); x [B, H, T, D],
+// cos/sin broadcastable to it, in x's dtype.
+at::Tensor rotate_half_rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin);
+
+// Causal self-attention without a cache (teacher forcing), in float32: queries
+// [B, H, T, D], keys and values [B, KV, T, D]; query head h reads KV head
+// h / (H / KV) without the repeated keys being materialised; scores scaled by
+// 1/sqrt(D). Returns [B, H, T, D] in the queries' dtype.
+at::Tensor causal_grouped_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v);
 
 }  // namespace kvs::transformer_blocks

@@ -3,9 +3,6 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
-#include <cmath>
-#include <limits>
-
 #include "engine/core/errors.h"
 #include "engine/models/blocks/transformer_blocks.h"
 #include "kernels/linear.h"
@@ -50,21 +47,15 @@ at::Tensor JanusLanguageModel::rms_norm(const at::Tensor& x, const at::Tensor& w
   return transformer_blocks::rms_norm(x, weight, config_.rms_norm_eps);
 }
 
-at::Tensor JanusLanguageModel::rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
-  // x [B, H, T, D]; cos/sin [T, D] in x's dtype. rotate_half(x) = [-x2, x1].
-  const int64_t half = x.size(-1) / 2;
-  at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-  return x * cos + rotated * sin;
-}
-
 at::Tensor JanusLanguageModel::attention(int64_t index, const Layer& layer, const at::Tensor& x, const at::Tensor& cos,
                                          const at::Tensor& sin, KvStore* cache, const std::vector<int64_t>& positions,
                                          const StepObserver& observer) const {
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t h = config_.num_attention_heads, hkv = config_.num_key_value_heads, d = config_.head_dim();
-  const int64_t group = h / hkv;
-  at::Tensor q = rope(kernels::linear(x, layer.q).view({b, t, h, d}).transpose(1, 2), cos, sin);
-  at::Tensor k = rope(kernels::linear(x, layer.k).view({b, t, hkv, d}).transpose(1, 2), cos, sin);
+  at::Tensor q = transformer_blocks::rotate_half_rope(kernels::linear(x, layer.q).view({b, t, h, d}).transpose(1, 2),
+                                                      cos, sin);
+  at::Tensor k = transformer_blocks::rotate_half_rope(kernels::linear(x, layer.k).view({b, t, hkv, d}).transpose(1, 2),
+                                                      cos, sin);
   at::Tensor v = kernels::linear(x, layer.v).view({b, t, hkv, d}).transpose(1, 2);
   if (observer.on_queries) observer.on_queries(index, q);
   at::Tensor out;
@@ -76,19 +67,8 @@ at::Tensor JanusLanguageModel::attention(int64_t index, const Layer& layer, cons
     if (observer.on_attention) observer.on_attention(index, attended, *cache);
     out = attended.out;
   } else {
-    // Teacher forcing: causal attention over the whole sequence, the grouped
-    // queries sharing their KV head (no repeated keys materialised).
-    at::Tensor qg = q.reshape({b, hkv, group * t, d});
-    at::Tensor scores = at::matmul(qg.to(at::kFloat), k.to(at::kFloat).transpose(-1, -2)) *
-                        (1.0 / std::sqrt(static_cast<double>(d)));
-    if (t > 1) {
-      at::Tensor mask = at::triu(at::ones({t, t}, at::TensorOptions().dtype(at::kBool)), 1).to(device_);
-      scores = scores.view({b, hkv, group, t, t})
-                   .masked_fill(mask, -std::numeric_limits<float>::infinity())
-                   .view({b, hkv, group * t, t});
-    }
-    at::Tensor probs = at::softmax(scores, -1);
-    out = at::matmul(probs, v.to(at::kFloat)).view({b, h, t, d}).to(x.scalar_type());
+    // Teacher forcing: causal attention over the whole sequence.
+    out = transformer_blocks::causal_grouped_attention(q, k, v);
   }
   return kernels::linear(out.transpose(1, 2).reshape({b, t, h * d}).to(x.scalar_type()), layer.o);
 }

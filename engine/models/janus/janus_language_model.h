@@ -55,7 +55,6 @@ class JanusLanguageModel {
   };
 
   at::Tensor rms_norm(const at::Tensor& x, const at::Tensor& weight) const;
-  at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const;
   at::Tensor attention(int64_t index, const Layer& layer, const at::Tensor& x, const at::Tensor& cos,
                        const at::Tensor& sin, KvStore* cache, const std::vector<int64_t>& positions,
                        const StepObserver& observer) const;

@@ -3,9 +3,6 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
-#include <cmath>
-#include <limits>
-
 #include "engine/core/errors.h"
 #include "engine/models/blocks/transformer_blocks.h"
 #include "kernels/linear.h"
@@ -17,13 +14,6 @@ at::Tensor take(const TensorMap& weights, const std::string& name, at::Device de
   auto it = weights.find(name);
   if (it == weights.end()) throw ModelMismatchError("Lumina-mGPT language model weights: missing tensor " + name);
   return it->second.to(device, dtype).contiguous();
-}
-
-// x [B, heads, T, D]; cos/sin [B or 1, 1, T, D] in x's dtype. rotate_half(x) = [-x2, x1].
-at::Tensor rope(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) {
-  const int64_t half = x.size(-1) / 2;
-  at::Tensor rotated = at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
-  return x * cos + rotated * sin;
 }
 
 // ChameleonLayerNorm: layer_norm over head_dim without affine, eps 1e-5 (fixed
@@ -75,11 +65,10 @@ at::Tensor ChameleonLanguageModel::attention(int64_t index, const Layer& layer, 
                                              const StepObserver& observer) const {
   const int64_t b = x.size(0), t = x.size(1);
   const int64_t h = config_.num_attention_heads, hkv = config_.num_key_value_heads, d = config_.head_dim();
-  const int64_t group = h / hkv;
   at::Tensor q = qk_norm(kernels::linear(x, layer.q).view({b, t, h, d}), layer.q_norm_w, layer.q_norm_b);
   at::Tensor k = qk_norm(kernels::linear(x, layer.k).view({b, t, hkv, d}), layer.k_norm_w, layer.k_norm_b);
-  q = rope(q.transpose(1, 2), cos, sin);
-  k = rope(k.transpose(1, 2), cos, sin);
+  q = transformer_blocks::rotate_half_rope(q.transpose(1, 2), cos, sin);
+  k = transformer_blocks::rotate_half_rope(k.transpose(1, 2), cos, sin);
   at::Tensor v = kernels::linear(x, layer.v).view({b, t, hkv, d}).transpose(1, 2);
   if (observer.on_queries) observer.on_queries(index, q);
   at::Tensor out;
@@ -89,17 +78,7 @@ at::Tensor ChameleonLanguageModel::attention(int64_t index, const Layer& layer, 
     if (observer.on_attention) observer.on_attention(index, attended, *cache);
     out = attended.out;
   } else {
-    at::Tensor qg = q.reshape({b, hkv, group * t, d});
-    at::Tensor scores = at::matmul(qg.to(at::kFloat), k.to(at::kFloat).transpose(-1, -2)) *
-                        (1.0 / std::sqrt(static_cast<double>(d)));
-    if (t > 1) {
-      at::Tensor mask = at::triu(at::ones({t, t}, at::TensorOptions().dtype(at::kBool)), 1).to(device_);
-      scores = scores.view({b, hkv, group, t, t})
-                   .masked_fill(mask, -std::numeric_limits<float>::infinity())
-                   .view({b, hkv, group * t, t});
-    }
-    at::Tensor probs = at::softmax(scores, -1);
-    out = at::matmul(probs, v.to(at::kFloat)).view({b, h, t, d}).to(x.scalar_type());
+    out = transformer_blocks::causal_grouped_attention(q, k, v);
   }
   return kernels::linear(out.transpose(1, 2).reshape({b, t, h * d}).to(x.scalar_type()), layer.o);
 }
