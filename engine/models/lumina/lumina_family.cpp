@@ -130,8 +130,7 @@ class LuminaFamily : public ModelFamily {
                               (long long)c.image_size, (long long)c.image_size, (long long)size.token_height(),
                               (long long)size.token_width(), sizes_text(c.image_size).c_str())},
         {"parameters", format_text("%.2fM (weights %s)", l.parameter_count() / 1e6, stored.dtypes.c_str())},
-        {"KV cache", kv_cache_text(kv, tokens) + " (with a " + std::to_string(kTypicalPromptTokens) +
-                         "-token prompt)"},
+        {"KV cache", kv_cache_text(kv, tokens) + " (with a " + std::to_string(kTypicalPromptTokens) + "-token prompt)"},
     };
     return info;
   }
