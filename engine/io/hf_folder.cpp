@@ -4,6 +4,8 @@
 #include <set>
 
 #include "engine/core/errors.h"
+#include "engine/io/safetensors_reader.h"
+#include "engine/io/torch_checkpoint.h"
 
 namespace kvs::io {
 
@@ -49,6 +51,35 @@ std::vector<fs::path> hf_weight_files(const fs::path& dir, const std::string& mo
                   " has no weights: expected model.safetensors(.index.json) or pytorch_model(.bin.index.json) "
                   "shards as Hugging Face stores " +
                   model);
+}
+
+HfShardTensors read_hf_shards(const fs::path& dir, const std::string& model,
+                              const std::function<bool(const std::string& name)>& unused,
+                              const std::function<void(size_t i, size_t n, const std::string& file)>& progress) {
+  HfShardTensors out;
+  const auto files = hf_weight_files(dir, model);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const fs::path& file = files[i];
+    if (progress) progress(i, files.size(), file.filename().string());
+    out.files.push_back(file.filename().string());
+    std::vector<std::pair<std::string, at::Tensor>> tensors;
+    if (file.extension() == ".safetensors") {
+      auto reader = SafetensorsReader::open(file.string());
+      for (const auto& name : reader->names()) tensors.emplace_back(name, reader->tensor(name));
+      out.readers.push_back(std::move(reader));
+    } else {
+      tensors = read_torch_state_dict(file.string(), "checkpoint shard");
+    }
+    for (auto& [name, tensor] : tensors) {
+      if (unused(name)) {
+        ++out.dropped;
+        continue;
+      }
+      if (!out.tensors.emplace(name, tensor).second)
+        throw FormatError(file.string() + ": tensor " + name + " appears in more than one shard");
+    }
+  }
+  return out;
 }
 
 }  // namespace kvs::io

@@ -9,9 +9,7 @@
 #include "engine/core/errors.h"
 #include "engine/io/bundle_weights.h"
 #include "engine/io/hf_folder.h"
-#include "engine/io/safetensors_reader.h"
 #include "engine/io/tensor_spec.h"
-#include "engine/io/torch_checkpoint.h"
 #include "engine/models/janus/janus_model.h"
 #include "engine/models/janus/janus_weights.h"
 
@@ -19,10 +17,6 @@ namespace kvs::janus {
 namespace {
 
 namespace fs = std::filesystem;
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 int64_t dim(const std::map<std::string, at::Tensor>& kept, const std::string& name, int64_t index,
             const std::string& origin) {
@@ -79,30 +73,14 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
   // Every tensor of every shard: the generation tensors are kept (checked
   // against the config below), the parts generation never uses are dropped, and
   // anything else means this is not the checkpoint the config describes.
-  std::map<std::string, at::Tensor> kept;
-  std::vector<std::shared_ptr<io::SafetensorsReader>> readers;  // keep the mapped shards alive
-  const auto files = io::hf_weight_files(dir, "Janus-Pro");
-  for (size_t i = 0; i < files.size(); ++i) {
-    const fs::path& file = files[i];
-    if (progress) progress(static_cast<double>(i) / files.size(), "reading " + file.filename().string());
-    report.weight_files.push_back(file.filename().string());
-    std::vector<std::pair<std::string, at::Tensor>> tensors;
-    if (ends_with(file.string(), ".safetensors")) {
-      auto reader = io::SafetensorsReader::open(file.string());
-      for (const auto& name : reader->names()) tensors.emplace_back(name, reader->tensor(name));
-      readers.push_back(std::move(reader));
-    } else {
-      tensors = io::read_torch_state_dict(file.string(), "checkpoint shard");
-    }
-    for (auto& [name, tensor] : tensors) {
-      if (is_unused_janus_key(name)) {
-        ++report.tensors_dropped;
-        continue;
-      }
-      if (!kept.emplace(name, tensor).second)
-        throw FormatError(file.string() + ": tensor " + name + " appears in more than one shard");
-    }
-  }
+  io::HfShardTensors shards = io::read_hf_shards(dir, "Janus-Pro", is_unused_janus_key,
+                                                 [&](size_t i, size_t n, const std::string& file) {
+                                                   if (progress)
+                                                     progress(static_cast<double>(i) / n, "reading " + file);
+                                                 });
+  report.weight_files = shards.files;
+  report.tensors_dropped = shards.dropped;
+  const std::map<std::string, at::Tensor>& kept = shards.tensors;
   report.config.vq = infer_vq_decoder(kept, report.config.vq, "checkpoint " + dir.string());
   report.config.image_size = options.image_size;
   try {

@@ -97,30 +97,14 @@ LuminaConvertReport convert_lumina_checkpoint(const LuminaConvertOptions& option
     throw ModelMismatchError((vq_dir / "text_tokenizer.json").string() + " names the image tokens differently from " +
                              (dir / "tokenizer.json").string() + " (the two downloads are not of one model)");
 
-  std::map<std::string, at::Tensor> lm;
-  std::vector<std::shared_ptr<io::SafetensorsReader>> readers;  // keep the mapped shards alive
-  const auto files = io::hf_weight_files(dir, "Lumina-mGPT");
-  for (size_t i = 0; i < files.size(); ++i) {
-    const fs::path& file = files[i];
-    if (progress) progress(0.8 * static_cast<double>(i) / files.size(), "reading " + file.filename().string());
-    report.weight_files.push_back(file.filename().string());
-    std::vector<std::pair<std::string, at::Tensor>> tensors;
-    if (file.extension() == ".safetensors") {
-      auto reader = io::SafetensorsReader::open(file.string());
-      for (const auto& name : reader->names()) tensors.emplace_back(name, reader->tensor(name));
-      readers.push_back(std::move(reader));
-    } else {
-      tensors = io::read_torch_state_dict(file.string(), "checkpoint shard");
-    }
-    for (auto& [name, tensor] : tensors) {
-      if (is_unused_chameleon_key(name)) {
-        ++report.tensors_dropped;
-        continue;
-      }
-      if (!lm.emplace(name, tensor).second)
-        throw FormatError(file.string() + ": tensor " + name + " appears in more than one shard");
-    }
-  }
+  io::HfShardTensors shards = io::read_hf_shards(dir, "Lumina-mGPT", is_unused_chameleon_key,
+                                                 [&](size_t i, size_t n, const std::string& file) {
+                                                   if (progress)
+                                                     progress(0.8 * static_cast<double>(i) / n, "reading " + file);
+                                                 });
+  report.weight_files = shards.files;
+  report.tensors_dropped = shards.dropped;
+  const std::map<std::string, at::Tensor>& lm = shards.tensors;
   if (progress) progress(0.8, "reading vqgan.ckpt");
   std::map<std::string, at::Tensor> vqgan;
   for (auto& [name, tensor] :
