@@ -47,8 +47,25 @@ step() {
   timeout "$seconds" "$@" > "$out/$name.log" 2>&1
   local rc=$? why=""
   ((rc == 124)) && why=" (time limit)"
+  ((rc > 128 && rc != 137)) && why=" (signal $((rc - 128)))" && symbolize "$out/$name.log"
   note "$name rc=$rc$why $((SECONDS - start)) s"
   return $rc
+}
+# symbolize LOG: the programs print a native stack on a fatal signal
+# (engine/core/crash_backtrace.h) as "object(+0xOFFSET)" lines; the program's
+# own frames are offsets, named here with addr2line and appended to the log.
+symbolize() {
+  local log=$1 object offset
+  grep -q "native stack:" "$log" || return 0
+  echo "--- the stack's frames in the program, named:" >> "$log"
+  grep -oE "^[^ (]+\(\+0x[0-9a-f]+\)" "$log" | while IFS= read -r frame; do
+    object=${frame%%(*}
+    offset=${frame#*(+}
+    offset=${offset%)}
+    [[ -f "$object" && "$object" != *.so* ]] || continue
+    printf '%s %s\n' "$offset" "$(addr2line -f -C -e "$object" "$offset" 2>/dev/null | head -1)" >> "$log"
+  done
+  grep -A40 "^--- the stack's frames" "$log" | tail -n +2 | head -12 | cut -c1-160 | sed "s/^/  /" >> "$out/summary.txt"
 }
 wants() { [[ " ${steps[*]} " == *" $1 "* ]]; }
 
@@ -88,6 +105,8 @@ if wants build; then
     { note "configure failed: see configure.log"; exit 1; }
   step build 900 cmake --build "$build" -j "$jobs" --target kvs_engine_tests kvstudio-cli ||
     { note "build failed: see build.log"; exit 1; }
+  # The programs must name libstdc++ before LibTorch (CMakeLists.txt says why).
+  step link-order 60 ctest --test-dir "$build" -R libstdcxx_before_libtorch --output-on-failure
 fi
 
 if wants tests; then

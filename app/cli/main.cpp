@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "app/cli/commands.h"
+#include "engine/core/crash_backtrace.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
 
@@ -45,6 +46,7 @@ decode path on a GPU (generate, bench):
 }  // namespace
 
 int main(int argc, char** argv) {
+  kvs::install_crash_backtrace("kvstudio-cli");
   std::vector<std::string> args(argv + 1, argv + argc);
   try {
     kvs::set_log_level(kvs::LogLevel::Warn);

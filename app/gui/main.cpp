@@ -19,6 +19,7 @@
 #include "engine/cache/policies/policy_list.h"
 #include "engine/core/cuda_backend.h"
 #include "engine/core/errors.h"
+#include "engine/core/crash_backtrace.h"
 #include "engine/core/logging.h"
 #include "ui/bridge/engine_types.h"
 #include "ui/widgets/main_window.h"
@@ -60,6 +61,7 @@ void applyDarkTheme(QApplication& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  kvs::install_crash_backtrace("kvstudio");
   // Dear ImGui's OpenGL 3 backend needs a core profile (docs/design.md#build-facts).
   QSurfaceFormat format;
   format.setVersion(3, 3);

@@ -1,0 +1,41 @@
+# Checks that each program names libstdc++ before any LibTorch library in its
+# dynamic section (see the top-level CMakeLists.txt: LibTorch 2.11 exports
+# unversioned copies of libstdc++ functions, and a program that names it first
+# binds its std::filesystem calls to them). Also checks that no std::filesystem
+# reference in the program is left unversioned, which is what a wrong order
+# produces at link time whichever LibTorch is installed.
+# Usage: cmake -DPROGRAMS=a,b -DREADELF=... -P libstdcxx_first_test.cmake
+string(REPLACE "," ";" PROGRAMS "${PROGRAMS}")
+foreach(program IN LISTS PROGRAMS)
+  execute_process(COMMAND ${READELF} -d -W ${program} OUTPUT_VARIABLE dynamic RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "readelf -d ${program} failed (${rc})")
+  endif()
+  string(REGEX MATCHALL "NEEDED\\)[^\n]*\\[[^]]+\\]" needed "${dynamic}")
+  set(position 0)
+  set(stdcxx -1)
+  set(torch -1)
+  foreach(line IN LISTS needed)
+    string(REGEX REPLACE ".*\\[([^]]+)\\]" "\\1" name "${line}")
+    if(name MATCHES "^libstdc\\+\\+" AND stdcxx EQUAL -1)
+      set(stdcxx ${position})
+    elseif(name MATCHES "^lib(torch|c10)" AND torch EQUAL -1)
+      set(torch ${position})
+    endif()
+    math(EXPR position "${position} + 1")
+  endforeach()
+  if(stdcxx EQUAL -1)
+    message(FATAL_ERROR "${program}: libstdc++ is not among its needed libraries")
+  endif()
+  if(NOT torch EQUAL -1 AND torch LESS stdcxx)
+    message(FATAL_ERROR "${program}: a LibTorch library (entry ${torch}) comes before libstdc++ (entry ${stdcxx})")
+  endif()
+  execute_process(COMMAND ${READELF} --dyn-syms -W ${program} OUTPUT_VARIABLE symbols RESULT_VARIABLE rc)
+  string(REGEX MATCHALL "UND _ZNSt10filesystem[^ @\n]*\n" unversioned "${symbols}")
+  list(LENGTH unversioned count)
+  if(count GREATER 0)
+    list(GET unversioned 0 first)
+    message(FATAL_ERROR "${program}: ${count} std::filesystem references carry no libstdc++ version, e.g. ${first}")
+  endif()
+  message(STATUS "${program}: libstdc++ is needed entry ${stdcxx}, LibTorch's first is ${torch}; filesystem references versioned")
+endforeach()
