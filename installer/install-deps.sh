@@ -25,7 +25,7 @@ log() { printf '[install] %s\n' "$*" >&2; }
 apt_packages=(
   build-essential cmake ninja-build pkg-config ccache python3-venv
   libopencv-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libpcre2-dev
-  libgtest-dev libgmock-dev libpng-dev clang libclang-rt-14-dev clang-format
+  libgtest-dev libgmock-dev libpng-dev libsentencepiece-dev clang libclang-rt-14-dev clang-format
 )
 gui_packages=(
   qt6-base-dev libqt6opengl6-dev libgl-dev libimgui-dev xvfb xauth

@@ -10,7 +10,7 @@
 namespace kvs {
 
 ConformanceCheck compare_with_reference(const std::string& name, const nlohmann::ordered_json& spec,
-                                        const at::Tensor& got_in, const at::Tensor& ref_in) {
+                                        const at::Tensor& got_in, const at::Tensor& ref_in, const at::Tensor& where) {
   ConformanceCheck check;
   check.tensor = name;
   check.role = spec.value("role", "output");
@@ -23,6 +23,15 @@ ConformanceCheck compare_with_reference(const std::string& name, const nlohmann:
     return check;
   }
   at::Tensor diff = (got.to(at::kDouble) - ref.to(at::kDouble)).abs();
+  if (where.defined()) {
+    if (where.sizes() != ref.sizes()) {
+      check.note = "compare_where mask shape " + c10::str(where.sizes()) + " differs from the reference's";
+      return check;
+    }
+    diff = diff.masked_select(where.to(at::kCPU) != 0);
+    check.note = "compared where the mask is 1 (" + std::to_string(diff.numel()) + " of " +
+                 std::to_string(ref.numel()) + ")";
+  }
   check.elements = diff.numel();
   check.max_abs_error = diff.numel() ? diff.max().item<double>() : 0.0;
   if (spec.contains("atol_per_index0")) {

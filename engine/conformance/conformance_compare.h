@@ -17,8 +17,10 @@
 namespace kvs {
 
 // `spec`: the io tensor's entry of the case JSON (role, atol, atol_per_index0).
+// `where`, when given (the io tensor a "compare_where" field names), limits the
+// comparison to the elements where it is non-zero.
 ConformanceCheck compare_with_reference(const std::string& name, const nlohmann::ordered_json& spec,
-                                        const at::Tensor& got, const at::Tensor& ref);
+                                        const at::Tensor& got, const at::Tensor& ref, const at::Tensor& where = {});
 
 // One output / debug io tensor's check: `produce` fills it and returns true, or
 // returns false when no runner knows the tensor (debug tensors are then skipped,

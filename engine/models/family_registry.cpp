@@ -1,6 +1,7 @@
 #include "engine/models/family_registry.h"
 
 #include "engine/core/errors.h"
+#include "engine/models/infinity/infinity_family.h"
 #include "engine/models/janus/janus_family.h"
 #include "engine/models/llamagen/llamagen_family.h"
 #include "engine/models/lumina/lumina_family.h"
@@ -13,7 +14,7 @@ const std::vector<const ModelFamily*>& model_families() {
   // One line per family: adding a family is its folder plus a line here.
   static const std::vector<const ModelFamily*> families = {
       &llamagen::llamagen_family(), &var::var_family(),       &mar::mar_family(),
-      &janus::janus_family(),       &lumina::lumina_family(),
+      &janus::janus_family(),       &lumina::lumina_family(), &infinity::infinity_family(),
   };
   return families;
 }

@@ -1,0 +1,39 @@
+#include "engine/models/infinity/infinity_family.h"
+#include "engine/models/infinity/infinity_random_init.h"
+
+namespace kvs::infinity {
+
+const FamilyDescription& infinity_description() {
+  static const FamilyDescription d = [] {
+    FamilyDescription f;
+    f.name = "infinity";
+    f.display_name = "text-to-image, next-scale (Infinity)";
+    f.summary = "text-conditional (T5), next-scale prediction of BSQ bits";
+    f.unit = GenerationUnit::Scale;
+    f.conditioning = Conditioning::Text;
+    f.grid = "pyramid of token maps of the chosen aspect ratio, coarse to fine; each token carries d bits";
+    f.measures_kv_bytes = true;
+    f.overlays.attention_map = true;
+    f.overlays.retained_masks = true;
+    f.overlays.scale_matrix = true;
+    f.policy_family = "scale";
+    f.compare_presets = {"", "full", "streaming:rho=0.25", "h2o:rho=0.25", "snapkv:rho=0.25", "amskv"};
+    f.request_options = {"prompt", "negative_prompt", "images", "image_size"};
+    f.conformance_constructor = "infinity";
+    f.random_presets = infinity_random_presets();
+    f.convert_usage =
+        "--checkpoint infinity_2b_reg.pth|infinity_8b_weights/ --vae infinity_vae_d32reg.pth --t5 flan-t5-xl/ --out "
+        "DIR\n"
+        "  [--dtype keep|f32|f16|bf16 (default keep)] [--pixel-budget 0.06M|0.25M|0.60M|1M (default 1M)] [--name NAME]";
+    f.create_random_usage =
+        "[--preset infinity-2b|infinity-8b|infinity-small|infinity-tiny] [--seed N]\n"
+        "  [--dtype f32|f16|bf16 (default bf16; small and tiny f32)]\n"
+        "  A randomly initialised Infinity bundle (transformer, T5 encoder, BSQ-VAE decoder) with a small\n"
+        "  SentencePiece tokenizer trained on a few captions: measure speed and memory of the official sizes\n"
+        "  without a download (infinity-2b with flan-t5-xl needs about 7 GB in bf16).";
+    return f;
+  }();
+  return d;
+}
+
+}  // namespace kvs::infinity

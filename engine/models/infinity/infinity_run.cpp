@@ -1,0 +1,69 @@
+#include "engine/models/infinity/infinity_run.h"
+
+#include <ATen/Functions.h>
+#include <ATen/TensorOperators.h>
+
+#include "engine/core/errors.h"
+#include "engine/generation/scale/scale_stream.h"
+#include "engine/models/infinity/infinity_model.h"
+#include "engine/session/event_snapshots.h"
+
+namespace kvs::infinity {
+namespace {
+
+std::vector<RgbImage> decode_images(const InfinityModel& model, const at::Tensor& summed_codes) {
+  // gen_one_img's image: (clamp(x) + 1) / 2 * 255 truncated (RGB here; the official return flips to BGR for cv2).
+  const at::Tensor x = model.decode(summed_codes).to(at::kCPU);
+  return to_rgb_images(((x + 1) / 2).permute({0, 2, 3, 1}).mul(255).to(at::kByte).contiguous());
+}
+
+InfinityParams params_of(const GenerationRequest& request) {
+  InfinityParams p;
+  p.cfg = {request.cfg_scale};
+  // tau divides the logits as a temperature does.
+  p.tau = {request.sampling.temperature};
+  p.sampling.top_k = request.sampling.top_k;
+  p.sampling.top_p = request.sampling.top_p >= 1.0 ? 0.0 : request.sampling.top_p;  // Infinity's 0 = off
+  p.seed = request.seed;
+  return p;
+}
+
+}  // namespace
+
+GenerationResult run_infinity_generation(const InfinityModel& model, const GenerationRequest& request,
+                                         const RunContext& ctx) {
+  if (!request.class_ids.empty() || request.prompt.empty())
+    throw InvalidArgumentError("model " + model.name + " is text-to-image: give it a prompt, not class ids");
+  if (request.cfg_interval != -1)
+    throw InvalidArgumentError("cfg interval applies to raster models only (Infinity guides every scale)");
+  if (!(request.sampling.temperature > 0.0))
+    throw InvalidArgumentError("Infinity's tau (the temperature) must be > 0: it divides the logits");
+  const int64_t batch = request.images;
+  if (batch <= 0) throw InvalidArgumentError("images must be at least 1");
+  const InfinityImageSize size = parse_infinity_image_size(model.config, request.image_size);
+  const InfinitySchedule schedule = schedule_of(size);
+  const InfinityParams params = params_of(request);
+  params.validate(static_cast<int64_t>(schedule.grids.size()));
+  const bool cfg_rows = params.uses_cfg(static_cast<int64_t>(schedule.grids.size()));
+
+  // encode_prompt per image; the negative prompt only when one is given (else cfg_uncond).
+  const TextRows prompts = model.encode_texts(std::vector<std::string>(static_cast<size_t>(batch), request.prompt));
+  const TextRows negatives = request.negative_prompt.empty()
+                                 ? TextRows{}
+                                 : model.encode_texts(
+                                       std::vector<std::string>(static_cast<size_t>(batch), request.negative_prompt));
+
+  scale::ScaleRun run;
+  run.model_name = model.name;
+  run.family = "infinity";
+  run.shape = scale_shape(schedule, batch, cfg_rows);
+  run.images = batch;
+  run.grid_height = schedule.grids.back()[0];
+  run.grid_width = schedule.grids.back()[1];
+  run.policy_context = scale_policy_context(model.config.transformer, schedule, batch, cfg_rows, request.seed);
+  run.decode = [&](const at::Tensor& summed_codes) { return decode_images(model, summed_codes); };
+  const auto network = text_conditioned_infinity(*model.transformer, prompts, negatives, schedule, params);
+  return scale::stream_scales(*network, run, request, ctx);
+}
+
+}  // namespace kvs::infinity
