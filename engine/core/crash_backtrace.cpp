@@ -44,7 +44,8 @@ const char* signal_name(int signal_number) {
 }
 
 void on_fatal_signal(int signal_number) {
-  char number[4] = {static_cast<char>('0' + signal_number / 10 % 10), static_cast<char>('0' + signal_number % 10), 0, 0};
+  char number[4] = {static_cast<char>('0' + signal_number / 10 % 10), static_cast<char>('0' + signal_number % 10), 0,
+                    0};
   write_text("\n");
   write_text(g_program);
   write_text(": fatal signal ");

@@ -31,7 +31,8 @@ std::string run_crashing_child(void (*crash)(), int& wait_status) {
   ::close(pipe_ends[1]);
   std::string text;
   char buffer[4096];
-  for (ssize_t n; (n = ::read(pipe_ends[0], buffer, sizeof(buffer))) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  for (ssize_t n; (n = ::read(pipe_ends[0], buffer, sizeof(buffer))) > 0;)
+    text.append(buffer, static_cast<std::size_t>(n));
   ::close(pipe_ends[0]);
   ::waitpid(child, &wait_status, 0);
   return text;
