@@ -153,13 +153,18 @@ TEST(InfinityGeneration, EveryScalePolicyKeepsItsBudget) {
   const io::ModelBundle bundle = io::ModelBundle::open(request.model_path);
   request.policy = parse_policy_spec("full");
   const GenerationResult full = session.run(bundle, request, nullptr);
-  for (const std::string spec : {"streaming:rho=0.25", "h2o:rho=0.25", "snapkv:rho=0.25", "amskv"}) {
+  for (const std::string spec : {"streaming:rho=0.25", "h2o:rho=0.25", "snapkv:rho=0.25", "amskv", "heatkv:budget=0.1",
+                                 "heatkv:budget=0.2,calibration_images=3", "hack", "scalekv"}) {
     request.policy = parse_policy_spec(spec);
     const GenerationResult r = session.run(bundle, request, nullptr);
     ASSERT_EQ(r.images.size(), 1u) << spec;
     EXPECT_LT(r.kv_bytes_logical_final, full.kv_bytes_logical_final) << spec;
     EXPECT_LE(r.kv_bytes_peak, full.kv_bytes_peak) << spec;
   }
+  // HeatKV calibrates on prompts: a set larger than the prompt list is refused by its own message.
+  request.policy = parse_policy_spec("heatkv:calibration_images=31");
+  const std::string error = test::error_of([&] { session.run(bundle, request, nullptr); });
+  EXPECT_NE(error.find("1 to 30 prompts"), std::string::npos) << error;
 }
 
 TEST(InfinityGeneration, BadRequestsSayWhatToDo) {

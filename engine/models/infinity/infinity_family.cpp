@@ -3,14 +3,19 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <limits>
 #include <sstream>
 
+#include "engine/cache/policies/calibration_provider.h"
+#include "engine/cache/policies/heatkv_policy.h"
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/cache/policies/scale_attention_profile.h"
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
 #include "engine/generation/scale/scale_stream.h"
 #include "engine/io/model_bundle.h"
 #include "engine/metrics/process_memory.h"
+#include "engine/models/infinity/infinity_calibration.h"
 #include "engine/models/infinity/infinity_conformance.h"
 #include "engine/models/infinity/infinity_model.h"
 #include "engine/models/infinity/infinity_random_init.h"
@@ -75,9 +80,13 @@ class InfinityFamily : public ModelFamily {
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
     if (device.kind == DeviceKind::Cpu) refuse_if_too_big(bundle, device.dtype);
-    return std::make_unique<LoadedModelOf<InfinityModel>>(InfinityModel::load(bundle, torch_device(device),
-                                                                              torch_dtype(device)),
-                                                          run_infinity_generation);
+    // The calibrations (HeatKV's, HACK's, ScaleKV's) stay with the loaded model, measured when first needed.
+    auto calibrations = std::make_shared<InfinityCalibrations>();
+    return std::make_unique<LoadedModelOf<InfinityModel>>(
+        InfinityModel::load(bundle, torch_device(device), torch_dtype(device)),
+        [calibrations](const InfinityModel& model, const GenerationRequest& request, const RunContext& context) {
+          return run_infinity_generation(model, *calibrations, request, context);
+        });
   }
 
   void summarize(const io::ModelBundle& bundle, ModelSummary& s) const override {
@@ -165,8 +174,18 @@ class InfinityFamily : public ModelFamily {
   void check_policy(const io::ModelBundle& bundle, const PolicySpec& spec, const PolicyCheck& check) const override {
     const InfinityModelConfig c = config_of(bundle);
     const InfinitySchedule schedule = schedule_of(parse_infinity_image_size(c, ""));
-    scale::make_scale_policy(spec, scale_policy_context(c.transformer, schedule, check.batch, check.cfg_scale != 1.0,
-                                                        check.seed));
+    PolicyContext context = scale_policy_context(c.transformer, schedule, check.batch, check.cfg_scale != 1.0,
+                                                 check.seed);
+    // Stand-ins for the calibrations a run measures on first use.
+    auto stand_ins = std::make_shared<FixedCalibrations>();
+    stand_ins->attention = std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::uniform(context));
+    context.calibrations = stand_ins;
+    scale::make_scale_policy(spec, context);
+    if (spec.name == "heatkv") {
+      // calibration_images counts prompts here (infinity_calibration.h), refused beyond the list by its own message.
+      const int64_t images = heatkv_calibration_images(spec, std::numeric_limits<int32_t>::max());
+      if (images > 0) calibration_prompts(images);
+    }
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,

@@ -5,6 +5,7 @@
 
 #include "engine/core/errors.h"
 #include "engine/generation/scale/scale_stream.h"
+#include "engine/models/infinity/infinity_calibration.h"
 #include "engine/models/infinity/infinity_model.h"
 #include "engine/session/event_snapshots.h"
 
@@ -30,8 +31,8 @@ InfinityParams params_of(const GenerationRequest& request) {
 
 }  // namespace
 
-GenerationResult run_infinity_generation(const InfinityModel& model, const GenerationRequest& request,
-                                         const RunContext& ctx) {
+GenerationResult run_infinity_generation(const InfinityModel& model, InfinityCalibrations& calibrations,
+                                         const GenerationRequest& request, const RunContext& ctx) {
   if (!request.class_ids.empty() || request.prompt.empty())
     throw InvalidArgumentError("model " + model.name + " is text-to-image: give it a prompt, not class ids");
   if (request.cfg_interval != -1)
@@ -61,6 +62,8 @@ GenerationResult run_infinity_generation(const InfinityModel& model, const Gener
   run.grid_height = schedule.grids.back()[0];
   run.grid_width = schedule.grids.back()[1];
   run.policy_context = scale_policy_context(model.config.transformer, schedule, batch, cfg_rows, request.seed);
+  // HeatKV, HACK and ScaleKV ask for their calibration while they are built (also on a policy change mid-run).
+  run.policy_context.calibrations = infinity_calibration_provider(model, calibrations, schedule, params, ctx.cancelled);
   run.decode = [&](const at::Tensor& summed_codes) { return decode_images(model, summed_codes); };
   const auto network = text_conditioned_infinity(*model.transformer, prompts, negatives, schedule, params);
   return scale::stream_scales(*network, run, request, ctx);

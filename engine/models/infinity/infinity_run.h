@@ -11,8 +11,10 @@
 namespace kvs::infinity {
 
 struct InfinityModel;
+struct InfinityCalibrations;
 
-GenerationResult run_infinity_generation(const InfinityModel& model, const GenerationRequest& request,
-                                         const RunContext& context);
+// `calibrations`: what the loaded model keeps between runs (infinity_calibration.h).
+GenerationResult run_infinity_generation(const InfinityModel& model, InfinityCalibrations& calibrations,
+                                         const GenerationRequest& request, const RunContext& context);
 
 }  // namespace kvs::infinity

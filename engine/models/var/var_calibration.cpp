@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "engine/core/errors.h"
+#include "engine/generation/scale/scale_calibration.h"
 #include "engine/models/var/var_model.h"
 
 namespace kvs::var {
@@ -43,45 +44,23 @@ ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std
                                                 const ScaleParams& params, const std::function<bool()>& cancelled) {
   const VarConfig& config = model.transformer->config();
   if (classes.empty()) throw InvalidArgumentError("calibration needs at least one class");
-  const int64_t layers = config.depth, heads = config.num_heads, scales = config.scales(),
-                total = config.total_tokens();
   const auto images = static_cast<int64_t>(classes.size());
-
-  // position -> scale (index 0: empty slot, position -1).
-  std::vector<int64_t> table(static_cast<size_t>(total) + 1, 0);
-  table[0] = scales;  // empty slots land in an extra, discarded bin
-  for (int64_t si = 0; si < scales; ++si)
-    for (int64_t i = 0; i < config.scale_tokens(si); ++i)
-      table[static_cast<size_t>(config.scale_begin(si) + i + 1)] = si;
-  const at::Tensor scale_of = at::tensor(table, at::TensorOptions().dtype(at::kLong));
-
-  at::Tensor beta = at::zeros({layers, heads, scales, scales}, at::TensorOptions().dtype(at::kDouble));
-  ScaleHooks hooks;
-  hooks.cancelled = cancelled;
-  hooks.wants_attention = [](int64_t) { return true; };
-  hooks.on_attention = [&](int64_t layer, int64_t si, const KvAttention& a, const KvStore& store) {
-    const int64_t len = a.key_mass.size(-1);
-    const at::Tensor mass = a.key_mass.narrow(0, 0, images).to(at::kCPU, at::kDouble);  // [images, H, len]
-    const at::Tensor pos = store.positions_tensor(layer).narrow(0, 0, images).narrow(2, 0, len);
-    const at::Tensor bins =
-        at::index_select(scale_of, 0, (pos.clamp(-1, total - 1) + 1).reshape({-1})).reshape(pos.sizes());
-    at::Tensor by_scale = at::zeros({images, heads, scales + 1}, mass.options()).scatter_add_(2, bins, mass);
-    // beta^d[k1 = si][k2] = mass on scale k2 / t_si, summed over images here.
-    beta[layer].select(1, si).add_(by_scale.narrow(2, 0, scales).sum(0) / static_cast<double>(config.scale_tokens(si)));
+  scale::CalibrationRun run;
+  run.context = scale_policy_context(config, images, params.cfg != 0.0, params.seed);
+  run.cancelled = cancelled;
+  run.generate = [&](const ScaleHooks& hooks) {
+    generate_scales(*model.transformer, *model.vqvae, at::tensor(classes), params, hooks);
   };
-  generate_scales(*model.transformer, *model.vqvae, at::tensor(classes), params, hooks);
-
   ScaleAttentionProfile profile;
+  profile.beta = scale::measure_scale_attention(run);
   profile.model = model.name;
-  profile.layers = layers;
-  profile.heads = heads;
-  for (int64_t si = 0; si < scales; ++si) profile.unit_tokens.push_back(config.scale_tokens(si));
+  profile.layers = config.depth;
+  profile.heads = config.num_heads;
+  profile.unit_tokens = run.context.unit_tokens;
   profile.classes = classes;
   profile.seed = params.seed;
   profile.cfg = params.cfg;
   profile.samples = images;
-  const at::Tensor mean = (beta / static_cast<double>(images)).contiguous();
-  profile.beta.assign(mean.data_ptr<double>(), mean.data_ptr<double>() + mean.numel());
   return profile;
 }
 
