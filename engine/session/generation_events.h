@@ -29,6 +29,9 @@ struct StartedEvent {
   // template's tags), so the window can show which words a line attends to.
   int64_t condition_tokens = 0;
   std::vector<std::string> condition_labels;
+  // Next-scale families: each scale's token grid, coarse to fine (heights and
+  // widths; Infinity's aspect templates make them rectangles).
+  std::vector<int64_t> unit_heights, unit_widths;
 };
 
 struct TokenProgressEvent {

@@ -81,7 +81,7 @@ class TestFamilyViewModels : public QObject {
 
  private Q_SLOTS:
   void scaleLayoutMapsPositionsToScales() {
-    const ScaleLayout l{{1, 2, 3}};
+    const ScaleLayout l{{1, 2, 3}, {}};
     QCOMPARE(l.total(), int64_t{14});
     QCOMPARE(l.begin(2), int64_t{5});
     QCOMPARE(l.scaleOf(0), int64_t{0});
@@ -99,7 +99,7 @@ class TestFamilyViewModels : public QObject {
     run.setCalibrationPending(&run.family().calibrated_on_first_use.at(0));
     run.track(nullptr, 1, kvs::GenerationRequest{});
     QVERIFY(run.calibrating());  // loading, no scale yet
-    run.handleStarted(kvs::StartedEvent{"var", "cpu", 1, 3, 3, 14, "scale", 3, "var", 0, {}});
+    run.handleStarted(kvs::StartedEvent{"var", "cpu", 1, 3, 3, 14, "scale", 3, "var", 0, {}, {}, {}});
     QVERIFY(run.calibrating());
     QCOMPARE(run.unitProgressText(), QStringLiteral("scale 1/3"));
 
@@ -142,15 +142,32 @@ class TestFamilyViewModels : public QObject {
   }
 
   void scaleAttentionDensityCoversTheImage() {
-    const ScaleLayout l{{1, 2}};
+    const ScaleLayout l{{1, 2}, {}};
     kvs::AttentionMap a;
     a.positions = 5;
     a.weights = {0.5f, 0.5f, 0, 0, 0};  // half on the 1x1 scale, half on the top-left 2x2 token
-    const std::vector<double> d = attentionDensityOnGrid(a, l, 2);
+    const std::vector<double> d = attentionDensityOnGrid(a, l, 2, 2);
     QCOMPARE(d.size(), size_t{4});
     // 1x1 spreads 0.5 over 4 cells; the 2x2 token covers its one cell.
     QVERIFY(std::abs(d[0] - 0.625) < 1e-9);
     QVERIFY(std::abs(d[1] - 0.125) < 1e-9 && std::abs(d[2] - 0.125) < 1e-9 && std::abs(d[3] - 0.125) < 1e-9);
+  }
+
+  void rectangularScalesCountTheirOwnTokens() {
+    // Infinity's 0.75 template: scales of 1x1, 2x2 and 3x4 tokens (h x w).
+    const ScaleLayout l{{1, 2, 3}, {1, 2, 4}};
+    QCOMPARE(l.tokens(2), int64_t{12});
+    QCOMPARE(l.begin(2), int64_t{5});
+    QCOMPARE(l.scaleOf(16), int64_t{2});
+    QCOMPARE(l.scaleOf(17), int64_t{-1});
+    kvs::AttentionMap a;
+    a.positions = 17;
+    a.weights.assign(17, 0.0f);
+    a.weights[5 + 3] = 1.0f;  // the top-right token of the 3x4 scale
+    const std::vector<double> d = attentionDensityOnGrid(a, l, 3, 4);
+    QCOMPARE(d.size(), size_t{12});
+    QVERIFY(std::abs(d[3] - 1.0) < 1e-9);
+    QVERIFY(std::abs(d[0]) < 1e-12 && std::abs(d[4]) < 1e-12);
   }
 
   void maskedRunFollowsGenerationOrder() {
@@ -162,7 +179,7 @@ class TestFamilyViewModels : public QObject {
     run.setModel(mar);
     run.track(nullptr, 2, kvs::GenerationRequest{});
     QCOMPARE(run.family().name, std::string("mar"));
-    run.handleStarted(kvs::StartedEvent{"mar", "cpu", 1, 2, 2, 4, "step", 3, "mar", 0, {}});
+    run.handleStarted(kvs::StartedEvent{"mar", "cpu", 1, 2, 2, 4, "step", 3, "mar", 0, {}, {}, {}});
     QCOMPARE(run.generationStep(), (std::vector<int32_t>{-1, -1, -1, -1}));
     QCOMPARE(run.unitProgressText(), QStringLiteral("step 1/3"));
     const std::vector<std::vector<int32_t>> predicted = {{3}, {0, 2}, {1}};

@@ -81,7 +81,7 @@ class TestViewModels : public QObject {
     vm.track(nullptr, 7, request);
     QCOMPARE(vm.state(), RunState::Loading);
     QVERIFY(vm.active());
-    vm.handleStarted(kvs::StartedEvent{"demo", "cpu", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}, {}, {}});
     QCOMPARE(vm.state(), RunState::Running);
     QCOMPARE(vm.family().name, std::string("llamagen"));
     vm.handleProgress(kvs::TokenProgressEvent{4, 16, 10, 400});
@@ -130,7 +130,7 @@ class TestViewModels : public QObject {
     MemoryPanel panel;
     panel.setRun(&vm);
     vm.track(nullptr, 1, kvs::GenerationRequest{});
-    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}, {}, {}});
     // A CPU run: no device numbers, and the panel says why.
     vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
     QCOMPARE(vm.memory().back().device_allocated_bytes, int64_t{-1});
@@ -175,7 +175,7 @@ class TestViewModels : public QObject {
     QVERIFY(chart);
     // A CPU run: no device series, and the chart stays hidden (the panel as before).
     vm.track(nullptr, 1, kvs::GenerationRequest{});
-    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}, {}, {}});
     vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
     QVERIFY(chart->series().empty());
     QVERIFY(chart->isHidden());
@@ -185,7 +185,7 @@ class TestViewModels : public QObject {
     vm.reset();
     vm.track(nullptr, 2, kvs::GenerationRequest{});
     vm.handleStarted(
-        kvs::StartedEvent{"demo", "cuda:1 (NVIDIA H100), bf16", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
+        kvs::StartedEvent{"demo", "cuda:1 (NVIDIA H100), bf16", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}, {}, {}});
     const int64_t mib = 1048576;
     for (int64_t unit = 0; unit < 3; ++unit) {
       auto e = std::make_shared<kvs::UnitDoneEvent>(
@@ -224,7 +224,7 @@ class TestViewModels : public QObject {
     // A later CPU run hides the chart again.
     vm.reset();
     vm.track(nullptr, 3, kvs::GenerationRequest{});
-    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}});
+    vm.handleStarted(kvs::StartedEvent{"demo", "cpu (1 threads)", 1, 4, 4, 16, "line", 4, "llamagen", 1, {}, {}, {}});
     vm.handleUnit(unitEvent(0, 100, 100, {10, 10}, false));
     QVERIFY(chart->series().empty());
     QVERIFY(chart->isHidden());

@@ -64,10 +64,16 @@ int64_t calibrationImages(const QString& spec, const kvs::FamilyDescription::Fir
 
 bool samplesContinuousTokens(const kvs::FamilyDescription& family) { return !family.discrete_tokens; }
 
-int64_t ScaleLayout::tokens(int64_t scale) const {
-  if (scale < 0 || scale >= scales()) return 0;
-  return sides[static_cast<size_t>(scale)] * sides[static_cast<size_t>(scale)];
+int64_t ScaleLayout::height(int64_t scale) const {
+  return scale < 0 || scale >= scales() ? 0 : sides[static_cast<size_t>(scale)];
 }
+
+int64_t ScaleLayout::width(int64_t scale) const {
+  if (scale < 0 || scale >= scales()) return 0;
+  return widths.size() == sides.size() ? widths[static_cast<size_t>(scale)] : sides[static_cast<size_t>(scale)];
+}
+
+int64_t ScaleLayout::tokens(int64_t scale) const { return height(scale) * width(scale); }
 
 int64_t ScaleLayout::begin(int64_t scale) const {
   int64_t b = 0;

@@ -55,10 +55,14 @@ int64_t calibrationImages(const QString& spec, const kvs::FamilyDescription::Fir
 // not apply, and GenerationResult::tokens holds the generation order).
 bool samplesContinuousTokens(const kvs::FamilyDescription& family);
 
-// A next-scale sequence: scale s holds sides[s]^2 tokens, scales one after another.
+// A next-scale sequence: scale s holds sides[s] x widths[s] tokens (square
+// scales, VAR's, leave widths empty), scales one after another.
 struct ScaleLayout {
-  std::vector<int64_t> sides;
+  std::vector<int64_t> sides;   // heights
+  std::vector<int64_t> widths;  // empty: square scales
   int64_t scales() const { return static_cast<int64_t>(sides.size()); }
+  int64_t height(int64_t scale) const;
+  int64_t width(int64_t scale) const;
   int64_t tokens(int64_t scale) const;
   int64_t begin(int64_t scale) const;  // first flattened position of the scale
   int64_t total() const;

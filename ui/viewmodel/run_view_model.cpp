@@ -57,6 +57,7 @@ void RunViewModel::reset() {
 void RunViewModel::setModel(const kvs::ModelSummary& model) {
   model_family_ = model.family;
   scale_layout_.sides = model.scale_sides;
+  scale_layout_.widths.clear();
 }
 
 const kvs::FamilyDescription& RunViewModel::family() const {
@@ -125,6 +126,11 @@ void RunViewModel::markCancelling() {
 void RunViewModel::handleStarted(const kvs::StartedEvent& e) {
   started_ = e;
   tokens_total_ = e.tokens_total;
+  // The run's own scales (an aspect ratio other than the model's default one has other grids).
+  if (!e.unit_heights.empty() && e.unit_heights.size() == e.unit_widths.size()) {
+    scale_layout_.sides = e.unit_heights;
+    scale_layout_.widths = e.unit_widths;
+  }
   // Families whose units predict tokens anywhere on the grid say which (predicted_positions).
   if (family().overlays.recomputed_tokens)
     generation_step_.assign(static_cast<size_t>(e.grid_height * e.grid_width), -1);

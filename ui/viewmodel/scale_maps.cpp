@@ -40,19 +40,20 @@ std::vector<double> attentionMassByScale(const kvs::AttentionMap& map, const Sca
   return out;
 }
 
-std::vector<double> attentionDensityOnGrid(const kvs::AttentionMap& map, const ScaleLayout& layout, int64_t grid) {
-  std::vector<double> out(static_cast<size_t>(std::max<int64_t>(0, grid * grid)), 0.0);
-  if (grid <= 0) return out;
+std::vector<double> attentionDensityOnGrid(const kvs::AttentionMap& map, const ScaleLayout& layout, int64_t grid_height,
+                                           int64_t grid_width) {
+  std::vector<double> out(static_cast<size_t>(std::max<int64_t>(0, grid_height * grid_width)), 0.0);
+  if (grid_height <= 0 || grid_width <= 0) return out;
   for (int64_t s = 0; s < layout.scales(); ++s) {
-    const int64_t n = layout.sides[static_cast<size_t>(s)], b = layout.begin(s);
-    if (n <= 0 || b + n * n > static_cast<int64_t>(map.weights.size())) break;
+    const int64_t h = layout.height(s), w = layout.width(s), b = layout.begin(s);
+    if (h <= 0 || w <= 0 || b + h * w > static_cast<int64_t>(map.weights.size())) break;
     // Cells covered by one source token of this scale (upsampled nearest, as the VQVAE's phi upsampling does).
-    for (int64_t y = 0; y < grid; ++y)
-      for (int64_t x = 0; x < grid; ++x) {
-        const int64_t sy = y * n / grid, sx = x * n / grid;
-        const double cells_per_token = static_cast<double>(grid * grid) / static_cast<double>(n * n);
-        out[static_cast<size_t>(y * grid + x)] += std::max(0.0f, map.weights[static_cast<size_t>(b + sy * n + sx)]) /
-                                                  cells_per_token;
+    const double cells_per_token = static_cast<double>(grid_height * grid_width) / static_cast<double>(h * w);
+    for (int64_t y = 0; y < grid_height; ++y)
+      for (int64_t x = 0; x < grid_width; ++x) {
+        const int64_t sy = y * h / grid_height, sx = x * w / grid_width;
+        out[static_cast<size_t>(y * grid_width + x)] +=
+            std::max(0.0f, map.weights[static_cast<size_t>(b + sy * w + sx)]) / cells_per_token;
       }
   }
   return out;

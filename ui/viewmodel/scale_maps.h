@@ -24,7 +24,9 @@ std::vector<double> attentionMassByScale(const kvs::AttentionMap& map, const Sca
 // Where on the image the map's queries look, over every scale at once: each
 // source position spreads its weight evenly over the final-grid cells it covers
 // (a 2x2-scale token covers a quarter of the image), so coarse scales read as
-// broad context and fine scales as detail. Row-major over grid x grid cells.
-std::vector<double> attentionDensityOnGrid(const kvs::AttentionMap& map, const ScaleLayout& layout, int64_t grid);
+// broad context and fine scales as detail. Row-major over the final grid's
+// grid_height x grid_width cells (rectangular for Infinity's aspect templates).
+std::vector<double> attentionDensityOnGrid(const kvs::AttentionMap& map, const ScaleLayout& layout, int64_t grid_height,
+                                           int64_t grid_width);
 
 }  // namespace kvs::ui

@@ -60,7 +60,15 @@ QRect GenerationCanvas::layoutImageRect(bool withStrip, bool withLegend) const {
   if (wantsScalePanel()) area.setRight(area.right() - kScalePanelWidth - kStripGap);
   const int stripSpace = withStrip ? kStripWidth + kStripGap : 0;
   const int side = std::max(16, std::min(area.width() - 2 * stripSpace, area.height()));
-  return QRect(area.left() + (area.width() - side) / 2, area.top() + (area.height() - side) / 2, side, side);
+  // The run's token grid sets the picture's shape (Lumina-mGPT's and Infinity's
+  // sizes are not all square): the longer edge takes the square's side.
+  const int64_t gh = run_ ? run_->started().grid_height : 0, gw = run_ ? run_->started().grid_width : 0;
+  int w = side, h = side;
+  if (gh > 0 && gw > 0 && gh != gw) {
+    if (gw > gh) h = std::max(16, static_cast<int>(side * gh / gw));
+    else w = std::max(16, static_cast<int>(side * gw / gh));
+  }
+  return QRect(area.left() + (area.width() - w) / 2, area.top() + (area.height() - h) / 2, w, h);
 }
 
 bool GenerationCanvas::wantsScalePanel() const {
@@ -70,7 +78,9 @@ bool GenerationCanvas::wantsScalePanel() const {
 
 QRect GenerationCanvas::scalePanelRect(const QRect& image) const {
   const int right = rect().right() - kMargin;
-  return QRect(right - kScalePanelWidth + 1, image.top(), kScalePanelWidth, image.height());
+  // As tall as the picture's longer edge, centred on it: a wide picture keeps the panel's full height.
+  const int height = std::max(image.width(), image.height());
+  return QRect(right - kScalePanelWidth + 1, image.center().y() - height / 2, kScalePanelWidth, height);
 }
 
 QRect GenerationCanvas::imageRect() const {

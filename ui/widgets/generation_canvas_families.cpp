@@ -33,7 +33,10 @@ QColor infernoColor(double v) {
 }
 
 // Not "%1²".arg(): Qt reads the superscript two as a digit of the placeholder.
-QString scaleLabel(int64_t side) { return QString::number(side) + QChar(0x00B2); }
+QString scaleLabel(const ScaleLayout& layout, int64_t scale) {
+  const int64_t h = layout.height(scale), w = layout.width(scale);
+  return h == w ? QString::number(h) + QChar(0x00B2) : QString::number(h) + QChar(0x00D7) + QString::number(w);
+}
 
 }  // namespace
 
@@ -41,7 +44,8 @@ void GenerationCanvas::paintScale(QPainter& p, const QRect& img) {
   const RunViewModel* run = run_.data();
   const ScaleLayout& layout = run->scaleLayout();
   const auto& unit = run->lastUnit();
-  const int64_t grid = std::max<int64_t>(1, run->started().grid_width);
+  const int64_t grid_w = std::max<int64_t>(1, run->started().grid_width);
+  const int64_t grid_h = run->started().grid_height > 0 ? run->started().grid_height : grid_w;
   // VAR decodes the whole image at every scale (f_hat so far): nothing is
   // "not generated yet" on the picture, it only gets sharper.
   const QImage& preview = run->preview();
@@ -52,23 +56,24 @@ void GenerationCanvas::paintScale(QPainter& p, const QRect& img) {
   const bool attention = (overlays_ & kOverlayAttention) && unit && unit->attention && layout.scales() > 0;
   if (attention) {
     kvs::AttentionMap density;
-    density.positions = grid * grid;
-    const std::vector<double> d = attentionDensityOnGrid(*unit->attention, layout, grid);
+    density.positions = grid_h * grid_w;
+    const std::vector<double> d = attentionDensityOnGrid(*unit->attention, layout, grid_h, grid_w);
     density.weights.assign(d.begin(), d.end());
-    TokenGrid g{grid, grid, 0, grid * grid};
+    TokenGrid g{grid_h, grid_w, 0, grid_h * grid_w};
     p.drawImage(img, attentionHeatmap(density, g, attention_alpha_));
   }
   if (overlays_ & kOverlayGrid) {
     // The grid of the scale just decoded: how coarse the tokens still are.
-    const int64_t side = unit && unit->unit_index < layout.scales()
-                             ? layout.sides[static_cast<size_t>(unit->unit_index)]
-                             : grid;
-    const double cell = static_cast<double>(img.width()) / static_cast<double>(std::max<int64_t>(1, side));
+    const bool known = unit && unit->unit_index < layout.scales();
+    const int64_t rows = std::max<int64_t>(1, known ? layout.height(unit->unit_index) : grid_h);
+    const int64_t cols = std::max<int64_t>(1, known ? layout.width(unit->unit_index) : grid_w);
+    const double cw = static_cast<double>(img.width()) / static_cast<double>(cols);
+    const double ch = static_cast<double>(img.height()) / static_cast<double>(rows);
     p.setPen(QColor(255, 255, 255, 40));
-    for (int64_t i = 1; i < side; ++i) {
-      p.drawLine(QPointF(img.left() + i * cell, img.top()), QPointF(img.left() + i * cell, img.bottom()));
-      p.drawLine(QPointF(img.left(), img.top() + i * cell), QPointF(img.right(), img.top() + i * cell));
-    }
+    for (int64_t i = 1; i < cols; ++i)
+      p.drawLine(QPointF(img.left() + i * cw, img.top()), QPointF(img.left() + i * cw, img.bottom()));
+    for (int64_t i = 1; i < rows; ++i)
+      p.drawLine(QPointF(img.left(), img.top() + i * ch), QPointF(img.right(), img.top() + i * ch));
   }
   p.setPen(QColor(70, 75, 88));
   p.drawRect(img.adjusted(0, 0, -1, -1));
@@ -111,7 +116,8 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
     return;
   }
   const int64_t done = std::min(n, unit->unit_index + 1);
-  const int labelW = fm.horizontalAdvance(QStringLiteral("16²")) + 6;
+  int labelW = fm.horizontalAdvance(QStringLiteral("16²")) + 6;
+  for (int64_t s = 0; s < n; ++s) labelW = std::max(labelW, fm.horizontalAdvance(scaleLabel(layout, s)) + 6);
   int y = panel.top() + 4;
   const double cellW = (panel.width() - labelW - 8) / static_cast<double>(n);
 
@@ -127,8 +133,7 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
       const double ry = y + q * cellH;
       p.setPen(q == done - 1 ? QColor(255, 214, 64) : kPanelDim);
       if (cellH >= fm.height() * 0.8 || q % 2 == 0)
-        p.drawText(QRectF(panel.left(), ry, labelW, cellH), Qt::AlignRight | Qt::AlignVCenter,
-                   scaleLabel(layout.sides[static_cast<size_t>(q)]));
+        p.drawText(QRectF(panel.left(), ry, labelW, cellH), Qt::AlignRight | Qt::AlignVCenter, scaleLabel(layout, q));
       const bool have = static_cast<size_t>(q) < rows.size() && !rows[static_cast<size_t>(q)].empty();
       double peak = 0;
       if (have)
@@ -184,12 +189,13 @@ void GenerationCanvas::paintScalePanel(QPainter& p, const QRect& panel) {
       }
     }
     y += static_cast<int>(heads * cellH) + 4;
-    // Column labels under the matrix: the scales' sides.
+    // Column labels under the matrix: the scales' sides (their heights where they are not square; the
+    // rows above name both).
     p.setPen(kPanelDim);
     for (int64_t s = 0; s < n; ++s)
       if (cellW >= fm.horizontalAdvance(QStringLiteral("16")) || s % 2 == 0)
         p.drawText(QRectF(panel.left() + labelW + 4 + s * cellW, y, cellW, fm.height()), Qt::AlignCenter,
-                   QString::number(layout.sides[static_cast<size_t>(s)]));
+                   QString::number(layout.height(s)));
     y += fm.height() + 4;
     int x = panel.left() + 4;
     drawSwatch(p, QRect(x, y, kSwatch, kSwatch), retainedColor());

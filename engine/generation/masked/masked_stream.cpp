@@ -21,6 +21,8 @@ GenerationResult stream_masked(MaskedNetwork& network, const MaskedRun& run, con
                         shape.num_iter,
                         run.family,
                         0,
+                        {},
+                        {},
                         {}});
 
   RunClock clock;

@@ -18,8 +18,19 @@ GenerationResult stream_raster(RasterNetwork& network, const RasterRun& run, con
   const int64_t batch = shape.images, n_tokens = shape.image_tokens, line = shape.line_tokens;
   const int64_t units = n_tokens / line;
   const int64_t total_positions = shape.condition_tokens + n_tokens;
-  ctx.emit(StartedEvent{run.model_name, ctx.device_description, batch, run.grid_height, run.grid_width, n_tokens,
-                        "line", units, run.family, shape.condition_tokens, run.condition_labels});
+  ctx.emit(StartedEvent{run.model_name,
+                        ctx.device_description,
+                        batch,
+                        run.grid_height,
+                        run.grid_width,
+                        n_tokens,
+                        "line",
+                        units,
+                        run.family,
+                        shape.condition_tokens,
+                        run.condition_labels,
+                        {},
+                        {}});
 
   RunClock clock;
   std::unique_ptr<CachePolicy> policy = make_policy(request.policy, run.policy_context);

@@ -1,5 +1,7 @@
 #include "engine/generation/scale/scale_stream.h"
 
+#include <cmath>
+
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
@@ -59,17 +61,31 @@ GenerationResult stream_scales(ScaleNetwork& network, const ScaleRun& run, const
   const ScaleShape& shape = run.shape;
   check_attention_selection(request, run.policy_context.n_layer, run.policy_context.kv_heads);
   const int64_t scales = static_cast<int64_t>(shape.scale_tokens.size()), total = shape.total_tokens();
-  ctx.emit(StartedEvent{run.model_name,
-                        ctx.device_description,
-                        run.images,
-                        run.grid_height,
-                        run.grid_width,
-                        total,
-                        "scale",
-                        scales,
-                        run.family,
-                        0,
-                        {}});
+  StartedEvent started{run.model_name,
+                       ctx.device_description,
+                       run.images,
+                       run.grid_height,
+                       run.grid_width,
+                       total,
+                       "scale",
+                       scales,
+                       run.family,
+                       0,
+                       {},
+                       {},
+                       {}};
+  for (int64_t si = 0; si < scales; ++si) {
+    if (static_cast<int64_t>(run.scale_grids.size()) == scales) {
+      started.unit_heights.push_back(run.scale_grids[static_cast<size_t>(si)][0]);
+      started.unit_widths.push_back(run.scale_grids[static_cast<size_t>(si)][1]);
+    } else {
+      const auto side = static_cast<int64_t>(
+          std::llround(std::sqrt(static_cast<double>(shape.scale_tokens[static_cast<size_t>(si)]))));
+      started.unit_heights.push_back(side);
+      started.unit_widths.push_back(side);
+    }
+  }
+  ctx.emit(started);
 
   // A policy that needs a calibration asks for it while it is made (through
   // the context's provider), also on a policy change mid-run.

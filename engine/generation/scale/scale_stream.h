@@ -9,6 +9,7 @@
 // (ScaleRun); the events are the same for every next-scale family.
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <string>
@@ -35,6 +36,8 @@ struct ScaleRun {
   ScaleShape shape;
   int64_t images = 1;                       // B
   int64_t grid_height = 0, grid_width = 0;  // the last scale's token grid
+  // Each scale's (height, width) in tokens; empty: square scales of the shape's token counts.
+  std::vector<std::array<int64_t, 2>> scale_grids;
   // Where the request's policy is built (and a changed one), with the
   // calibrations the family's policies may ask for.
   PolicyContext policy_context;

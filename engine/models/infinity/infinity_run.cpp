@@ -61,6 +61,7 @@ GenerationResult run_infinity_generation(const InfinityModel& model, InfinityCal
   run.images = batch;
   run.grid_height = schedule.grids.back()[0];
   run.grid_width = schedule.grids.back()[1];
+  run.scale_grids = schedule.grids;
   run.policy_context = scale_policy_context(model.config.transformer, schedule, batch, cfg_rows, request.seed);
   // HeatKV, HACK and ScaleKV ask for their calibration while they are built (also on a policy change mid-run).
   run.policy_context.calibrations = infinity_calibration_provider(model, calibrations, schedule, params, ctx.cancelled);
