@@ -20,7 +20,7 @@ arch="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-
 
 # Development packages: their headers, CMake/pkg-config files and link libraries.
 dev_packages=(nlohmann-json3-dev libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libpng-dev zlib1g-dev
-  libpcre2-dev libopencv-core-dev libopencv-imgproc-dev)
+  libpcre2-dev libopencv-core-dev libopencv-imgproc-dev libsentencepiece-dev)
 for p in "${dev_packages[@]}" pkgconf-bin; do
   dpkg -s "$p" >/dev/null 2>&1 || { echo "pack_gpu_deps: package $p is not installed (installer/install-deps.sh)" >&2; exit 1; }
 done
@@ -65,7 +65,8 @@ for p in "${dev_packages[@]}"; do
   done < <(dpkg -L "$p")
 done
 # The shared libraries behind the link names (their packages hold the real files).
-for so in libspdlog.so libfmt.so libpng16.so libz.so libpcre2-8.so libopencv_core.so libopencv_imgproc.so; do
+for so in libspdlog.so libfmt.so libpng16.so libz.so libpcre2-8.so libopencv_core.so libopencv_imgproc.so \
+  libsentencepiece.so libsentencepiece_train.so; do
   take "/usr/lib/$arch/$so"
 done
 # pkg-config for CMake's pkg_check_modules (PCRE2), in case the machine has
