@@ -24,7 +24,11 @@ const FamilyDescription& infinity_description() {
     f.convert_usage =
         "--checkpoint infinity_2b_reg.pth|infinity_8b_weights/ --vae infinity_vae_d32reg.pth --t5 flan-t5-xl/ --out "
         "DIR\n"
-        "  [--dtype keep|f32|f16|bf16 (default keep)] [--pixel-budget 0.06M|0.25M|0.60M|1M (default 1M)] [--name NAME]";
+        "  [--dtype keep|f32|f16|bf16 (default keep)] [--pixel-budget 0.06M|0.25M|0.60M|1M (default 1M)] [--name "
+        "NAME]\n"
+        "  --checkpoint: the .pth state dict (2B) or the folder of safetensors shards (8B); --vae: the BSQ-VAE\n"
+        "  .pth (or a .safetensors of its state dict); --t5: the google/flan-t5-xl folder (config.json,\n"
+        "  spiece.model, weights). Only the VAE's decoder and T5's encoder are kept";
     f.create_random_usage =
         "[--preset infinity-2b|infinity-8b|infinity-small|infinity-tiny] [--seed N]\n"
         "  [--dtype f32|f16|bf16 (default bf16; small and tiny f32)]\n"

@@ -17,6 +17,7 @@
 #include "engine/metrics/process_memory.h"
 #include "engine/models/infinity/infinity_calibration.h"
 #include "engine/models/infinity/infinity_conformance.h"
+#include "engine/models/infinity/infinity_converter.h"
 #include "engine/models/infinity/infinity_model.h"
 #include "engine/models/infinity/infinity_random_init.h"
 #include "engine/models/infinity/infinity_run.h"
@@ -155,9 +156,24 @@ class InfinityFamily : public ModelFamily {
     return info;
   }
 
-  std::string convert(const FamilyOptions& options, const ProgressCallback&) const override {
+  std::string convert(const FamilyOptions& options, const ProgressCallback& progress) const override {
+    InfinityConvertOptions o;
+    o.checkpoint = options.require("--checkpoint");
+    o.vae = options.require("--vae");
+    o.t5 = options.require("--t5");
+    o.out_dir = options.require("--out");
+    o.name = options.get("--name", "");
+    o.weights_dtype = options.get("--dtype", "keep");
+    o.pixel_budget = options.get("--pixel-budget", "1M");
     options.refuse_unused("--family infinity");
-    throw InvalidArgumentError("converting official Infinity checkpoints is not available in this build");
+    const InfinityConvertReport r = convert_infinity_checkpoint(o, progress);
+    const InfinityConfig& t = r.config.transformer;
+    return format_text(
+        "wrote %s: %lld tensors, %.1f MiB (Infinity %lld x %lld blocks, %lld bits per token, T5 %lld x "
+        "%lld; dropped %lld tensors generation never uses)",
+        o.out_dir.c_str(), (long long)r.tensors_written, r.bytes_written / 1048576.0, (long long)t.embed_dim,
+        (long long)t.depth, (long long)t.token_bits(), (long long)r.config.t5.d_model,
+        (long long)r.config.t5.num_layers, (long long)r.tensors_dropped);
   }
 
   RandomArchitecture random_architecture(const std::string& text) const override {
