@@ -7,7 +7,7 @@
 #                                 back to kvstudio-cli generate with that prompt
 #   installer/quickstart.sh test  install what is missing, build, run the whole test suite
 #                                 (the format check, unit, conformance, CLI; again under
-#                                 ASan+UBSan; and 60 s of fuzzing per parser of
+#                                 ASan+UBSan; and 45 s of fuzzing per parser of
 #                                 outside files);
 #                                 exits non-zero on any failure
 # Extra arguments after `run` go to `kvstudio-cli generate` (e.g. --prompt "a lake at
@@ -104,7 +104,7 @@ if [[ "${KVSTUDIO_SKIP_ASAN:-0}" != "1" ]]; then
 fi
 
 if [[ "${KVSTUDIO_SKIP_FUZZ:-0}" != "1" ]]; then
-  step "fuzzing the parsers of outside files (checkpoints, pickles, safetensors, model.json, PNG, tokenizer, calibration and prompt files; libFuzzer + ASan/UBSan, 60 s each)"
+  step "fuzzing the parsers of outside files (checkpoints, pickles, safetensors, model.json, PNG, tokenizer, calibration and prompt files; libFuzzer + ASan/UBSan, 45 s each)"
   cmake --preset fuzz >/dev/null
   cmake --build --preset fuzz -j "$jobs"
   ctest --preset fuzz -j "$jobs" || status=1
