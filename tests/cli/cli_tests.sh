@@ -509,5 +509,24 @@ else
   fail prompt-file-help
 fi
 
+# Infinity: a tiny random bundle end to end (the prompt, a non-square official
+# size, HeatKV calibrating on its prompts at first use), and its refusals.
+if "$cli" create-random --preset infinity-tiny --out "$work/infinity" >/dev/null &&
+   "$cli" generate --model "$work/infinity" --prompt "a red fox in the snow" --size 80x60 --policy heatkv:budget=0.2 \
+     --device cpu --threads 1 --out "$work/infinity.png" >"$work/infinity-gen.txt" 2>&1 &&
+   python3 - "$work/infinity.png" <<'PY'
+import struct, sys
+data = open(sys.argv[1], "rb").read()
+width, height = struct.unpack(">II", data[16:24])
+assert (width, height) == (80, 60), (width, height)
+PY
+then
+  pass infinity-generate
+else
+  fail "infinity-generate: $(cat "$work/infinity-gen.txt" 2>/dev/null)"
+fi
+expect_error infinity-size "image size 100x100 is not one Infinity writes" -- generate --model "$work/infinity" --prompt "a fox" --size 100x100 --out "$work/x.png"
+expect_error infinity-convert-needs-t5 "--t5" -- convert --family infinity --checkpoint "$work/none.pth" --vae "$work/none.pth" --out "$work/conv"
+
 echo "cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]
