@@ -204,6 +204,14 @@ class InfinityFamily : public ModelFamily {
     }
   }
 
+  std::string calibrate(const io::ModelBundle&, const DeviceChoice&, const CalibrationRequest& request) const override {
+    if (request.policy == "heatkv" || request.policy == "hack" || request.policy == "scalekv")
+      throw InvalidArgumentError("Infinity models measure " + request.policy +
+                                 "'s calibration on first use (10 calibration prompts, per image size) and keep it "
+                                 "with the loaded model; storing it in the bundle is not available yet");
+    throw InvalidArgumentError("policy '" + request.policy + "' needs no calibration on Infinity models");
+  }
+
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,
                                          const DeviceChoice& device) const override {
     return run_infinity_conformance(manifest, dir, torch_device(device));
