@@ -77,7 +77,7 @@ expect_error corrupt-info "truncated" -- info "$work/corrupt"
 echo "hello" > "$work/fake.pt"
 expect_error text-as-checkpoint "not a PyTorch checkpoint" -- convert --quiet --family llamagen --checkpoint "$work/fake.pt" --tokenizer "$work/fake.pt" --out "$work/conv"
 expect_error convert-missing "does not exist" -- convert --family llamagen --checkpoint "$work/none.pt" --tokenizer "$work/none.pt" --out "$work/conv"
-expect_error convert-family "unknown --family 'infinity'" -- convert --family infinity --checkpoint a --tokenizer b --out c
+expect_error convert-family "unknown --family 'parti'" -- convert --family parti --checkpoint a --tokenizer b --out c
 expect_error verify-missing "does not exist" -- verify "$work/none.json"
 expect_error inspect-foreign "not a PNG image" -- inspect "$work/fake.pt"
 
@@ -171,12 +171,12 @@ fi
 expect_error convert-foreign-option "option --weights does not apply to --family llamagen" -- convert --family llamagen --checkpoint a.pt --tokenizer b.pt --out "$work/c" --weights ema
 expect_error create-random-foreign-option "option --diffusion-steps does not apply to preset demo" -- create-random --out "$work/d" --diffusion-steps 50
 expect_error create-random-unknown-preset "unknown preset 'nosuch' \(presets: demo, GPT-B" -- create-random --preset nosuch --out "$work/d"
-if policies=$("$cli" policies) && grep -A3 '^amskv' <<<"$policies" | grep -q 'models: next-scale (VAR)$' &&
+if policies=$("$cli" policies) && grep -A3 '^amskv' <<<"$policies" | grep -q 'models: next-scale (VAR), next-scale text-to-image (Infinity)$' &&
    grep -A3 '^lazymar' <<<"$policies" | grep -q 'models: masked (MAR)$' &&
-   grep -A3 '^streaming' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT)$' &&
-   grep -A3 '^scalekv' <<<"$policies" | grep -q 'models: next-scale (VAR)$' &&
-   grep -A3 '^h2o' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT)$' &&
-   grep -A3 '^snapkv' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT)$'; then
+   grep -A3 '^streaming' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT), next-scale text-to-image (Infinity)$' &&
+   grep -A3 '^scalekv' <<<"$policies" | grep -q 'models: next-scale (VAR), next-scale text-to-image (Infinity)$' &&
+   grep -A3 '^h2o' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT), next-scale text-to-image (Infinity)$' &&
+   grep -A3 '^snapkv' <<<"$policies" | grep -q 'models: raster (LlamaGen), next-scale (VAR), text-to-image (Janus-Pro), text-to-image (Lumina-mGPT), next-scale text-to-image (Infinity)$'; then
   pass policies-name-their-models
 else
   fail policies-name-their-models

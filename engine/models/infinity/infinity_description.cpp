@@ -7,7 +7,7 @@ const FamilyDescription& infinity_description() {
   static const FamilyDescription d = [] {
     FamilyDescription f;
     f.name = "infinity";
-    f.display_name = "text-to-image, next-scale (Infinity)";
+    f.display_name = "next-scale text-to-image (Infinity)";
     f.summary = "text-conditional (T5), next-scale prediction of BSQ bits";
     f.unit = GenerationUnit::Scale;
     f.conditioning = Conditioning::Text;

@@ -87,7 +87,7 @@ InfinityModelConfig small_config() {
 }  // namespace
 
 const std::vector<std::string>& infinity_random_presets() {
-  static const std::vector<std::string> presets = {"infinity-2b", "infinity-8b", "infinity-small", "infinity-tiny"};
+  static const std::vector<std::string> presets = {"infinity-tiny", "infinity-small", "infinity-2b", "infinity-8b"};
   return presets;
 }
 
