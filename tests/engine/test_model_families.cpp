@@ -83,8 +83,9 @@ TEST(ModelFamilies, UnknownFamilyIsRefusedNamingTheSupportedOnes) {
     find_model_family("parti");
     FAIL() << "no error";
   } catch (const InvalidArgumentError& e) {
-    EXPECT_STREQ(e.what(),
-                 "model family 'parti' is not supported (supported: llamagen, var, mar, janus-pro, lumina-mgpt, infinity)");
+    EXPECT_STREQ(
+        e.what(),
+        "model family 'parti' is not supported (supported: llamagen, var, mar, janus-pro, lumina-mgpt, infinity)");
   }
 }
 
