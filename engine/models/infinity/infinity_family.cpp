@@ -37,9 +37,10 @@ InfinityModelConfig config_of(const io::ModelBundle& bundle) {
 // text cross-attention is not a cache and is counted apart.
 int64_t kv_bytes_per_token_f32(const InfinityConfig& c) { return 2 * c.depth * c.embed_dim * 4; }
 
-int64_t transformer_parameters(const InfinityConfig& c) {
+// Elements of every named tensor of a weight list.
+int64_t elements(const std::vector<std::pair<std::string, std::vector<int64_t>>>& shapes) {
   int64_t n = 0;
-  for (const auto& [name, shape] : InfinityTransformer::weight_shapes(c)) {
+  for (const auto& [name, shape] : shapes) {
     int64_t e = 1;
     for (const int64_t s : shape) e *= s;
     n += e;
@@ -47,15 +48,8 @@ int64_t transformer_parameters(const InfinityConfig& c) {
   return n;
 }
 
-int64_t t5_parameters(const T5Config& c) {
-  int64_t n = 0;
-  for (const auto& [name, shape] : T5Encoder::weight_names(c)) {
-    int64_t e = 1;
-    for (const int64_t s : shape) e *= s;
-    n += e;
-  }
-  return n;
-}
+int64_t transformer_parameters(const InfinityConfig& c) { return elements(InfinityTransformer::weight_shapes(c)); }
+int64_t t5_parameters(const T5Config& c) { return elements(T5Encoder::weight_names(c)); }
 
 void refuse_if_too_big(const io::ModelBundle& bundle, RunDtype dtype) {
   const InfinityModelConfig c = config_of(bundle);
