@@ -1,6 +1,6 @@
 // kvstudio-cli calibrate: a policy's offline calibration of a bundle (HeatKV's
 // head ranking, AMS-KV's similarity threshold, ScaleKV's drafter layers and
-// HACK's head classification, on VAR).
+// HACK's head classification, on the next-scale families: VAR and Infinity).
 
 #include <algorithm>
 #include <cstdio>
@@ -22,15 +22,23 @@ namespace {
 
 const char* kHelp =
     R"(usage: kvstudio-cli calibrate --policy heatkv|amskv|scalekv|hack [--model DIR] [--classes 1,2,...] [--images N]
-                            [--seed 0] [--cfg 1.5] [--out FILE] [--device auto|cpu|cuda|cuda:N] [--threads N]
+                            [--seed 0] [--cfg C] [--out FILE] [--device auto|cpu|cuda|cuda:N] [--threads N]
                             [--dtype auto|f32|bf16|f16] [--demanding-fraction 1/6 (amskv)]
+                            [--image-size WxH (Infinity)]
 
-  Generates one image per calibration class with the full cache and measures what the policy
-  needs; writes it into the bundle (or --out), where generate, bench and the window find it.
-  --classes picks the classes, else --images classes spread over the model's classes (default 4;
-  10 for scalekv, the paper's number of calibration prompts). --dtype
-  sets the run-time dtype of the model it generates with (default auto: bf16 on CUDA, f32 on
-  the CPU), as generate's does.
+  Generates one image per calibration class (VAR) or prompt (Infinity) with the full cache and
+  measures what the policy needs; writes it into the bundle (or --out), where generate, bench and
+  the window find it. --dtype sets the run-time dtype of the model it generates with (default
+  auto: bf16 on CUDA, f32 on the CPU), as generate's does.
+
+  VAR: --classes picks the classes, else --images classes spread over the model's classes
+  (default 4; 10 for scalekv, the paper's number of calibration prompts); --cfg defaults to 1.5.
+  Writes DIR/<policy>_calibration.json.
+
+  Infinity: --images N takes the first N of KV Studio's calibration prompts (default 10, HeatKV's
+  N; at most 30); --cfg defaults to the bundle's (3, gen_one_img's); --image-size picks one of the model's sizes
+  (default its square size), as a calibration belongs to one scale schedule. Writes
+  DIR/<policy>_calibration.WxH.json; runs at that size use it, runs at other sizes measure their own.
 
   heatkv: HeatKV's calibration (heatkv §3.1): every layer's and head's scale-to-scale attention
   mass (Eq. 2), from which the policy ranks heads per source scale (S-CAS, Eq. 4). Writes
@@ -55,7 +63,7 @@ const char* kHelp =
   attention at every scale (normalised by the mean squared), from which the policy classes the
   heads of highest variance contextual (vertical attention) and the others structural
   (diagonal). Writes DIR/hack_calibration.json. Without it HACK measures it on 10 classes at
-  first use (HACK's 10 calibration prompts in the HeatKV paper); the default --images 10 does the same.
+  first use (HACK's 10 calibration prompts in the HeatKV paper); --images 10 does the same.
 )";
 
 std::vector<int64_t> parse_classes(const std::string& text) {
@@ -72,7 +80,7 @@ std::vector<int64_t> parse_classes(const std::string& text) {
 int cmd_calibrate(const std::vector<std::string>& args) {
   ArgParser p(args,
               {"--policy", "--model", "--classes", "--images", "--seed", "--cfg", "--out", "--device", "--threads",
-               "--dtype", "--demanding-fraction"},
+               "--dtype", "--demanding-fraction", "--image-size"},
               {"--help", "--quiet"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -80,30 +88,43 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   }
   const std::string policy = p.require("--policy");
   const RunDtype dtype = parse_run_dtype(p.get("--dtype", "auto"));  // an unknown name fails before any work
-  // The family whose models the policy is calibrated on.
-  const ModelFamily* calibrating = nullptr;
+  // The families that calibrate the policy, and the bundle's among them.
+  std::vector<const ModelFamily*> calibrating;
   for (const ModelFamily* f : model_families()) {
     const auto& names = f->description().calibrated_policies;
-    if (std::find(names.begin(), names.end(), policy) != names.end()) calibrating = f;
+    if (std::find(names.begin(), names.end(), policy) != names.end()) calibrating.push_back(f);
   }
-  if (!calibrating) {
-    std::string calibrated;
+  if (calibrating.empty()) {
+    std::vector<std::string> calibrated;
     for (const ModelFamily* f : model_families())
       for (const std::string& name : f->description().calibrated_policies)
-        calibrated += (calibrated.empty() ? "" : ", ") + name;
-    throw InvalidArgumentError("policy '" + policy + "' needs no calibration (calibrated offline: " + calibrated + ")");
+        if (std::find(calibrated.begin(), calibrated.end(), name) == calibrated.end()) calibrated.push_back(name);
+    std::string list;
+    for (const std::string& name : calibrated) list += (list.empty() ? "" : ", ") + name;
+    throw InvalidArgumentError("policy '" + policy + "' needs no calibration (calibrated offline: " + list + ")");
   }
   const io::ModelBundle bundle = io::ModelBundle::open(p.get("--model", default_model_path()));
-  if (bundle.family() != calibrating->name())
-    throw InvalidArgumentError("calibrate --policy " + policy + " needs a " + calibrating->description().display_name +
-                               " model; " + bundle.dir + " is a '" + bundle.family() + "' model");
+  const auto family = std::find_if(calibrating.begin(), calibrating.end(),
+                                   [&](const ModelFamily* f) { return f->name() == bundle.family(); });
+  if (family == calibrating.end()) {
+    std::string names;
+    for (const ModelFamily* f : calibrating) names += (names.empty() ? "" : " or ") + f->description().display_name;
+    throw InvalidArgumentError("calibrate --policy " + policy + " needs a " + names + " model; " + bundle.dir +
+                               " is a '" + bundle.family() + "' model");
+  }
   if (p.has("--classes") && p.has("--images")) throw InvalidArgumentError("--classes and --images cannot be combined");
   CalibrationRequest request;
   request.policy = policy;
   if (p.has("--classes")) request.classes = parse_classes(p.get("--classes", ""));
-  request.images = p.get_int("--images", policy == "scalekv" ? 10 : 4);
-  request.cfg = p.get_double("--cfg", 1.5);
-  if (!(request.cfg >= 0)) throw InvalidArgumentError("option --cfg must be >= 0");
+  if (p.has("--images")) {
+    request.images = p.get_int("--images", 0);
+    if (request.images < 1) throw InvalidArgumentError("option --images must be >= 1");
+  }
+  if (p.has("--cfg")) {
+    request.cfg = p.get_double("--cfg", 0);
+    if (!(request.cfg >= 0)) throw InvalidArgumentError("option --cfg must be >= 0");
+  }
+  request.image_size = p.get("--image-size", "");
   request.seed = p.get_u64("--seed", 0);
   request.out = p.get("--out", "");
   if (p.has("--demanding-fraction")) {
@@ -120,7 +141,7 @@ int cmd_calibrate(const std::vector<std::string>& args) {
   for (const std::string& a : args) request.command += " " + a;
   const DeviceChoice device = choose_device(parse_device(p.get("--device", "auto")),
                                             static_cast<int>(p.get_int("--threads", 0)), dtype);
-  const std::string report = calibrating->calibrate(bundle, device, request);
+  const std::string report = (*family)->calibrate(bundle, device, request);
   if (!p.flag("--quiet")) std::printf("%s\n", report.c_str());
   return 0;
 }

@@ -22,6 +22,10 @@ struct ScaleObserver {
   bool want_key_mass = false;  // KvAttention::key_mass for on_attention
   bool want_probs = false;     // KvAttention::probs for on_attention
   std::function<void(int64_t layer, const KvAttention& attention, const KvStore& cache)> on_attention;
+  // Networks with a text cross-attention (Infinity): row 0's attention mass on
+  // each text token [text tokens] (float32, CPU), summed over the scale's
+  // queries and averaged over the heads; asked for when set.
+  std::function<void(int64_t layer, const at::Tensor& text_mass)> on_text_attention;
   // After the layer attended (its entries for this scale are in the store): the
   // place for per-layer eviction.
   std::function<void(int64_t layer, KvStore& cache)> after_layer;

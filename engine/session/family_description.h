@@ -61,6 +61,15 @@ struct FamilyDescription {
   // (--checkpoint DIR, e.g. a Hugging Face model folder) or a checkpoint file
   // plus a tokenizer file (--checkpoint FILE --tokenizer FILE).
   bool converts_from_folder = false;
+  // Families that convert from several parts (Infinity: transformer, VAE, T5):
+  // one field per `convert` option, in this order; empty: the form above.
+  struct ConvertInput {
+    std::string option;       // "--vae"
+    std::string label;        // "BSQ-VAE"
+    std::string placeholder;  // what to pick there
+    bool folder = false;      // the browse button picks a folder, else a file
+  };
+  std::vector<ConvertInput> convert_inputs;
   // The constructor a conformance case of this family names in its manifest
   // ("constructors": {"gpt": ...}): how `verify` tells the case's family.
   std::string conformance_constructor;

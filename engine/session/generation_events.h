@@ -27,6 +27,8 @@ struct StartedEvent {
   // (positions [0, condition_tokens) of RetainedMasks and AttentionMap), and for
   // text families each one's readable text (the prompt's tokens, the chat
   // template's tags), so the window can show which words a line attends to.
+  // A family that reads its text by cross-attention (Infinity) has no condition
+  // positions (0) and labels its text tokens, which UnitDoneEvent::condition_attention weighs.
   int64_t condition_tokens = 0;
   std::vector<std::string> condition_labels;
   // Next-scale families: each scale's token grid, coarse to fine (heights and
@@ -79,8 +81,14 @@ struct UnitDoneEvent {
   // Image 0: the entries per layer the uncompressed cache holds now, summed over
   // KV heads (every layer the same; what retained_per_layer compares with).
   int64_t full_entries_per_layer = 0;
-  std::optional<RetainedMasks> retained;         // when the request asks for cache maps
-  std::optional<AttentionMap> attention;         // when the request asks for attention maps
+  std::optional<RetainedMasks> retained;  // when the request asks for cache maps
+  std::optional<AttentionMap> attention;  // when the request asks for attention maps
+  // Families whose condition is read by cross-attention (Infinity's text): image
+  // 0's attention share of each StartedEvent::condition_labels entry in this
+  // unit, averaged over the layers and heads asked for and the unit's queries
+  // (sums to 1); when the request asks for attention maps, else empty. The
+  // others show the condition's share through `attention` instead.
+  std::vector<float> condition_attention;
   std::optional<std::vector<RgbImage>> preview;  // when previews are requested
   // Masked models (MAR): the token positions (row-major grid index) of image 0
   // predicted in this unit, in generation order; empty for the other families.

@@ -94,8 +94,11 @@ class LoadedModel {
 struct CalibrationRequest {
   std::string policy;
   std::vector<int64_t> classes;  // empty: `images` classes spread over the model's classes
-  int64_t images = 4;
-  double cfg = 1.5;
+  // Class-conditional families: classes; text-to-image: the first `images`
+  // calibration prompts. 0: the family's default for the policy.
+  int64_t images = 0;
+  double cfg = -1;         // < 0: the family's default
+  std::string image_size;  // families with several image sizes: the size calibrated ("" : the model's own)
   uint64_t seed = 0;
   std::string out;  // empty: the bundle's own calibration file
   // AMS-KV: the share of layers theta makes cache-demanding (0: the default, 1/6).

@@ -323,7 +323,7 @@ fi
 expect_error calibrate-fraction-not-amskv "option --demanding-fraction applies to --policy amskv" -- calibrate --policy heatkv --model "$work/var" --demanding-fraction 0.2
 expect_error calibrate-fraction-range "option --demanding-fraction must be in \(0, 1\)" -- calibrate --policy amskv --model "$work/var" --demanding-fraction 1
 if "$cli" policies | grep -q "amskv_calibration.json"; then pass policies-amskv-theta-source; else fail policies-amskv-theta-source; fi
-expect_error calibrate-not-var "needs a next-scale \(VAR\) model; .* is a 'llamagen' model" -- calibrate --policy heatkv
+expect_error calibrate-not-var "needs a next-scale \(VAR\) or next-scale text-to-image \(Infinity\) model; .* is a 'llamagen' model" -- calibrate --policy heatkv
 expect_error var-heatkv-budget "the 3 sink scales alone hold 14 of 424 cached tokens" -- generate --model "$work/var" --class 1 --policy heatkv:budget=0.01 --out "$work/x.png" --quiet
 
 # A masked (MAR) model: info, generate step by step, same seed same image, clear errors.
@@ -525,6 +525,43 @@ then
 else
   fail "infinity-generate: $(cat "$work/infinity-gen.txt" 2>/dev/null)"
 fi
+# Infinity's calibrations: one file per policy and image size in the bundle, read by the runs at that size.
+if out=$("$cli" calibrate --policy heatkv --model "$work/infinity" --image-size 80x60 --images 2 --threads 1 2>&1) &&
+   grep -q "wrote $work/infinity/heatkv_calibration.80x60.json" <<<"$out" &&
+   python3 - "$work/infinity/heatkv_calibration.80x60.json" <<'PY' &&
+import json, sys
+c = json.load(open(sys.argv[1]))
+assert c["format"] == "kvstudio-scale-attention-profile", c["format"]
+assert c["classes"] == [0, 1] and c["cfg"] == 3 and c["seed"] == 0 and c["samples"] == 2, c
+PY
+   out=$("$cli" generate --model "$work/infinity" --prompt "a red fox in the snow" --size 80x60 \
+     --policy heatkv:budget=0.2 --threads 1 --log-level info --out "$work/inf-heat.png" 2>&1) &&
+   grep -q "loaded the scale-attention calibration $work/infinity/heatkv_calibration.80x60.json" <<<"$out" &&
+   ! grep -q "first use" <<<"$out"; then
+  pass infinity-calibrate-heatkv
+else
+  fail "infinity-calibrate-heatkv: $out"
+fi
+# AMS-KV's theta profiling on Infinity, used by amskv at that size only.
+if out=$("$cli" calibrate --policy amskv --model "$work/infinity" --images 2 --threads 1 2>&1) &&
+   grep -q "layers cache-demanding (target 1 = 0.1667 of them)" <<<"$out" &&
+   python3 - "$work/infinity" <<'PY' &&
+import glob, json, sys
+files = glob.glob(sys.argv[1] + "/amskv_calibration.*.json")
+assert len(files) == 1, files
+c = json.load(open(files[0]))
+assert c["format"] == "kvstudio-amskv-calibration" and c["classes"] == [0, 1], c
+assert sum(s < c["theta"] for s in c["layer_statistic"]) == c["demanding_layers"] >= 1
+PY
+   out=$("$cli" generate --model "$work/infinity" --prompt "a red fox in the snow" --policy amskv --threads 1 \
+     --log-level info --out "$work/inf-ams.png" 2>&1) &&
+   grep -q "loaded the AMS-KV calibration $work/infinity/amskv_calibration" <<<"$out"; then
+  pass infinity-calibrate-amskv
+else
+  fail "infinity-calibrate-amskv: $out"
+fi
+expect_error infinity-calibrate-classes "Infinity calibrates on prompts, not classes" -- calibrate --policy hack --model "$work/infinity" --classes 1,2
+expect_error infinity-calibrate-prompts "Infinity calibrates on 1 to 30 prompts, asked for 31" -- calibrate --policy hack --model "$work/infinity" --images 31
 expect_error infinity-size "image size 100x100 is not one Infinity writes" -- generate --model "$work/infinity" --prompt "a fox" --size 100x100 --out "$work/x.png"
 expect_error infinity-convert-needs-t5 "--t5" -- convert --family infinity --checkpoint "$work/none.pth" --vae "$work/none.pth" --out "$work/conv"
 

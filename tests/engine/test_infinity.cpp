@@ -167,6 +167,49 @@ TEST(InfinityGeneration, EveryScalePolicyKeepsItsBudget) {
   EXPECT_NE(error.find("1 to 30 prompts"), std::string::npos) << error;
 }
 
+namespace {
+struct InfinityEvents : EventSink {
+  std::vector<StartedEvent> started;
+  std::vector<UnitDoneEvent> units;
+  void on_event(const GenerationEvent& e) override {
+    if (auto* s = std::get_if<StartedEvent>(&e)) started.push_back(*s);
+    if (auto* u = std::get_if<UnitDoneEvent>(&e)) units.push_back(*u);
+  }
+};
+}  // namespace
+
+TEST(InfinityGeneration, EachScaleReportsItsCrossAttentionOverThePromptPieces) {
+  GenerationRequest request = tiny_request();
+  request.emit_attention_map = true;
+  GenerationSession session;
+  const io::ModelBundle bundle = io::ModelBundle::open(request.model_path);
+  InfinityEvents events;
+  session.run(bundle, request, &events);
+  ASSERT_EQ(events.started.size(), 1u);
+  const StartedEvent& started = events.started.front();
+  EXPECT_EQ(started.condition_tokens, 0);  // the text is not in the self-attention cache
+  ASSERT_GE(started.condition_labels.size(), 3u);
+  EXPECT_EQ(started.condition_labels.back(), "</s>");
+  ASSERT_EQ(static_cast<int64_t>(events.units.size()), started.units_total);
+  std::vector<float> first;
+  for (const UnitDoneEvent& u : events.units) {
+    ASSERT_EQ(u.condition_attention.size(), started.condition_labels.size()) << "scale " << u.unit_index;
+    double sum = 0;
+    for (float v : u.condition_attention) {
+      EXPECT_GE(v, 0.0f);
+      sum += v;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-4) << "scale " << u.unit_index;
+    if (first.empty()) first = u.condition_attention;
+  }
+  EXPECT_NE(events.units.back().condition_attention, first);  // each scale's own queries
+  // Without attention maps nothing is measured.
+  request.emit_attention_map = false;
+  InfinityEvents quiet;
+  session.run(bundle, request, &quiet);
+  for (const UnitDoneEvent& u : quiet.units) EXPECT_TRUE(u.condition_attention.empty());
+}
+
 TEST(InfinityGeneration, BadRequestsSayWhatToDo) {
   GenerationSession session;
   GenerationRequest request = tiny_request();

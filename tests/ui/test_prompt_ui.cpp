@@ -330,6 +330,38 @@ class TestPromptUi : public QObject {
     QVERIFY(marked[1].startsWord && !marked[2].startsWord);
   }
 
+  void stripShowsACrossAttentionsSharesOfTheText() {
+    // A next-scale text family (Infinity): no condition positions in the cache;
+    // each scale's cross-attention weighs the labelled T5 pieces directly.
+    RunViewModel run;
+    PromptAttentionStrip strip;
+    strip.setRun(&run);
+    strip.resize(420, 80);
+    kvs::StartedEvent started;
+    started.model_name = "infinity-test";
+    started.family = "infinity";
+    started.grid_height = started.grid_width = 4;
+    started.tokens_total = 21;
+    started.units_total = 3;
+    started.unit_name = "scale";
+    started.condition_labels = {"\u2581a", "\u2581red", "\u2581fox", "</s>"};
+    started.unit_heights = started.unit_widths = {1, 2, 4};
+    run.handleStarted(started);
+    QVERIFY(strip.isVisible());
+    QCOMPARE(strip.cellCount(), 4);
+    auto unit = std::make_shared<kvs::UnitDoneEvent>();
+    unit->units_total = 3;
+    unit->policy = "full";
+    unit->condition_attention = {0.1f, 0.2f, 0.6f, 0.1f};
+    run.handleUnit(unit);
+    const std::vector<double>& shares = run.promptAttention();
+    QCOMPARE(shares.size(), size_t{4});
+    QVERIFY(std::abs(shares[2] - 0.6) < 1e-6);
+    QCOMPARE(strip.cellShade(2), 1.0);  // "fox"
+    QVERIFY(strip.cellShade(1) > strip.cellShade(0));
+    QVERIFY(strip.cellShade(1) < strip.cellShade(2));
+  }
+
   void stripShadesTheMostAttendedTokenStrongest() {
     RunViewModel run;
     PromptAttentionStrip strip;

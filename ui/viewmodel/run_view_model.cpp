@@ -159,7 +159,10 @@ void RunViewModel::handleUnit(const UnitDonePtr& e) {
       scale_attention_.resize(static_cast<size_t>(e->unit_index) + 1);
     scale_attention_[static_cast<size_t>(e->unit_index)] = attentionMassByScale(*e->attention, scale_layout_);
   }
-  if (e->attention && !started_.condition_labels.empty()) {
+  if (!e->condition_attention.empty()) {
+    // A cross-attention's shares (Infinity's text), one per label, already normalised.
+    prompt_attention_.assign(e->condition_attention.begin(), e->condition_attention.end());
+  } else if (e->attention && !started_.condition_labels.empty()) {
     const int64_t n = std::min<int64_t>({started_.condition_tokens, e->attention->positions,
                                          static_cast<int64_t>(started_.condition_labels.size()),
                                          static_cast<int64_t>(e->attention->weights.size())});

@@ -18,6 +18,7 @@
 #include <QVBoxLayout>
 #include <functional>
 #include <map>
+#include <vector>
 
 #include "engine/models/family_registry.h"
 #include "engine/session/model_family.h"
@@ -84,7 +85,8 @@ ModelManagerDialog::ModelManagerDialog(ModelLocations* locations, QWidget* paren
   auto* import = new QPushButton(tr("Import checkpoint…"), this);
   import->setToolTip(
       tr("Convert an official checkpoint into a bundle in your models folder: LlamaGen, VAR or MAR "
-         "(checkpoint + tokenizer files) or Janus-Pro (the downloaded Hugging Face folder)"));
+         "(checkpoint + tokenizer files), Janus-Pro or Lumina-mGPT (the downloaded Hugging Face folder), "
+         "Infinity (the transformer, its BSQ-VAE and the flan-t5-xl folder)"));
   auto* refreshButton = new QPushButton(tr("Refresh"), this);
   auto* close = new QPushButton(tr("Close"), this);
   buttons->addWidget(use);
@@ -196,18 +198,45 @@ void ModelManagerDialog::importCheckpoint() {
   auto* tokenizerLabel = new QLabel(tr("Tokenizer"), &form);
   QWidget* tokenizerField = pathField(&form, &tokenizer, tr("PyTorch checkpoints (*.pt *.pth *.ckpt)"));
   fl->addRow(tokenizerLabel, tokenizerField);
+  // A family converting from several parts (FamilyDescription::convert_inputs)
+  // gets one field per part instead of the two above.
+  struct PartField {
+    std::string family, option;
+    QLabel* label;
+    QWidget* field;
+    QLineEdit* edit;
+  };
+  std::vector<PartField> parts;
+  for (const kvs::ModelFamily* f : kvs::model_families())
+    for (const auto& input : f->description().convert_inputs) {
+      PartField part{f->name(), input.option, new QLabel(QString::fromStdString(input.label), &form), nullptr, nullptr};
+      const bool folder = input.folder;
+      part.field = pathField(&form, &part.edit, tr("PyTorch checkpoints (*.pt *.pth *.ckpt *.safetensors)"),
+                             [folder] { return folder; });
+      part.edit->setPlaceholderText(QString::fromStdString(input.placeholder));
+      part.edit->setObjectName(QString::fromStdString("import-" + f->name() + input.option));  // "import-infinity--vae"
+      fl->addRow(part.label, part.field);
+      parts.push_back(part);
+    }
   auto* usage = new QLabel(&form);
   usage->setWordWrap(true);
   usage->setStyleSheet(QStringLiteral("color: gray"));
   fl->addRow(usage);
   auto updateFields = [=] {
     const kvs::FamilyDescription& d = description();
+    const bool byParts = !d.convert_inputs.empty();
     checkpointLabel->setText(d.converts_from_folder ? tr("Model folder") : tr("Checkpoint"));
     checkpoint->setPlaceholderText(d.converts_from_folder
                                        ? tr("the downloaded folder (config.json, weights, tokenizer)")
                                        : tr("the official checkpoint file"));
-    tokenizerLabel->setVisible(!d.converts_from_folder);
-    tokenizerField->setVisible(!d.converts_from_folder);
+    checkpointLabel->setVisible(!byParts);
+    checkpoint->parentWidget()->setVisible(!byParts);
+    tokenizerLabel->setVisible(!d.converts_from_folder && !byParts);
+    tokenizerField->setVisible(!d.converts_from_folder && !byParts);
+    for (const PartField& part : parts) {
+      part.label->setVisible(part.family == d.name);
+      part.field->setVisible(part.family == d.name);
+    }
     usage->setText(QString::fromStdString("convert --family " + d.name + " " + d.convert_usage));
   };
   connect(family, &QComboBox::currentIndexChanged, &form, updateFields);
@@ -229,8 +258,16 @@ void ModelManagerDialog::importCheckpoint() {
   const std::string familyName = family->currentData().toString().toStdString();
   const bool fromFolder = description().converts_from_folder;
   std::map<std::string, std::string> options;
-  options["--checkpoint"] = checkpoint->text().toStdString();
-  if (!fromFolder) options["--tokenizer"] = tokenizer->text().toStdString();
+  if (description().convert_inputs.empty()) {
+    options["--checkpoint"] = checkpoint->text().toStdString();
+    if (!fromFolder) options["--tokenizer"] = tokenizer->text().toStdString();
+  } else {
+    for (const PartField& part : parts)
+      if (part.family == familyName) {
+        options[part.option] = part.edit->text().toStdString();
+        if (part.option == "--checkpoint") checkpoint->setText(part.edit->text());  // names the bundle
+      }
+  }
   const QString stem = name->text().trimmed().isEmpty()
                            ? (fromFolder ? QFileInfo(checkpoint->text()).fileName()
                                          : QFileInfo(checkpoint->text()).completeBaseName())

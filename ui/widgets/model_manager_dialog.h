@@ -36,6 +36,9 @@ class ModelManagerDialog : public QDialog {
   void startImport(const std::string& family, const std::map<std::string, std::string>& options, const QString& what,
                    const QString& out);
   bool importing() const { return importing_; }
+  // The import form (modal; what the Import button opens): the family, the
+  // files it converts from, a name and the weights' precision; OK starts the import.
+  void importCheckpoint();
 
  Q_SIGNALS:
   void modelChosen(const QString& dir);
@@ -46,7 +49,6 @@ class ModelManagerDialog : public QDialog {
   void useSelected();
   void addFolder();
   void removeFolder();
-  void importCheckpoint();
   void onImportDone(const QString& outDir, const QString& problem);
 
   ModelLocations* locations_;

@@ -173,9 +173,15 @@ void PromptAttentionStrip::paintEvent(QPaintEvent*) {
   p.setRenderHint(QPainter::Antialiasing, false);
   const QFontMetrics fm(font());
   p.setPen(kCaption);
-  p.drawText(QRect(kMargin, kMargin, width() - 2 * kMargin, fm.height()), Qt::AlignLeft | Qt::AlignVCenter,
-             shares_.empty() ? tr("Prompt · attention appears with the first line")
-                             : tr("Prompt · attention of the latest image token (brighter: more)"));
+  // Raster families read the prompt by self-attention, token by token; a
+  // next-scale family (Infinity) by cross-attention, a whole scale at a time.
+  const bool scales = run_ && run_->family().unit == kvs::GenerationUnit::Scale;
+  const QString caption = !shares_.empty()
+                              ? (scales ? tr("Prompt · cross-attention of the latest scale (brighter: more)")
+                                        : tr("Prompt · attention of the latest image token (brighter: more)"))
+                          : scales ? tr("Prompt · attention appears with the first scale")
+                                   : tr("Prompt · attention appears with the first line");
+  p.drawText(QRect(kMargin, kMargin, width() - 2 * kMargin, fm.height()), Qt::AlignLeft | Qt::AlignVCenter, caption);
   const QVector<QRect> rects = layoutCells(width());
   for (int i = 0; i < cells_.size(); ++i) {
     const QRect& r = rects[i];

@@ -3,6 +3,7 @@
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
+#include "engine/cache/policies/amskv_policy.h"
 #include "engine/cache/policies/attention_selectivity_meter.h"
 #include "engine/core/errors.h"
 
@@ -13,6 +14,36 @@ void check(const CalibrationRun& run) {
   if (run.images() <= 0) throw InvalidArgumentError("calibration needs at least one image");
   if (run.context.unit_tokens.empty()) throw InvalidArgumentError("calibration needs the model's scales");
 }
+
+// A full cache that records S for every layer, scale and image: the generation
+// is the full cache's (nothing is evicted, the store is sized for every token).
+class SimilarityProbe : public CachePolicy {
+ public:
+  SimilarityProbe(const PolicyContext& context, int64_t images)
+      : tokens_(context.image_tokens()),
+        images_(images),
+        keys_(context.n_layer),
+        similarity_(static_cast<size_t>(images),
+                    std::vector<std::vector<double>>(static_cast<size_t>(context.n_layer),
+                                                     std::vector<double>(context.unit_tokens.size() - 1, 0.0))) {}
+  std::string name() const override { return "full"; }
+  int64_t budget_tokens() const override { return tokens_; }
+  void after_token(KvStore&, int64_t) override {}
+  bool supports_units() const override { return true; }
+  bool wants_unit_keys() const override { return true; }
+  void observe_unit_keys(int64_t layer, int64_t unit, const at::Tensor& keys) override {
+    const std::vector<double> s = keys_.observe(layer, unit, keys, images_);
+    if (unit == 0) return;
+    for (size_t image = 0; image < s.size(); ++image)
+      similarity_[image][static_cast<size_t>(layer)][static_cast<size_t>(unit - 1)] = s[image];
+  }
+  const std::vector<std::vector<std::vector<double>>>& similarity() const { return similarity_; }
+
+ private:
+  int64_t tokens_, images_;
+  ScaleKeySimilarity keys_;
+  std::vector<std::vector<std::vector<double>>> similarity_;  // [image][layer][scale - 1]
+};
 
 }  // namespace
 
@@ -82,6 +113,32 @@ LayerSelectivityProfile measure_attention_selectivity(const CalibrationRun& run,
   hooks.policy = [&meter]() -> CachePolicy* { return &meter; };
   run.generate(hooks);
   return meter.profile(labels);
+}
+
+AmsKvCalibration measure_key_similarity(const CalibrationRun& run, double demanding_fraction) {
+  check(run);
+  const PolicyContext& context = run.context;
+  if (context.unit_tokens.size() < 2) throw InvalidArgumentError("AMS-KV's calibration needs at least two scales");
+  AmsKvCalibration c;
+  c.layers = context.n_layer;
+  c.unit_tokens = context.unit_tokens;
+  c.demanding_fraction = demanding_fraction;
+  // The budgets the policy runs with by default (amskv with no parameters).
+  const AmsKvOptions defaults;
+  const AmsKvPolicy budgets(context, defaults);
+  c.cds = defaults.condensed_scales;
+  c.c_min = budgets.c_min();
+  c.c_max = budgets.c_max();
+  c.decision_scales = amskv_decision_scales(context, defaults);
+
+  SimilarityProbe probe(context, run.images());
+  ScaleHooks hooks;
+  hooks.cancelled = run.cancelled;
+  hooks.policy = [&probe]() -> CachePolicy* { return &probe; };
+  run.generate(hooks);
+  c.similarity = probe.similarity();
+  c.derive_theta();
+  return c;
 }
 
 }  // namespace kvs::scale

@@ -37,6 +37,10 @@ ScaleObserver scale_observer(CachePolicy* policy, const ScaleHooks& hooks, int64
       if (probe_attention) hooks.on_attention(layer, si, a, store);
     };
   }
+  if (hooks.wants_attention && hooks.on_text_attention && hooks.wants_attention(si))
+    observer.on_text_attention = [&hooks, si](int64_t layer, const at::Tensor& text_mass) {
+      hooks.on_text_attention(layer, si, text_mass);
+    };
   if (policy != nullptr) {
     observer.before_attention = [policy, si](int64_t layer, KvStore& store) {
       policy->before_unit_attention(store, layer, si);

@@ -69,6 +69,9 @@ struct ScaleHooks {
   // layer's attention for that scale's queries (with per-key mass) is passed on.
   std::function<bool(int64_t scale)> wants_attention;
   std::function<void(int64_t layer, int64_t scale, const KvAttention& attention, const KvStore& cache)> on_attention;
+  // With wants_attention: a text cross-attention's mass per text token
+  // (ScaleObserver::on_text_attention), for networks that have one.
+  std::function<void(int64_t layer, int64_t scale, const at::Tensor& text_mass)> on_text_attention;
   // The policy's declared initial entries per segment (CachePolicy::initial_entries;
   // 0 = all L tokens): L or more sizes the store for every token once; less starts
   // it at the first scale, growing and shrinking exactly.

@@ -1,7 +1,5 @@
 #include "engine/generation/scale/scale_stream.h"
 
-#include <cmath>
-
 #include <ATen/Functions.h>
 #include <ATen/TensorOperators.h>
 
@@ -74,17 +72,14 @@ GenerationResult stream_scales(ScaleNetwork& network, const ScaleRun& run, const
                        {},
                        {},
                        {}};
-  for (int64_t si = 0; si < scales; ++si) {
-    if (static_cast<int64_t>(run.scale_grids.size()) == scales) {
-      started.unit_heights.push_back(run.scale_grids[static_cast<size_t>(si)][0]);
-      started.unit_widths.push_back(run.scale_grids[static_cast<size_t>(si)][1]);
-    } else {
-      const auto side = static_cast<int64_t>(
-          std::llround(std::sqrt(static_cast<double>(shape.scale_tokens[static_cast<size_t>(si)]))));
-      started.unit_heights.push_back(side);
-      started.unit_widths.push_back(side);
-    }
+  if (static_cast<int64_t>(run.scale_grids.size()) != scales)
+    throw InvalidArgumentError("a next-scale run names " + std::to_string(run.scale_grids.size()) +
+                               " scale grids for " + std::to_string(scales) + " scales");
+  for (const auto& [height, width] : run.scale_grids) {
+    started.unit_heights.push_back(height);
+    started.unit_widths.push_back(width);
   }
+  started.condition_labels = run.condition_labels;
   ctx.emit(started);
 
   // A policy that needs a calibration asks for it while it is made (through
@@ -102,6 +97,7 @@ GenerationResult stream_scales(ScaleNetwork& network, const ScaleRun& run, const
   // Attention of each scale's queries (image 0), averaged over the queries and
   // the layers and heads asked for, per sequence position.
   CacheAttentionMap attention(request, total);
+  at::Tensor text_attention;  // the current scale's, summed over layers
   if (request.emit_attention_map) {
     hooks.wants_attention = [](int64_t) { return true; };
     hooks.on_attention = [&](int64_t layer, int64_t si, const KvAttention& a, const KvStore& store) {
@@ -109,12 +105,30 @@ GenerationResult stream_scales(ScaleNetwork& network, const ScaleRun& run, const
       at::Tensor mass = a.key_mass[0].to(at::kCPU, at::kFloat) / queries;  // [heads, L]
       attention.add(layer, shape.scale_begin(si), mass, store.positions_tensor(layer)[0].narrow(1, 0, mass.size(1)));
     };
+    // A text cross-attention: image 0's mass per text token, summed over the
+    // layers asked for (all, or attention_layer), averaged over the heads.
+    if (!run.condition_labels.empty())
+      hooks.on_text_attention = [&](int64_t layer, int64_t, const at::Tensor& text_mass) {
+        if (request.attention_layer >= 0 && layer != request.attention_layer) return;
+        text_attention = text_attention.defined() ? text_attention + text_mass : text_mass.clone();
+      };
   }
   hooks.on_scale = [&](const ScaleStep& step) {
     ctx.emit(clock.progress(step.tokens_done, total));
     UnitDoneEvent unit = clock.unit(step.scale, scales);
     fill_kv_unit(unit, *step.cache, request, total, policy_spec, ctx.cuda_index, policy.get());
     if (request.emit_attention_map) unit.attention = attention.take();
+    if (text_attention.defined()) {
+      // Shares of the labelled tokens (the mass over the whole text is 1 per query).
+      const at::Tensor shares = text_attention.to(at::kFloat).contiguous();
+      const double sum = shares.sum().item<double>();
+      const float* p = shares.data_ptr<float>();
+      const auto n = std::min<int64_t>(shares.numel(), static_cast<int64_t>(run.condition_labels.size()));
+      unit.condition_attention.assign(p, p + n);
+      if (sum > 0)
+        for (float& v : unit.condition_attention) v = static_cast<float>(v / sum);
+      text_attention = at::Tensor();
+    }
     // f_hat already spans the whole image: decode it as it stands.
     clock.preview_if_due(unit, request, [&] { return run.decode(*step.f_hat); });
     ctx.emit(unit);

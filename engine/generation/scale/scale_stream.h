@@ -36,8 +36,11 @@ struct ScaleRun {
   ScaleShape shape;
   int64_t images = 1;                       // B
   int64_t grid_height = 0, grid_width = 0;  // the last scale's token grid
-  // Each scale's (height, width) in tokens; empty: square scales of the shape's token counts.
+  // Each scale's (height, width) in tokens, one per scale of `shape` (StartedEvent reports them).
   std::vector<std::array<int64_t, 2>> scale_grids;
+  // Text families with a cross-attention: image 0's text tokens as the window
+  // labels them (StartedEvent::condition_labels); empty for class-conditional ones.
+  std::vector<std::string> condition_labels;
   // Where the request's policy is built (and a changed one), with the
   // calibrations the family's policies may ask for.
   PolicyContext policy_context;

@@ -8,6 +8,7 @@
 
 #include "engine/conformance/conformance_compare.h"
 #include "engine/core/errors.h"
+#include "engine/io/bundle_loading.h"
 #include "engine/models/infinity/bsq_codes.h"
 #include "engine/models/infinity/bsq_decoder.h"
 #include "engine/models/infinity/infinity_generation.h"
@@ -22,13 +23,6 @@ using ojson = nlohmann::ordered_json;
 using namespace infinity;
 
 nlohmann::json plain(const ojson& j) { return nlohmann::json::parse(j.dump()); }
-
-std::map<std::string, at::Tensor> tensors_with_prefix(const io::SafetensorsReader& file, const std::string& prefix) {
-  std::map<std::string, at::Tensor> out;
-  for (const std::string& name : file.names())
-    if (name.rfind(prefix, 0) == 0) out.emplace(name.substr(prefix.size()), file.tensor(name).to(at::kFloat));
-  return out;
-}
 
 InfinityConfig infinity_config_of_case(const ojson& manifest) {
   const ojson& ctor = manifest.at("constructors").at("infinity");
@@ -97,12 +91,12 @@ class InfinityCaseRunner {
     config_ = infinity_config_of_case(manifest);
     schedule_ = schedule_of_case(manifest);
     offsets_ = schedule_.offsets();
-    transformer_.emplace(config_, tensors_with_prefix(*opened_.weights, "infinity."), device, at::kFloat);
+    transformer_.emplace(config_, io::tensors_with_prefix(*opened_.weights, "infinity."), device, at::kFloat);
     const ojson& t5 = manifest.at("constructors").at("t5");
-    t5_.emplace(T5Config::from_hf_json(plain(t5.at("config_json"))), tensors_with_prefix(*opened_.weights, "t5."),
+    t5_.emplace(T5Config::from_hf_json(plain(t5.at("config_json"))), io::tensors_with_prefix(*opened_.weights, "t5."),
                 device, at::kFloat);
     decoder_.emplace(vae_config_of_case(manifest, config_.spatial_patchify),
-                     tensors_with_prefix(*opened_.weights, "vae."), device, at::kFloat);
+                     io::tensors_with_prefix(*opened_.weights, "vae."), device, at::kFloat);
     const std::string folder = manifest.at("constructors").at("tokenizer").at("folder").get<std::string>();
     tokenizer_.emplace((dir / folder / "spiece.model").string());
   }

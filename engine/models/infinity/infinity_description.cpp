@@ -19,6 +19,8 @@ const FamilyDescription& infinity_description() {
     f.policy_family = "scale";
     f.compare_presets = {"", "full", "streaming:rho=0.25", "h2o:rho=0.25", "snapkv:rho=0.25", "amskv"};
     f.request_options = {"prompt", "negative_prompt", "images", "image_size"};
+    // `calibrate` stores these per image size (infinity_calibration.h); runs measure them on first use otherwise.
+    f.calibrated_policies = {"heatkv", "amskv", "scalekv", "hack"};
     f.conformance_constructor = "infinity";
     f.random_presets = infinity_random_presets();
     f.convert_usage =
@@ -29,6 +31,10 @@ const FamilyDescription& infinity_description() {
         "  --checkpoint: the .pth state dict (2B) or the folder of safetensors shards (8B); --vae: the BSQ-VAE\n"
         "  .pth (or a .safetensors of its state dict); --t5: the google/flan-t5-xl folder (config.json,\n"
         "  spiece.model, weights). Only the VAE's decoder and T5's encoder are kept";
+    f.convert_inputs = {
+        {"--checkpoint", "Transformer", "infinity_2b_reg.pth, or the folder of infinity_8b_weights shards", false},
+        {"--vae", "BSQ-VAE", "infinity_vae_d32reg.pth (2B) or infinity_vae_d56_f8_14_patchify.pth (8B)", false},
+        {"--t5", "T5 encoder", "the downloaded google/flan-t5-xl folder (config.json, spiece.model, weights)", true}};
     f.create_random_usage =
         "[--preset infinity-2b|infinity-8b|infinity-small|infinity-tiny] [--seed N]\n"
         "  [--dtype f32|f16|bf16 (default bf16; small and tiny f32)]\n"

@@ -3,15 +3,21 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <sstream>
 
+#include "engine/cache/policies/amskv_calibration.h"
 #include "engine/cache/policies/calibration_provider.h"
+#include "engine/cache/policies/head_variance_profile.h"
 #include "engine/cache/policies/heatkv_policy.h"
+#include "engine/cache/policies/layer_selectivity_profile.h"
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/cache/policies/scalekv_policy.h"
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
+#include "engine/generation/scale/calibration_report.h"
 #include "engine/generation/scale/scale_stream.h"
 #include "engine/io/model_bundle.h"
 #include "engine/metrics/process_memory.h"
@@ -75,7 +81,8 @@ class InfinityFamily : public ModelFamily {
 
   std::unique_ptr<LoadedModel> load(const io::ModelBundle& bundle, const DeviceChoice& device) const override {
     if (device.kind == DeviceKind::Cpu) refuse_if_too_big(bundle, device.dtype);
-    // The calibrations (HeatKV's, HACK's, ScaleKV's) stay with the loaded model, measured when first needed.
+    // The calibrations stay with the loaded model: the bundle's for the run's image size, or measured when first
+    // needed.
     auto calibrations = std::make_shared<InfinityCalibrations>();
     return std::make_unique<LoadedModelOf<InfinityModel>>(
         InfinityModel::load(bundle, torch_device(device), torch_dtype(device)),
@@ -198,12 +205,66 @@ class InfinityFamily : public ModelFamily {
     }
   }
 
-  std::string calibrate(const io::ModelBundle&, const DeviceChoice&, const CalibrationRequest& request) const override {
-    if (request.policy == "heatkv" || request.policy == "hack" || request.policy == "scalekv")
-      throw InvalidArgumentError("Infinity models measure " + request.policy +
-                                 "'s calibration on first use (10 calibration prompts, per image size) and keep it "
-                                 "with the loaded model; storing it in the bundle is not available yet");
-    throw InvalidArgumentError("policy '" + request.policy + "' needs no calibration on Infinity models");
+  std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
+                        const CalibrationRequest& request) const override {
+    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv",
+               scalekv = request.policy == "scalekv", hack = request.policy == "hack";
+    if (!heatkv && !amskv && !scalekv && !hack) return ModelFamily::calibrate(bundle, device, request);
+    if (!request.classes.empty())
+      throw InvalidArgumentError("Infinity calibrates on prompts, not classes: --images N takes the first N of its " +
+                                 std::to_string(kInfinityCalibrationPromptList) + " calibration prompts");
+    if (!amskv && request.demanding_fraction != 0)
+      throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
+    const double fraction = request.demanding_fraction != 0 ? request.demanding_fraction : 1.0 / 6.0;
+    InfinityCalibrationSet set;
+    set.prompts = request.images > 0 ? request.images : kInfinityCalibrationPrompts;
+    calibration_prompts(set.prompts);  // refuses more than the list holds before the model loads
+    // The CFG the bundle's runs default to (what generate and the window use), so that they find the file.
+    set.cfg = request.cfg >= 0 ? request.cfg
+                               : bundle.manifest.value("sampling_defaults", nlohmann::json::object())
+                                     .value("cfg_scale", InfinityParams{}.cfg.front());
+    set.seed = request.seed;
+    const InfinityModelConfig config = config_of(bundle);
+    const InfinityImageSize size = parse_infinity_image_size(config, request.image_size);
+    const InfinityModel model = InfinityModel::load(bundle, torch_device(device), torch_dtype(device));
+    const std::string file = heatkv    ? kScaleAttentionProfileFile
+                             : scalekv ? kScaleKvCalibrationFile
+                             : hack    ? kHeadVarianceProfileFile
+                                       : kAmsKvCalibrationFile;
+    const std::string out = request.out.empty() ? stored_calibration_path(bundle.dir, file, size) : request.out;
+    const auto start = std::chrono::steady_clock::now();
+    std::string table;
+    if (heatkv) {
+      const ScaleAttentionProfile profile = calibrate_scale_attention(model, size, set);
+      profile.save(out);
+      table = scale::scas_table(profile);
+    } else if (scalekv) {
+      // K' as the policy's default uses it; a run with another top_k measures its own.
+      const LayerSelectivityProfile profile = calibrate_attention_selectivity(model, size, set, ScaleKvOptions{}.top_k);
+      profile.save(out);
+      table = scale::selectivity_table(profile);
+    } else if (hack) {
+      const HeadVarianceProfile profile = calibrate_head_variance(model, size, set);
+      profile.save(out);
+      table = scale::variance_table(profile);
+    } else {
+      AmsKvCalibration calibration = calibrate_key_similarity(model, size, set, fraction);
+      calibration.created = scale::utc_now();
+      calibration.command = !request.command.empty()
+                                ? request.command
+                                : format_text(
+                                      "kvstudio-cli calibrate --policy amskv --model %s --image-size %s "
+                                      "--images %lld --seed %llu --cfg %g --demanding-fraction %.6g",
+                                      bundle.dir.c_str(), size.text().c_str(), static_cast<long long>(set.prompts),
+                                      static_cast<unsigned long long>(set.seed), set.cfg, fraction);
+      calibration.save(out);
+      table = scale::similarity_table(calibration);
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return format_text("calibrated %s at %s on %lld prompt(s) at CFG %g in %.1f s (%s): wrote %s\n", model.name.c_str(),
+                       size.text().c_str(), static_cast<long long>(set.prompts), set.cfg, seconds,
+                       device.description.c_str(), out.c_str()) +
+           table;
   }
 
   ConformanceReport run_conformance_case(const nlohmann::ordered_json& manifest, const std::string& dir,

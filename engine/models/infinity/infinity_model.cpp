@@ -30,7 +30,7 @@ void InfinityModelConfig::validate() const {
                                std::to_string(vae.codebook_dim));
   if (transformer.spatial_patchify != vae.spatial_patchify)
     throw InvalidArgumentError("Infinity config: the transformer and the VAE disagree on apply_spatial_patchify");
-  scale_schedule(nearest_template(1.0), pixel_budget);  // a known budget
+  // A known budget (scale_schedule refuses others), with no more scales than lvl_embed has rows.
   if (static_cast<int64_t>(scale_schedule(nearest_template(1.0), pixel_budget).size()) > transformer.level_embeddings)
     throw InvalidArgumentError("Infinity config: pixel budget " + pixel_budget +
                                " has more scales than lvl_embed rows");

@@ -37,7 +37,7 @@ at::Tensor rotate(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& 
 }  // namespace
 
 at::Tensor varlen_cross_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                  const std::vector<int64_t>& offsets, double scale) {
+                                  const std::vector<int64_t>& offsets, double scale, at::Tensor* row0_mass) {
   const int64_t rows = q.size(0), lq = q.size(1), heads = q.size(2), hd = q.size(3);
   if (static_cast<int64_t>(offsets.size()) != rows + 1)
     throw InvalidArgumentError("cross-attention: " + std::to_string(rows) + " query rows but " +
@@ -48,9 +48,10 @@ at::Tensor varlen_cross_attention(const at::Tensor& q, const at::Tensor& k, cons
   outputs.reserve(static_cast<size_t>(rows));
   for (int64_t b = 0; b < rows; ++b) {
     const int64_t begin = offsets[static_cast<size_t>(b)], n = offsets[static_cast<size_t>(b) + 1] - begin;
-    const at::Tensor kr = kb.narrow(0, begin, n).permute({1, 2, 0});  // [H, hd, n]
-    const at::Tensor vr = vb.narrow(0, begin, n).permute({1, 0, 2});  // [H, n, hd]
-    const at::Tensor probs = at::softmax(at::matmul(qb[b], kr) * scale, -1);
+    const at::Tensor kr = kb.narrow(0, begin, n).permute({1, 2, 0});          // [H, hd, n]
+    const at::Tensor vr = vb.narrow(0, begin, n).permute({1, 0, 2});          // [H, n, hd]
+    const at::Tensor probs = at::softmax(at::matmul(qb[b], kr) * scale, -1);  // [H, Lq, n]
+    if (b == 0 && row0_mass) *row0_mass = probs.sum(1).mean(0).to(at::kCPU, at::kFloat);
     outputs.push_back(at::matmul(probs, vr).permute({1, 0, 2}).reshape({lq, heads * hd}));
   }
   return round_to_bf16(at::stack(outputs, 0));
@@ -281,23 +282,28 @@ std::array<at::Tensor, 3> InfinityTransformer::self_qkv(const Block& block, cons
   return {q, k, parts[2].contiguous()};
 }
 
-at::Tensor InfinityTransformer::cross_attention(int64_t index, const at::Tensor& x, const InfinityText& text) const {
+at::Tensor InfinityTransformer::cross_attention(int64_t index, const at::Tensor& x, const InfinityText& text,
+                                                const ScaleObserver* observer) const {
   const Block& b = blocks_[static_cast<size_t>(index)];
   const int64_t rows = x.size(0), t = x.size(1), h = config_.num_heads, d = config_.head_dim();
   const at::Tensor normed = at::layer_norm(x, {config_.embed_dim}, b.ca_norm_weight, b.ca_norm_bias, config_.norm_eps);
   const at::Tensor q = linear(normed, b.ca_q_weight, b.ca_q_bias).view({rows, t, h, d});
   const auto& [k, v] = text.block_text_kv[static_cast<size_t>(index)];
-  const at::Tensor out = varlen_cross_attention(q, k, v, text.offsets, 1.0 / std::sqrt(static_cast<double>(d)));
+  const bool wants_mass = observer && observer->on_text_attention;
+  at::Tensor mass;
+  const at::Tensor out = varlen_cross_attention(q, k, v, text.offsets, 1.0 / std::sqrt(static_cast<double>(d)),
+                                                wants_mass ? &mass : nullptr);
+  if (wants_mass) observer->on_text_attention(index, mass);
   return linear(out, b.ca_proj_weight, b.ca_proj_bias);
 }
 
 template <typename Attend>
 at::Tensor InfinityTransformer::block_forward(int64_t index, const at::Tensor& x, const InfinityText& text,
-                                              const Attend& attend) const {
+                                              const Attend& attend, const ScaleObserver* observer) const {
   const Block& b = blocks_[static_cast<size_t>(index)];
   const auto& [gamma1, gamma2, scale1, scale2, shift1, shift2] = text.blocks[static_cast<size_t>(index)];
   at::Tensor h = x + attend(index, ada_norm(x, scale1, shift1)) * gamma1;
-  h = h + cross_attention(index, h, text);
+  h = h + cross_attention(index, h, text, observer);
   const at::Tensor f = linear(at::gelu(linear(ada_norm(h, scale2, shift2), b.fc1_weight, b.fc1_bias), "tanh"),
                               b.fc2_weight, b.fc2_bias);
   return h + f * gamma2;
@@ -342,7 +348,7 @@ at::Tensor InfinityTransformer::forward_scale(const at::Tensor& x_in, const Infi
   at::Tensor x = x_in.to(device_, at::kFloat) + lvl_embed_[si];
   for (int64_t i = 0; i < config_.depth; ++i) {
     if (observer.before_layer) observer.before_layer(i);
-    x = block_forward(i, x, text, attend);
+    x = block_forward(i, x, text, attend, &observer);
     if (block_outputs) block_outputs->push_back(x);
     if (observer.after_layer) observer.after_layer(i, cache);
   }

@@ -110,9 +110,12 @@ class InfinityTransformer {
   // q, k (after the cosine normalisation and the RoPE of `rope_rows`), v [rows, H, T, hd].
   std::array<at::Tensor, 3> self_qkv(const Block& block, const at::Tensor& x, const RopeTable& rope,
                                      int64_t rope_begin) const;
-  at::Tensor cross_attention(int64_t index, const at::Tensor& x, const InfinityText& text) const;
+  // `observer`: its on_text_attention, when set, gets row 0's mass per text token.
+  at::Tensor cross_attention(int64_t index, const at::Tensor& x, const InfinityText& text,
+                             const ScaleObserver* observer) const;
   template <typename Attend>
-  at::Tensor block_forward(int64_t index, const at::Tensor& x, const InfinityText& text, const Attend& attend) const;
+  at::Tensor block_forward(int64_t index, const at::Tensor& x, const InfinityText& text, const Attend& attend,
+                           const ScaleObserver* observer = nullptr) const;
   at::Tensor logits(const at::Tensor& h, const InfinityText& text) const;
 
   InfinityConfig config_;
@@ -130,7 +133,9 @@ class InfinityTransformer {
 // float32: q [rows, Lq, H, hd] against row b's keys and values k, v [N, H, hd]
 // (rows offsets[b]..offsets[b+1]), all rounded to bf16, softmax(q k^T * scale) v
 // in float32, the result rounded to bf16; returns [rows, Lq, H * hd] float32.
+// `row0_mass`, when given, receives row 0's attention mass per key [n] (CPU
+// float32): summed over its Lq queries, averaged over the heads.
 at::Tensor varlen_cross_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
-                                  const std::vector<int64_t>& offsets, double scale);
+                                  const std::vector<int64_t>& offsets, double scale, at::Tensor* row0_mass = nullptr);
 
 }  // namespace kvs::infinity

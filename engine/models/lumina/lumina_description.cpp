@@ -39,6 +39,10 @@ const FamilyDescription& lumina_description() {
         "  *.safetensors shards with their index. --vqgan: Chameleon's tokenizer folder\n"
         "  (ckpts/chameleon/tokenizer) with vqgan.yaml and vqgan.ckpt";
     f.converts_from_folder = true;
+    f.convert_inputs = {{"--checkpoint", "Model folder",
+                         "the downloaded Alpha-VLLM/Lumina-mGPT-7B-768 (or sibling) folder", true},
+                        {"--vqgan", "VQGAN folder",
+                         "Chameleon's tokenizer folder (ckpts/chameleon/tokenizer: vqgan.yaml, vqgan.ckpt)", true}};
     f.create_random_usage =
         "[--preset lumina-mgpt-7b|lumina-mgpt-34b|lumina-mgpt-small|lumina-mgpt-tiny] [--seed N]\n"
         "  [--dtype f32|f16|bf16 (default bf16; small and tiny f32)]\n"

@@ -40,27 +40,25 @@ std::shared_ptr<const ScaleAttentionProfile> stored_scale_attention(const std::s
   return std::make_shared<const ScaleAttentionProfile>(ScaleAttentionProfile::load(path));
 }
 
-ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std::vector<int64_t>& classes,
-                                                const ScaleParams& params, const std::function<bool()>& cancelled) {
-  const VarConfig& config = model.transformer->config();
+scale::CalibrationRun class_calibration_run(const VarModel& model, const std::vector<int64_t>& classes,
+                                            const ScaleParams& params, const std::function<bool()>& cancelled) {
   if (classes.empty()) throw InvalidArgumentError("calibration needs at least one class");
-  const auto images = static_cast<int64_t>(classes.size());
   scale::CalibrationRun run;
-  run.context = scale_policy_context(config, images, params.cfg != 0.0, params.seed);
+  run.context = scale_policy_context(model.transformer->config(), static_cast<int64_t>(classes.size()),
+                                     params.cfg != 0.0, params.seed);
   run.cancelled = cancelled;
-  run.generate = [&](const ScaleHooks& hooks) {
+  run.generate = [&model, classes, params](const ScaleHooks& hooks) {
     generate_scales(*model.transformer, *model.vqvae, at::tensor(classes), params, hooks);
   };
+  return run;
+}
+
+ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std::vector<int64_t>& classes,
+                                                const ScaleParams& params, const std::function<bool()>& cancelled) {
+  const scale::CalibrationRun run = class_calibration_run(model, classes, params, cancelled);
   ScaleAttentionProfile profile;
   profile.beta = scale::measure_scale_attention(run);
-  profile.model = model.name;
-  profile.layers = config.depth;
-  profile.heads = config.num_heads;
-  profile.unit_tokens = run.context.unit_tokens;
-  profile.classes = classes;
-  profile.seed = params.seed;
-  profile.cfg = params.cfg;
-  profile.samples = images;
+  scale::record_calibration(profile, run, model.name, classes, params.seed, params.cfg);
   return profile;
 }
 

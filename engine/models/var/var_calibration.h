@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/generation/scale/scale_calibration.h"
 #include "engine/models/var/var_generation.h"
 
 namespace kvs::var {
@@ -16,6 +17,11 @@ struct VarModel;
 
 // One image per class, generated together with `params` (CFG as given) and the
 // full cache. `cancelled` is checked between layers (CancelledError).
+// A full-cache run of one image per class with `params` (CFG as given), as the
+// scale calibrations measure it (HeatKV's, HACK's, ScaleKV's).
+scale::CalibrationRun class_calibration_run(const VarModel& model, const std::vector<int64_t>& classes,
+                                            const ScaleParams& params, const std::function<bool()>& cancelled);
+
 ScaleAttentionProfile calibrate_scale_attention(const VarModel& model, const std::vector<int64_t>& classes,
                                                 const ScaleParams& params, const std::function<bool()>& cancelled = {});
 

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <ctime>
 #include <sstream>
 
 #include "engine/cache/policies/amskv_calibration.h"
@@ -16,6 +15,7 @@
 #include "engine/core/device.h"
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
+#include "engine/generation/scale/calibration_report.h"
 #include "engine/generation/scale/scale_stream.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/var/hack_calibration.h"
@@ -39,83 +39,6 @@ namespace {
 // Every layer has as many KV heads as query heads; no condition entries (the
 // class embedding is the first scale's input, not a cached token).
 int64_t kv_bytes_per_token(const VarConfig& c) { return 2 * c.depth * c.num_heads * c.head_dim() * 4; }
-
-// HeatKV's calibration as `calibrate` prints it: per source scale, how much later
-// scales lean on it (mean S-CAS over heads, and its spread).
-std::string scas_table(const ScaleAttentionProfile& profile) {
-  std::string out = "source scale  tokens  mean S-CAS  min head  max head";
-  for (int64_t i = 0; i + 1 < profile.scales(); ++i) {
-    double sum = 0, lo = 1e300, hi = -1e300;
-    for (int64_t l = 0; l < profile.layers; ++l)
-      for (int64_t h = 0; h < profile.heads; ++h) {
-        const double v = profile.scas(l, h, i);
-        sum += v;
-        lo = std::min(lo, v);
-        hi = std::max(hi, v);
-      }
-    out += format_text("\n%12lld  %6lld  %10.4f  %8.4f  %8.4f", static_cast<long long>(i),
-                       static_cast<long long>(profile.unit_tokens[static_cast<size_t>(i)]),
-                       sum / static_cast<double>(profile.layers * profile.heads), lo, hi);
-  }
-  return out;
-}
-
-// AMS-KV's calibration as `calibrate` prints it: per layer the statistic theta
-// is chosen on, and which layers fall below theta.
-std::string similarity_table(const AmsKvCalibration& c) {
-  std::string out = format_text("theta %.6g: %lld of %lld layers cache-demanding (target %lld = %.4g of them)",
-                                c.theta.theta, static_cast<long long>(c.theta.demanding_layers),
-                                static_cast<long long>(c.layers), static_cast<long long>(c.theta.target_layers),
-                                c.demanding_fraction);
-  out += "\nS per layer: the lowest over scales " + join_ints(c.decision_scales) + ", mean over the images";
-  out += "\nlayer           S  cache-demanding";
-  for (int64_t l = 0; l < c.layers; ++l) {
-    const double s = c.layer_statistic[static_cast<size_t>(l)];
-    out += format_text("\n%5lld  %10.6f  %s", static_cast<long long>(l), s, s < c.theta.theta ? "yes" : "no");
-  }
-  return out;
-}
-
-// ScaleKV's calibration as `calibrate` prints it: per layer and scale the ASI's
-// Z-score within the scale (Eq. 3); the lowest become drafters (how many depends
-// on the run's budget and drafter share).
-std::string selectivity_table(const LayerSelectivityProfile& p) {
-  std::string out = format_text("ASI Z-score per layer (rows) and scale (columns), K' = %lld; lowest = drafters",
-                                static_cast<long long>(p.top_k));
-  out += "\nlayer";
-  for (int64_t k = 1; k < p.scales(); ++k) out += format_text("  %6lld", static_cast<long long>(k));
-  for (int64_t l = 0; l < p.layers; ++l) {
-    out += format_text("\n%5lld", static_cast<long long>(l));
-    // Scale 0 has no history (P_{-1} is empty): its ASI is 0 in every layer.
-    for (int64_t k = 1; k < p.scales(); ++k) out += format_text("  %6.2f", p.z_score(l, k));
-  }
-  return out;
-}
-
-// HACK's calibration as `calibrate` prints it: per layer each head's score (the
-// mean normalised attention variance) and its class at the default split (the
-// upper half of the scores contextual).
-std::string variance_table(const HeadVarianceProfile& p) {
-  const std::vector<uint8_t> contextual = p.contextual_heads((p.layers * p.heads + 1) / 2);
-  std::string out = "attention variance per head (mean over scales 1.." + std::to_string(p.scales() - 1) +
-                    "); C: contextual, S: structural at contextual=1/2";
-  for (int64_t l = 0; l < p.layers; ++l) {
-    out += format_text("\nlayer %2lld:", static_cast<long long>(l));
-    for (int64_t h = 0; h < p.heads; ++h)
-      out += format_text(" %8.3f %s", p.score(l, h), contextual[static_cast<size_t>(l * p.heads + h)] ? "C" : "S");
-  }
-  return out;
-}
-
-// Now in UTC, ISO 8601 (what a calibration file records).
-std::string utc_now() {
-  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 // The calibrations a spec is checked with before a run: HeatKV's comes later
 // (the bundle's, or one measured on first use), so a stand-in of the right
@@ -320,8 +243,11 @@ class VarFamily : public ModelFamily {
       throw InvalidArgumentError("option --demanding-fraction must be in (0, 1), e.g. 1/6");
     const VarModel model = VarModel::load(bundle, torch_device(device), torch_dtype(device));
     const int64_t num_classes = model.transformer->config().num_classes;
-    if (request.images < 1) throw InvalidArgumentError("option --images must be >= 1");
-    const std::vector<int64_t> classes = request.classes.empty() ? spread_classes(num_classes, request.images)
+    if (!request.image_size.empty())
+      throw InvalidArgumentError("VAR models have one image size: calibrate takes no --image-size");
+    // 4 classes by default; ScaleKV's 10 (the paper's number of calibration prompts).
+    const int64_t images = request.images > 0 ? request.images : scalekv ? 10 : 4;
+    const std::vector<int64_t> classes = request.classes.empty() ? spread_classes(num_classes, images)
                                                                  : request.classes;
     for (int64_t c : classes)
       if (c < 0 || c >= num_classes)
@@ -329,7 +255,7 @@ class VarFamily : public ModelFamily {
                                    std::to_string(num_classes) + " classes (0.." + std::to_string(num_classes - 1) +
                                    ")");
     ScaleParams params;
-    params.cfg = request.cfg;
+    params.cfg = request.cfg >= 0 ? request.cfg : 1.5;
     params.seed = request.seed;
     const std::string file = heatkv    ? kScaleAttentionProfileFile
                              : scalekv ? kScaleKvCalibrationFile
@@ -341,20 +267,20 @@ class VarFamily : public ModelFamily {
     if (heatkv) {
       const ScaleAttentionProfile profile = calibrate_scale_attention(model, classes, params);
       profile.save(out);
-      table = scas_table(profile);
+      table = scale::scas_table(profile);
     } else if (scalekv) {
       // K' as the policy's default uses it; a run with another top_k measures its own.
       const LayerSelectivityProfile profile = calibrate_attention_selectivity(model, classes, params,
                                                                               ScaleKvOptions{}.top_k);
       profile.save(out);
-      table = selectivity_table(profile);
+      table = scale::selectivity_table(profile);
     } else if (hack) {
       const HeadVarianceProfile profile = calibrate_head_variance(model, classes, params);
       profile.save(out);
-      table = variance_table(profile);
+      table = scale::variance_table(profile);
     } else {
       AmsKvCalibration calibration = calibrate_key_similarity(model, classes, params, fraction);
-      calibration.created = utc_now();
+      calibration.created = scale::utc_now();
       // The command as given, or one that repeats it (the classes and CFG as used).
       calibration.command =
           !request.command.empty()
@@ -363,9 +289,9 @@ class VarFamily : public ModelFamily {
                     "kvstudio-cli calibrate --policy amskv --model %s --classes %s --seed %llu --cfg %g "
                     "--demanding-fraction %.6g",
                     bundle.dir.c_str(), join_ints(classes).c_str(), static_cast<unsigned long long>(request.seed),
-                    request.cfg, fraction);
+                    params.cfg, fraction);
       calibration.save(out);
-      table = similarity_table(calibration);
+      table = scale::similarity_table(calibration);
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return format_text("calibrated %s on %zu image(s) in %.1f s (%s): wrote %s\n", model.name.c_str(), classes.size(),

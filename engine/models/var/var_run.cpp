@@ -210,6 +210,7 @@ GenerationResult run_scale_generation(const VarModel& model, VarCalibrations& ca
   run.shape = scale_shape(config, batch, use_cfg);
   run.images = batch;
   run.grid_height = run.grid_width = config.final_grid();
+  for (const int64_t side : config.patch_nums) run.scale_grids.push_back({side, side});
   run.policy_context = scale_policy_context(config, batch, use_cfg, request.seed);
   // A policy that needs a calibration asks for it while it is made, also on a
   // policy change mid-run (HeatKV with another calibration_images, say).
