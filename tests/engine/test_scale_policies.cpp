@@ -598,15 +598,16 @@ TEST(HeatKv, GreedyEarlyPruningIsMinimalAndPrunesLateLayersFirst) {
   for (int64_t k = 2; k < 5; ++k) {
     EXPECT_LE(g->early_pruned(k), n->early_pruned(k)) << k;
     EXPECT_EQ(n->early_pruned(k), g->heads_to_prune(k) - g->heads_to_prune(k - 1)) << k;
-    // Binary heads: a pruned head holds c_s, any other c_k (Algorithm 2). `start` = heads absent
+    // Binary heads: a pruned head holds c_s, any other c_k in a layer that ran scale k and
+    // c_{k-1} in one that has not yet (the official schedule's count). `start` = heads absent
     // when scale k starts, `end` = after it; layers up to `layer` have run.
-    const int64_t ck = c.unit_begin(k + 1);
+    const int64_t ck = c.unit_begin(k + 1), before = c.unit_begin(k);
     auto size_after = [&](const std::set<std::pair<int64_t, int64_t>>& start, int64_t layer) {
       int64_t m = 0;
       for (int64_t l = 0; l < 3; ++l)
         for (int64_t h = 0; h < 2; ++h) {
           const bool absent = l <= layer ? g->absent_at_end(k, 2, l, h) : start.count({l, h}) > 0;
-          m += absent ? cs : ck;
+          m += absent ? cs : l <= layer ? ck : before;
         }
       return m;
     };

@@ -14,12 +14,18 @@
 namespace kvs {
 namespace {
 
-// Heads (layer * H + head) sorted ascending by score; ties: lower index first.
-std::vector<int64_t> order_by(const std::vector<double>& score) {
+// Heads (layer * H + head) sorted ascending by score; ties: the lower head
+// index first, then the lower layer (the official compute_scas.py sorts by
+// (score, head, layer)).
+std::vector<int64_t> order_by(const std::vector<double>& score, int64_t heads) {
   std::vector<int64_t> order(score.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return score[static_cast<size_t>(a)] < score[static_cast<size_t>(b)]; });
+  std::sort(order.begin(), order.end(), [&](int64_t a, int64_t b) {
+    const double sa = score[static_cast<size_t>(a)], sb = score[static_cast<size_t>(b)];
+    if (sa != sb) return sa < sb;
+    if (a % heads != b % heads) return a % heads < b % heads;
+    return a / heads < b / heads;
+  });
   return order;
 }
 
@@ -95,8 +101,8 @@ int64_t HeatKvPolicy::planned_size_after_layer(int64_t scale, int64_t layer) con
   int64_t m = 0;
   for (int64_t l = 0; l < context_.n_layer; ++l)
     for (int64_t h = 0; h < context_.kv_heads; ++h)
-      m += cached_tokens(l <= layer ? end_.at(static_cast<size_t>(scale)) : start_.at(static_cast<size_t>(scale)),
-                         scale, l, h);
+      m += l <= layer ? cached_tokens(end_.at(static_cast<size_t>(scale)), scale, l, h)
+                      : cached_tokens(start_.at(static_cast<size_t>(scale)), scale - 1, l, h);
   return m;
 }
 
@@ -109,7 +115,7 @@ void HeatKvPolicy::plan(const ScaleAttentionProfile& profile) {
   std::vector<double> cas(static_cast<size_t>(T));
   for (int64_t l = 0; l < L; ++l)
     for (int64_t h = 0; h < H; ++h) cas[static_cast<size_t>(l * H + h)] = profile.cas(l, h, s);
-  const std::vector<int64_t> order = order_by(cas);
+  const std::vector<int64_t> order = order_by(cas, H);
   std::vector<std::vector<int64_t>> source_order(static_cast<size_t>(K));
   std::vector<std::vector<int64_t>> source_rank(static_cast<size_t>(K), std::vector<int64_t>(static_cast<size_t>(T)));
   std::vector<int64_t> head_rank(static_cast<size_t>(T));
@@ -118,7 +124,7 @@ void HeatKvPolicy::plan(const ScaleAttentionProfile& profile) {
     std::vector<double> scas(static_cast<size_t>(T));
     for (int64_t l = 0; l < L; ++l)
       for (int64_t h = 0; h < H; ++h) scas[static_cast<size_t>(l * H + h)] = profile.scas(l, h, i);
-    source_order[static_cast<size_t>(i)] = order_by(scas);
+    source_order[static_cast<size_t>(i)] = order_by(scas, H);
     for (int64_t r = 0; r < T; ++r)
       source_rank[static_cast<size_t>(i)]
                  [static_cast<size_t>(source_order[static_cast<size_t>(i)][static_cast<size_t>(r)])] = r;
@@ -160,7 +166,8 @@ void HeatKvPolicy::plan(const ScaleAttentionProfile& profile) {
           const int64_t head = source_order[static_cast<size_t>(i)][static_cast<size_t>(r)];
           const size_t at = index(i, head / H, head % H);
           g[at] = 1;
-          if (previous[at] == 0) candidates.push_back({head / H, i, r, {at}});
+          // Scale k itself is not in the cache before it starts: not a candidate for early pruning.
+          if (previous[at] == 0 && i < k) candidates.push_back({head / H, i, r, {at}});
         }
     }
     // GreedyEarlyPruning: by layer descending, source scale descending, rank ascending.
@@ -180,15 +187,19 @@ void HeatKvPolicy::plan(const ScaleAttentionProfile& profile) {
     if (options_.naive) {
       while (next < candidates.size()) pop();
     } else {
+      // The cache after `layer` ran scale k: layers up to it hold G_k's
+      // retention with scale k appended; the layers after it still hold A_k's
+      // retention of the scales before k (scale k is not in them yet), as the
+      // official schedule counts (tools/utils.py of arm-research/heatkv).
       std::vector<int64_t> size_g(static_cast<size_t>(L), 0), size_a(static_cast<size_t>(L), 0);
-      auto layer_size = [&](const HeadScaleSet& set, int64_t l) {
+      auto layer_size = [&](const HeadScaleSet& set, int64_t through, int64_t l) {
         int64_t m = 0;
-        for (int64_t h = 0; h < H; ++h) m += cached_tokens(set, k, l, h);
+        for (int64_t h = 0; h < H; ++h) m += cached_tokens(set, through, l, h);
         return m;
       };
       for (int64_t l = 0; l < L; ++l) {
-        size_g[static_cast<size_t>(l)] = layer_size(g, l);
-        size_a[static_cast<size_t>(l)] = layer_size(absent, l);
+        size_g[static_cast<size_t>(l)] = layer_size(g, k, l);
+        size_a[static_cast<size_t>(l)] = layer_size(absent, k - 1, l);
       }
       for (int64_t layer = 0; layer < L; ++layer) {
         for (;;) {
@@ -196,12 +207,15 @@ void HeatKvPolicy::plan(const ScaleAttentionProfile& profile) {
           for (int64_t l = 0; l < L; ++l)
             m += l <= layer ? size_g[static_cast<size_t>(l)] : size_a[static_cast<size_t>(l)];
           if (static_cast<double>(m) <= B) break;
+          // A candidate of a layer that already ran is removed by G_k anyway: skipped.
+          while (next < candidates.size() && candidates[next].layer <= layer) ++next;
           if (next >= candidates.size())
-            throw Error("heatkv: no early pruning keeps scale " + std::to_string(k) +
-                        " within the budget (internal error)");
+            throw InvalidArgumentError("policy heatkv: no early pruning keeps scale " + std::to_string(k) +
+                                       " within budget " + std::to_string(options_.budget) + " after layer " +
+                                       std::to_string(layer) + " (a larger budget or fewer sinks)");
           const int64_t l = candidates[next].layer;
           pop();
-          size_a[static_cast<size_t>(l)] = layer_size(absent, l);
+          size_a[static_cast<size_t>(l)] = layer_size(absent, k - 1, l);
         }
       }
     }

@@ -7,6 +7,11 @@
 // greedy early pruning evicts just enough before each scale that the total cache
 // stays within B = b x layers x heads x c_{K-1} after every layer. The sink scales
 // stay; the last scale is never cached. The plan is fixed before generation.
+// Where the paper and the official code (arm-research/heatkv, 96dc288) differ,
+// this follows the code: the cache size after a layer counts the current scale
+// only in the layers that ran (Algorithm 2 as printed counts it in every
+// layer), early pruning never picks the current scale or a layer that ran, and
+// ties in an S-CAS order go to the lower head index, then the lower layer.
 // Choices where the paper is silent: docs/policies.md#heatkv
 #include <vector>
 
@@ -48,7 +53,9 @@ class HeatKvPolicy : public CachePolicy {
   // Whether head-scale (source, layer, head) is absent at the start / at the end of scale k.
   bool absent_at_start(int64_t scale, int64_t source, int64_t layer, int64_t head) const;
   bool absent_at_end(int64_t scale, int64_t source, int64_t layer, int64_t head) const;
-  // Algorithm 2's count for scale k after `layer` ran (the bound the plan keeps <= B).
+  // The cache after `layer` ran scale k and evicted (the count the plan keeps <= B):
+  // layers up to it with G_k's retention of scales <= k, the later layers with
+  // A_k's retention of scales < k (scale k is not in them yet).
   int64_t planned_size_after_layer(int64_t scale, int64_t layer) const;
 
  private:
