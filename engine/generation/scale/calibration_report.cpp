@@ -4,10 +4,7 @@
 #include <chrono>
 #include <ctime>
 
-#include "engine/cache/policies/amskv_calibration.h"
-#include "engine/cache/policies/head_variance_profile.h"
-#include "engine/cache/policies/layer_selectivity_profile.h"
-#include "engine/cache/policies/scale_attention_profile.h"
+#include "engine/core/errors.h"
 #include "engine/session/bundle_info.h"
 
 namespace kvs::scale {
@@ -87,6 +84,45 @@ std::string utc_now() {
   char text[32];
   std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
   return text;
+}
+
+bool is_calibrated_scale_policy(const std::string& policy) {
+  return policy == "heatkv" || policy == "scalekv" || policy == "hack" || policy == "amskv";
+}
+
+std::string calibration_file(const std::string& policy) {
+  if (policy == "heatkv") return kScaleAttentionProfileFile;
+  if (policy == "scalekv") return kScaleKvCalibrationFile;
+  if (policy == "hack") return kHeadVarianceProfileFile;
+  if (policy == "amskv") return kAmsKvCalibrationFile;
+  throw InvalidArgumentError("policy '" + policy + "' has no calibration file");
+}
+
+std::string write_calibration(const std::string& policy, const std::string& out,
+                              const ScaleCalibrationMeasures& measure, const std::string& command) {
+  if (policy == "heatkv") {
+    const ScaleAttentionProfile profile = measure.heatkv();
+    profile.save(out);
+    return scas_table(profile);
+  }
+  if (policy == "scalekv") {
+    const LayerSelectivityProfile profile = measure.scalekv();
+    profile.save(out);
+    return selectivity_table(profile);
+  }
+  if (policy == "hack") {
+    const HeadVarianceProfile profile = measure.hack();
+    profile.save(out);
+    return variance_table(profile);
+  }
+  if (policy == "amskv") {
+    AmsKvCalibration calibration = measure.amskv();
+    calibration.created = utc_now();
+    calibration.command = command;
+    calibration.save(out);
+    return similarity_table(calibration);
+  }
+  throw InvalidArgumentError("policy '" + policy + "' has no calibration to write");
 }
 
 }  // namespace kvs::scale

@@ -207,9 +207,8 @@ class InfinityFamily : public ModelFamily {
 
   std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
                         const CalibrationRequest& request) const override {
-    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv",
-               scalekv = request.policy == "scalekv", hack = request.policy == "hack";
-    if (!heatkv && !amskv && !scalekv && !hack) return ModelFamily::calibrate(bundle, device, request);
+    if (!scale::is_calibrated_scale_policy(request.policy)) return ModelFamily::calibrate(bundle, device, request);
+    const bool amskv = request.policy == "amskv";
     if (!request.classes.empty())
       throw InvalidArgumentError("Infinity calibrates on prompts, not classes: --images N takes the first N of its " +
                                  std::to_string(kInfinityCalibrationPromptList) + " calibration prompts");
@@ -227,39 +226,24 @@ class InfinityFamily : public ModelFamily {
     const InfinityModelConfig config = config_of(bundle);
     const InfinityImageSize size = parse_infinity_image_size(config, request.image_size);
     const InfinityModel model = InfinityModel::load(bundle, torch_device(device), torch_dtype(device));
-    const std::string file = heatkv    ? kScaleAttentionProfileFile
-                             : scalekv ? kScaleKvCalibrationFile
-                             : hack    ? kHeadVarianceProfileFile
-                                       : kAmsKvCalibrationFile;
-    const std::string out = request.out.empty() ? stored_calibration_path(bundle.dir, file, size) : request.out;
+    const std::string out = request.out.empty()
+                                ? stored_calibration_path(bundle.dir, scale::calibration_file(request.policy), size)
+                                : request.out;
     const auto start = std::chrono::steady_clock::now();
-    std::string table;
-    if (heatkv) {
-      const ScaleAttentionProfile profile = calibrate_scale_attention(model, size, set);
-      profile.save(out);
-      table = scale::scas_table(profile);
-    } else if (scalekv) {
-      // K' as the policy's default uses it; a run with another top_k measures its own.
-      const LayerSelectivityProfile profile = calibrate_attention_selectivity(model, size, set, ScaleKvOptions{}.top_k);
-      profile.save(out);
-      table = scale::selectivity_table(profile);
-    } else if (hack) {
-      const HeadVarianceProfile profile = calibrate_head_variance(model, size, set);
-      profile.save(out);
-      table = scale::variance_table(profile);
-    } else {
-      AmsKvCalibration calibration = calibrate_key_similarity(model, size, set, fraction);
-      calibration.created = scale::utc_now();
-      calibration.command = !request.command.empty()
-                                ? request.command
-                                : format_text(
-                                      "kvstudio-cli calibrate --policy amskv --model %s --image-size %s "
-                                      "--images %lld --seed %llu --cfg %g --demanding-fraction %.6g",
-                                      bundle.dir.c_str(), size.text().c_str(), static_cast<long long>(set.prompts),
-                                      static_cast<unsigned long long>(set.seed), set.cfg, fraction);
-      calibration.save(out);
-      table = scale::similarity_table(calibration);
-    }
+    scale::ScaleCalibrationMeasures measure;
+    measure.heatkv = [&] { return calibrate_scale_attention(model, size, set); };
+    measure.scalekv = [&] { return calibrate_attention_selectivity(model, size, set, ScaleKvOptions{}.top_k); };
+    measure.hack = [&] { return calibrate_head_variance(model, size, set); };
+    measure.amskv = [&] { return calibrate_key_similarity(model, size, set, fraction); };
+    const std::string command =
+        !request.command.empty()
+            ? request.command
+            : format_text(
+                  "kvstudio-cli calibrate --policy amskv --model %s --image-size %s --images %lld --seed %llu "
+                  "--cfg %g --demanding-fraction %.6g",
+                  bundle.dir.c_str(), size.text().c_str(), static_cast<long long>(set.prompts),
+                  static_cast<unsigned long long>(set.seed), set.cfg, fraction);
+    const std::string table = scale::write_calibration(request.policy, out, measure, command);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return format_text("calibrated %s at %s on %lld prompt(s) at CFG %g in %.1f s (%s): wrote %s\n", model.name.c_str(),
                        size.text().c_str(), static_cast<long long>(set.prompts), set.cfg, seconds,

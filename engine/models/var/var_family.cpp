@@ -233,9 +233,8 @@ class VarFamily : public ModelFamily {
 
   std::string calibrate(const io::ModelBundle& bundle, const DeviceChoice& device,
                         const CalibrationRequest& request) const override {
-    const bool heatkv = request.policy == "heatkv", amskv = request.policy == "amskv",
-               scalekv = request.policy == "scalekv", hack = request.policy == "hack";
-    if (!heatkv && !amskv && !scalekv && !hack) return ModelFamily::calibrate(bundle, device, request);
+    if (!scale::is_calibrated_scale_policy(request.policy)) return ModelFamily::calibrate(bundle, device, request);
+    const bool scalekv = request.policy == "scalekv", amskv = request.policy == "amskv";
     if (!amskv && request.demanding_fraction != 0)
       throw InvalidArgumentError("option --demanding-fraction applies to --policy amskv");
     const double fraction = request.demanding_fraction != 0 ? request.demanding_fraction : 1.0 / 6.0;
@@ -257,42 +256,24 @@ class VarFamily : public ModelFamily {
     ScaleParams params;
     params.cfg = request.cfg >= 0 ? request.cfg : 1.5;
     params.seed = request.seed;
-    const std::string file = heatkv    ? kScaleAttentionProfileFile
-                             : scalekv ? kScaleKvCalibrationFile
-                             : hack    ? kHeadVarianceProfileFile
-                                       : kAmsKvCalibrationFile;
-    const std::string out = request.out.empty() ? bundle.dir + "/" + file : request.out;
+    const std::string out = request.out.empty() ? bundle.dir + "/" + scale::calibration_file(request.policy)
+                                                : request.out;
     const auto start = std::chrono::steady_clock::now();
-    std::string table;
-    if (heatkv) {
-      const ScaleAttentionProfile profile = calibrate_scale_attention(model, classes, params);
-      profile.save(out);
-      table = scale::scas_table(profile);
-    } else if (scalekv) {
-      // K' as the policy's default uses it; a run with another top_k measures its own.
-      const LayerSelectivityProfile profile = calibrate_attention_selectivity(model, classes, params,
-                                                                              ScaleKvOptions{}.top_k);
-      profile.save(out);
-      table = scale::selectivity_table(profile);
-    } else if (hack) {
-      const HeadVarianceProfile profile = calibrate_head_variance(model, classes, params);
-      profile.save(out);
-      table = scale::variance_table(profile);
-    } else {
-      AmsKvCalibration calibration = calibrate_key_similarity(model, classes, params, fraction);
-      calibration.created = scale::utc_now();
-      // The command as given, or one that repeats it (the classes and CFG as used).
-      calibration.command =
-          !request.command.empty()
-              ? request.command
-              : format_text(
-                    "kvstudio-cli calibrate --policy amskv --model %s --classes %s --seed %llu --cfg %g "
-                    "--demanding-fraction %.6g",
-                    bundle.dir.c_str(), join_ints(classes).c_str(), static_cast<unsigned long long>(request.seed),
-                    params.cfg, fraction);
-      calibration.save(out);
-      table = scale::similarity_table(calibration);
-    }
+    scale::ScaleCalibrationMeasures measure;
+    measure.heatkv = [&] { return calibrate_scale_attention(model, classes, params); };
+    measure.scalekv = [&] { return calibrate_attention_selectivity(model, classes, params, ScaleKvOptions{}.top_k); };
+    measure.hack = [&] { return calibrate_head_variance(model, classes, params); };
+    measure.amskv = [&] { return calibrate_key_similarity(model, classes, params, fraction); };
+    // AMS-KV's file records the command as given, or one that repeats it (the classes and CFG as used).
+    const std::string command =
+        !request.command.empty()
+            ? request.command
+            : format_text(
+                  "kvstudio-cli calibrate --policy amskv --model %s --classes %s --seed %llu --cfg %g "
+                  "--demanding-fraction %.6g",
+                  bundle.dir.c_str(), join_ints(classes).c_str(), static_cast<unsigned long long>(request.seed),
+                  params.cfg, fraction);
+    const std::string table = scale::write_calibration(request.policy, out, measure, command);
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return format_text("calibrated %s on %zu image(s) in %.1f s (%s): wrote %s\n", model.name.c_str(), classes.size(),
                        seconds, device.description.c_str(), out.c_str()) +
