@@ -63,6 +63,11 @@ class InfinityCalibrationProvider final : public CalibrationProvider {
 
   std::shared_ptr<const ScaleAttentionProfile> scale_attention(int64_t images, double cfg) override {
     const double at_cfg = cfg > 0 ? cfg : run_cfg_;
+    // A set of N prompts kept from an earlier run is answered without reading the file again.
+    if (images > 0)
+      if (const auto found = kept_.attention.find({size_.text(), images, at_cfg});
+          found != kept_.attention.end() && found->second)
+        return found->second;
     const std::string path = stored(kScaleAttentionProfileFile);
     const auto file = load_if_present<ScaleAttentionProfile>(path);
     // calibration_images=0 (the default): the stored file's prompts, else HeatKV's 10.
