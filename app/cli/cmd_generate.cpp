@@ -39,6 +39,10 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
   --images N          text models: images the prompt makes together (default 1)
   --size WxH          Lumina-mGPT models: the image size the prompt asks for, in pixels, multiples
                       of 32 (default: the model's own, e.g. 768x768; `kvstudio-cli info` lists the sizes)
+  --from IMAGE        raster models whose bundle ships the VQ encoder (LlamaGen, Janus-Pro): finish
+                      this PNG; it is scaled to cover the model's image size and its middle kept
+  --keep-rows K       with --from: the picture's top K token rows are given, the model draws the rest
+                      (1 to the image's token rows - 1; `kvstudio-cli info` shows the grid)
   --seed N|random     sampling seed (default 0); the same seed gives the same tokens
   --cfg F             classifier-free guidance scale (default: the model's, else 4.0; <= 1 disables).
                       VAR models ramp it over the scales, t = F * scale / (scales - 1); 0 disables
@@ -134,7 +138,9 @@ int cmd_generate(const std::vector<std::string>& args) {
                "--top-p", "--out", "--device", "--threads", "--policy", "--steps", "--cfg-schedule", "--dtype",
                "--sampler-rng", "--cuda-graphs",
                // Text models' conditioning.
-               "--prompt", "--prompt-file", "--negative-prompt", "--images", "--size"},
+               "--prompt", "--prompt-file", "--negative-prompt", "--images", "--size",
+               // Finishing a picture.
+               "--from", "--keep-rows"},
               {"--quiet", "--greedy", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
@@ -160,10 +166,14 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.steps = p.get_int("--steps", defaults.steps.value_or(0));
   request.cfg_schedule = p.get("--cfg-schedule", defaults.cfg_schedule.value_or(std::string()));
   request.image_size = p.get("--size", "");
+  request.from_image = p.get("--from", "");
+  request.keep_rows = p.get_int("--keep-rows", 0);
   for (const auto& [option, field] : {std::pair<const char*, const char*>{"--steps", "steps"},
                                       {"--cfg-schedule", "cfg_schedule"},
                                       {"--cfg-interval", "cfg_interval"},
-                                      {"--size", "image_size"}})
+                                      {"--size", "image_size"},
+                                      {"--from", "from_image"},
+                                      {"--keep-rows", "from_image"}})
     if (p.has(option) && !family.has_request_option(field))
       throw InvalidArgumentError(std::string("option ") + option + " does not apply to " + family.display_name +
                                  " models");
@@ -178,13 +188,14 @@ int cmd_generate(const std::vector<std::string>& args) {
   request.cuda_graphs = p.get("--cuda-graphs", "on");
   request.policy = parse_policy_spec(p.get("--policy", "full"));  // the option is where the spec comes in
   request.validate();
-
+  std::error_code ec;
+  if (request.finishes_picture() && !fs::is_regular_file(request.from_image, ec))
+    throw FileError("picture " + request.from_image + " does not exist");
   const std::string out = p.get("--out", (request.is_text() ? std::string("kvstudio_prompt")
                                                             : "kvstudio_c" + std::to_string(request.class_ids[0])) +
                                              "_s" + std::to_string(request.seed) + ".png");
   if (fs::path(out).extension() != ".png") throw InvalidArgumentError("--out must name a .png file, got '" + out + "'");
   const fs::path out_dir = fs::path(out).parent_path();
-  std::error_code ec;
   if (!out_dir.empty() && !fs::is_directory(out_dir, ec))
     throw FileError("output folder " + out_dir.string() + " does not exist");
 

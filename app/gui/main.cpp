@@ -127,6 +127,12 @@ int main(int argc, char** argv) {
   const QCommandLineOption imageSize({QStringLiteral("image-size")},
                                      QStringLiteral("Models that write several sizes (Lumina-mGPT): the image size"),
                                      QStringLiteral("WxH"));
+  const QCommandLineOption from({QStringLiteral("from")},
+                                QStringLiteral("Raster models with a VQ encoder: finish this PNG (with --keep-rows)"),
+                                QStringLiteral("PNG"));
+  const QCommandLineOption keepRows({QStringLiteral("keep-rows")},
+                                    QStringLiteral("With --from: the picture's top token rows that are given"),
+                                    QStringLiteral("K"));
   const QCommandLineOption steps({QStringLiteral("steps")}, QStringLiteral("Masked (MAR) models: decoding steps"),
                                  QStringLiteral("N"));
   const QCommandLineOption timeout({QStringLiteral("timeout")},
@@ -146,7 +152,7 @@ int main(int argc, char** argv) {
                      compareSchedule, switchPolicy, screenshot,  summary, debugOverlay,
                      differences,     captureLine,  seed,        classId, steps,
                      timeout,         size,         generateNow, tab,     attention});
-  parser.addOptions({prompt, negativePrompt, imageSize});
+  parser.addOptions({prompt, negativePrompt, imageSize, from, keepRows});
   parser.process(app);
 
   if (parser.isSet(runOnce) && !parser.isSet(screenshot)) {
@@ -203,8 +209,27 @@ int main(int argc, char** argv) {
                  window.model().name.c_str());
     return 2;
   }
+  if (parser.isSet(from) != parser.isSet(keepRows)) {
+    std::fprintf(stderr, "kvstudio: --from PNG and --keep-rows K go together\n");
+    return 2;
+  }
+  if (parser.isSet(from) && !window.model().finishes_pictures) {
+    std::fprintf(stderr,
+                 "kvstudio: model %s cannot finish a picture (a raster model whose bundle ships its VQ encoder can)\n",
+                 window.model().name.c_str());
+    return 2;
+  }
+  if (parser.isSet(keepRows)) {
+    bool ok = false;
+    const long long rows = parser.value(keepRows).toLongLong(&ok), grid = window.model().grid;
+    if (!ok || rows < 1 || rows >= grid) {
+      std::fprintf(stderr, "kvstudio: --keep-rows must be 1 to %lld: model %s draws %lld token rows\n", grid - 1,
+                   window.model().name.c_str(), grid);
+      return 2;
+    }
+  }
   if (parser.isSet(seed) || parser.isSet(classId) || parser.isSet(steps) || parser.isSet(prompt) ||
-      parser.isSet(negativePrompt) || parser.isSet(imageSize)) {
+      parser.isSet(negativePrompt) || parser.isSet(imageSize) || parser.isSet(from)) {
     kvs::ui::GenerationSettings s = window.parameters()->settings();
     if (parser.isSet(prompt)) s.prompt = parser.value(prompt);
     if (parser.isSet(negativePrompt)) {
@@ -214,6 +239,10 @@ int main(int argc, char** argv) {
     if (parser.isSet(seed)) s.seed = parser.value(seed).toULongLong();
     if (parser.isSet(classId)) s.classId = parser.value(classId).toLongLong();
     if (parser.isSet(steps)) s.steps = parser.value(steps).toLongLong();
+    if (parser.isSet(from)) {
+      s.finishFrom = parser.value(from);
+      s.keepRows = parser.value(keepRows).toLongLong();
+    }
     if (parser.isSet(imageSize)) {
       const auto& sizes = window.model().image_sizes;
       const std::string asked = parser.value(imageSize).toStdString();

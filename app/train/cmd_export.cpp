@@ -5,6 +5,7 @@
 #include "app/cli/arg_parser.h"
 #include "app/train/train_commands.h"
 #include "engine/core/errors.h"
+#include "engine/training/llamagen/bundle_export.h"
 #include "engine/training/trainable_families.h"
 
 namespace kvs::train_app {
@@ -12,7 +13,7 @@ namespace kvs::train_app {
 int cmd_export(const std::vector<std::string>& args, const std::string& command_line) {
   cli::ArgParser p(args,
                    {"--work", "--out", "--family", "--name", "--dtype", "--classifier", "--cfg", "--temperature",
-                    "--top-k", "--top-p", "--steps", "--cfg-schedule", "--num-sampling-steps"},
+                    "--top-k", "--top-p", "--steps", "--cfg-schedule", "--num-sampling-steps", "--encoder-into"},
                    {"--no-ema", "--shared-classifier", "--help"}, 0);
   if (p.flag("--help")) {
     std::puts(
@@ -36,7 +37,24 @@ int cmd_export(const std::vector<std::string>& args, const std::string& command_
         "  --steps N                decoding steps (default 32)\n"
         "  --cfg-schedule S         linear | constant (default linear)\n"
         "  --num-sampling-steps S   the diffusion head's respacing (default: the run's, ddim25)\n"
-        "  --no-ema                 ship the raw weights instead of the EMA");
+        "  --no-ema                 ship the raw weights instead of the EMA\n"
+        "\n"
+        "       kvstudio-train export --work DIR --encoder-into BUNDLE_DIR [--dtype f16|bf16|f32]\n"
+        "  Writes the VQ encoder DIR/vq fitted to BUNDLE_DIR's decoder (`kvstudio-train vq\n"
+        "  --decoder-from BUNDLE_DIR`) into that llamagen or janus-pro bundle (files.vq_encoder),\n"
+        "  so that it can finish pictures; the bundle's other files stay as they are.");
+    return 0;
+  }
+  if (p.has("--encoder-into")) {
+    for (const char* option : {"--out", "--family", "--name", "--classifier", "--cfg", "--temperature", "--top-k",
+                               "--top-p", "--steps", "--cfg-schedule", "--num-sampling-steps"})
+      if (p.has(option))
+        throw InvalidArgumentError(std::string("option ") + option + " does not apply to --encoder-into");
+    const std::string bundle = p.get("--encoder-into", "");
+    const std::string dtype = p.get("--dtype", "f16");
+    const int64_t n = training::export_vq_encoder_into_bundle(p.require("--work"), bundle, dtype);
+    std::printf("wrote the VQ encoder (%lld tensors, %s) into %s\n", static_cast<long long>(n), dtype.c_str(),
+                bundle.c_str());
     return 0;
   }
   training::BundleExportOptions o;

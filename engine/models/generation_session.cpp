@@ -69,6 +69,10 @@ GenerationResult GenerationSession::run_opened(const io::ModelBundle* opened, co
     if (!request.image_size.empty() && !family.description().has_request_option("image_size"))
       throw InvalidArgumentError("model " + bundle.name() + " (" + family.description().display_name +
                                  ") writes images of one size: an image size does not apply");
+    if (request.finishes_picture() && !family.description().has_request_option("from_image"))
+      throw InvalidArgumentError("model " + bundle.name() + " (" + family.description().display_name +
+                                 ") cannot finish a picture: only raster models whose bundle ships the VQ "
+                                 "encoder (LlamaGen, Janus-Pro) can");
     if (loaded_key_ != key || !loaded_) {
       loaded_key_.clear();
       loaded_.reset();  // free the old weights before loading new ones

@@ -43,7 +43,10 @@ ModelSummary summarize_model_bundle(const io::ModelBundle& bundle) {
   const auto size = fs::file_size(bundle.weights_path(), ec);
   if (ec) throw FileError("weights file " + bundle.weights_path() + " is missing or unreadable");
   s.weights_bytes = static_cast<int64_t>(size);
-  find_model_family(s.family).summarize(bundle, s);
+  const ModelFamily& family = find_model_family(s.family);
+  family.summarize(bundle, s);
+  s.finishes_pictures = family.description().has_request_option("from_image") && m.contains("files") &&
+                        m["files"].is_object() && m["files"].contains("vq_encoder");
   return s;
 }
 

@@ -34,6 +34,8 @@ struct StartedEvent {
   // Next-scale families: each scale's token grid, coarse to fine (heights and
   // widths; Infinity's aspect templates make them rectangles).
   std::vector<int64_t> unit_heights, unit_widths;
+  // Raster runs that finish a picture: its top units (lines) given, not drawn.
+  int64_t given_units = 0;
 };
 
 struct TokenProgressEvent {

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <sstream>
 
 #include "engine/core/errors.h"
@@ -59,8 +60,11 @@ PngTextChunks generation_png_chunks(const GenerationRequest& request, const Gene
              << ", Seed: " << request.seed << ", Temperature: " << format_number(request.sampling.temperature)
              << ", Top-k: " << request.sampling.top_k << ", Top-p: " << format_number(request.sampling.top_p)
              << ", Size: " << img.width << "x" << img.height << ", Batch size: " << n << ", Batch pos: " << index
-             << ", Model: " << result.model_name << ", KV policy: " << result.policy << ", Version: KV Studio "
-             << version;
+             << ", Model: " << result.model_name << ", KV policy: " << result.policy;
+  if (request.finishes_picture())
+    parameters << ", Finished from: " << std::filesystem::path(request.from_image).filename().string()
+               << ", Kept rows: " << request.keep_rows;
+  parameters << ", Version: KV Studio " << version;
   const std::string generator = "KV Studio " + version;
   nlohmann::json meta = {{"generator", generator},
                          {"request", to_json(request)},
@@ -110,6 +114,8 @@ GenerationRequest request_from_json(const nlohmann::json& j) {
   read_field(j, "negative_prompt", &r.negative_prompt, where);
   read_field(j, "images", &r.images, where);
   read_field(j, "image_size", &r.image_size, where);
+  read_field(j, "from_image", &r.from_image, where);
+  read_field(j, "keep_rows", &r.keep_rows, where);
   return r;
 }
 

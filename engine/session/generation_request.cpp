@@ -23,6 +23,11 @@ void GenerationRequest::validate() const {
     if (c < 0) throw InvalidArgumentError("class id " + std::to_string(c) + " is negative");
   if (class_ids.size() > 256)
     throw InvalidArgumentError("batch of " + std::to_string(class_ids.size()) + " is larger than 256");
+  if (keep_rows < 0) throw InvalidArgumentError("keep rows must be >= 0 (got " + std::to_string(keep_rows) + ")");
+  if (finishes_picture() && keep_rows == 0)
+    throw InvalidArgumentError("finishing a picture needs the rows to keep (--keep-rows K, at least 1)");
+  if (!finishes_picture() && keep_rows > 0)
+    throw InvalidArgumentError("rows to keep need the picture they come from (--from IMAGE)");
   parse_run_dtype(dtype);
   parse_cuda_graphs(cuda_graphs);
   if (!(cfg_scale >= 0)) throw InvalidArgumentError("cfg scale must be >= 0");
@@ -58,6 +63,10 @@ nlohmann::json to_json(const GenerationRequest& r) {
     j["negative_prompt"] = r.negative_prompt;
     j["images"] = r.images;
     if (!r.image_size.empty()) j["image_size"] = r.image_size;
+  }
+  if (r.finishes_picture()) {
+    j["from_image"] = r.from_image;
+    j["keep_rows"] = r.keep_rows;
   }
   return j;
 }

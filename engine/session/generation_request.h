@@ -26,6 +26,12 @@ struct GenerationRequest {
   // pixels, as the prompt states it ("" = the model's own size). The others
   // refuse a size.
   std::string image_size;
+  // Finishing a picture (raster families with a VQ encoder): the PNG whose top
+  // `keep_rows` token rows are given (encoded by the model's tokenizer, the
+  // picture scaled to cover the image and its middle kept); the model draws the
+  // rest. Empty / 0: nothing given.
+  std::string from_image;
+  int64_t keep_rows = 0;
   uint64_t seed = 0;
   double cfg_scale = 4.0;     // > 1 enables classifier-free guidance
   int64_t cfg_interval = -1;  // -1: CFG on every step
@@ -49,6 +55,7 @@ struct GenerationRequest {
   int64_t attention_head = -1;       // KV head, -1: mean over heads
 
   bool is_text() const { return !prompt.empty(); }
+  bool finishes_picture() const { return !from_image.empty(); }
   // Images in the batch: the class ids, or `images` for a prompt.
   int64_t batch() const { return is_text() ? images : static_cast<int64_t>(class_ids.size()); }
 

@@ -45,6 +45,9 @@ struct ModelSummary {
   // Models that write several image sizes (Lumina-mGPT): the sizes a prompt may
   // ask for, "WIDTHxHEIGHT" in pixels, the model's own first. Empty: one size.
   std::vector<std::string> image_sizes;
+  // Raster models whose bundle ships its VQ encoder (files.vq_encoder): they can
+  // finish a picture from its top `grid` rows (GenerationRequest::from_image).
+  bool finishes_pictures = false;
   ModelSamplingDefaults sampling_defaults;
   bool usable() const { return problem.empty(); }
 };

@@ -1,6 +1,5 @@
 #include "engine/training/bundle_start.h"
 
-#include <filesystem>
 #include <functional>
 
 #include "engine/core/errors.h"
@@ -9,13 +8,13 @@
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_reader.h"
 #include "engine/io/tensor_spec.h"
+#include "engine/models/blocks/vq_encoder.h"
 #include "engine/models/janus/janus_config.h"
 #include "engine/models/janus/janus_weights.h"
 #include "engine/models/llamagen/llamagen_config.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 
 namespace kvs::training {
-namespace fs = std::filesystem;
 namespace {
 
 // Float32 CPU copies of `expected` from `tensors` (named without the prefix).
@@ -81,22 +80,7 @@ BundleVq read_bundle_vq(const std::string& bundle_dir) {
                              "file " + bundle.weights_path() + " (" + prefix + "*)");
   out.fingerprint = decoder_fingerprint(out.decoder);
 
-  const auto files = bundle.manifest.value("files", nlohmann::json::object());
-  if (files.contains("vq_encoder")) {
-    if (!files["vq_encoder"].is_string())
-      throw FormatError("file " + (fs::path(bundle.dir) / "model.json").string() +
-                        ": files.vq_encoder must be a string");
-    const std::string name = files["vq_encoder"].get<std::string>();
-    if (name.empty() || name.find("..") != std::string::npos || fs::path(name).is_absolute())
-      throw FormatError("file " + (fs::path(bundle.dir) / "model.json").string() +
-                        ": files.vq_encoder must be a file inside the bundle folder");
-    const std::string path = (fs::path(bundle.dir) / name).string();
-    auto encoder = io::SafetensorsReader::open(path, io::TensorMemory::OwnedCopy);
-    std::map<std::string, at::Tensor> all;
-    for (const auto& n : encoder->names()) all.emplace(n, encoder->tensor(n));
-    out.encoder = float_copies(all, llamagen::vq_encoder_expected_tensors(out.config.arch, out.config.encoder_levels()),
-                               "file " + path);
-  }
+  out.encoder = vq::read_bundle_vq_encoder(bundle, out.config.arch);
   return out;
 }
 

@@ -17,13 +17,14 @@
 #include <map>
 #include <string>
 
+#include "engine/models/blocks/vq_encoder.h"
 #include "engine/models/janus/janus_config.h"
 #include "engine/training/llamagen/vq_model.h"
 
 namespace kvs::training {
 
 // The bundle's file of the encoder half, when an export wrote one.
-inline constexpr const char* kVqEncoderFile = "vq-encoder.safetensors";
+using vq::kVqEncoderFile;
 
 struct BundleVq {
   VqModelConfig config;  // the bundle's VQ (encoder levels = the decoder's)

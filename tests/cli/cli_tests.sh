@@ -89,6 +89,21 @@ else
   fail "prompt-uses-the-text-demo: $out"
 fi
 
+# Finishing a picture: the text demo ships its VQ encoder, so the lake's top rows
+# can be kept and the rest drawn; the PNG records both. Wrong uses are refused.
+if out=$("$cli" generate --prompt "a lake under a clear sky" --from "$work/lake.png" --keep-rows 5 --seed 4 \
+           --policy linear:rho=1/4 --out "$work/finished.png" --quiet 2>&1) &&
+   "$cli" inspect "$work/finished.png" | grep -q "Finished from: lake.png, Kept rows: 5"; then
+  pass finish-a-picture
+else
+  fail "finish-a-picture: $out"
+fi
+expect_error keep-rows-without-picture "rows to keep need the picture they come from \(--from IMAGE\)" -- generate --prompt "a" --keep-rows 3 --out "$work/x.png"
+expect_error picture-without-rows "finishing a picture needs the rows to keep \(--keep-rows K, at least 1\)" -- generate --prompt "a" --from "$work/lake.png" --out "$work/x.png"
+expect_error missing-picture "picture $work/none.png does not exist" -- generate --prompt "a" --from "$work/none.png" --keep-rows 2 --out "$work/x.png"
+expect_error keep-every-row "keeping 16 rows leaves nothing to draw: janus-pro-demo's images have 16 token rows, so keep 1 to 15" -- generate --prompt "a" --from "$work/lake.png" --keep-rows 16 --out "$work/x.png" --quiet
+expect_error finish-on-var "option --from does not apply to .* models" -- generate --model "$demos/var-demo" --class 1 --from "$work/lake.png" --keep-rows 2 --out "$work/x.png"
+
 if ((full_scope)); then  # generations and benches on the demo model
 # generate: PNG with metadata, same seed -> same tokens, different seed -> different.
 if "$cli" generate --class 3 --seed 11 --out "$work/a.png" --quiet >/dev/null &&

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <filesystem>
 
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
@@ -15,6 +16,7 @@
 #include "tests/engine/test_helpers.h"
 
 using namespace kvs;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -56,6 +58,9 @@ TEST(Converter, OfficialCheckpointsReproduceTheOfficialTokens) {
   EXPECT_EQ(report.gpt.grid_size(), 16);
   EXPECT_EQ(report.vq.decoder_ch_mult, (std::vector<int64_t>{1, 1, 1}));
   EXPECT_EQ(report.dropped_keys.size(), 5u);
+  // A partial encoder (two of its tensors) is dropped: the bundle cannot finish pictures.
+  EXPECT_FALSE(report.encoder_kept);
+  EXPECT_FALSE(fs::exists(out.path() / "vq-encoder.safetensors"));
   auto model = llamagen::LlamaGenModel::load(io::ModelBundle::open(out.path().string()), at::Device(at::kCPU));
   auto io_file = io::SafetensorsReader::open(test::conformance_dir() + "/llamagen_c2i_tiny.io.safetensors");
   raster::RasterParams p;
@@ -63,6 +68,25 @@ TEST(Converter, OfficialCheckpointsReproduceTheOfficialTokens) {
   p.sampling.top_k = 1;
   auto result = llamagen::generate_raster(*model.gpt, io_file->tensor("labels"), p);
   EXPECT_TRUE(at::equal(result.tokens, io_file->tensor("tokens_cfg4").to(at::kLong)));
+}
+
+// The whole official VQModel: its encoder half goes beside the weights, and the
+// bundle encodes pictures with exactly those tensors.
+TEST(Converter, KeepsACompleteEncoderSoThatTheBundleCanFinishPictures) {
+  REQUIRE_CHECKPOINTS();
+  test::TempDir out;
+  auto report = llamagen::convert_llamagen_checkpoint(
+      options("c2i_tiny.pt", "vq_tiny_with_encoder.pt", out.path().string()));
+  EXPECT_TRUE(report.encoder_kept);
+  EXPECT_EQ(report.dropped_keys, (std::vector<std::string>{"quantize.codebook_used"}));
+  const io::ModelBundle bundle = io::ModelBundle::open(out.path().string());
+  EXPECT_EQ(bundle.manifest.at("files").at("vq_encoder"), "vq-encoder.safetensors");
+  auto model = llamagen::LlamaGenModel::load(bundle, at::Device(at::kCPU));
+  ASSERT_TRUE(model.encoder != nullptr);
+  auto weights = io::SafetensorsReader::open(bundle.weights_path());
+  EXPECT_FALSE(weights->contains("vq.encoder.conv_in.weight"));
+  const at::Tensor pictures = at::rand({1, 3, 64, 64}) * 2 - 1;
+  EXPECT_EQ(model.encoder->encode_codes(pictures).sizes(), (at::IntArrayRef{1, 256}));
 }
 
 TEST(Converter, RawDdpStateDictInBf16AndDtypeOption) {

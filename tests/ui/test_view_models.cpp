@@ -346,6 +346,27 @@ class TestViewModels : public QObject {
     QVERIFY(loaded.seedMode == SeedMode::RandomEachRun);
   }
 
+  // Finishing a picture travels to the request and back (a recalled PNG brings
+  // it back), but never into the settings file: a restart does not finish one.
+  void finishingAPictureIsARequestNotASetting() {
+    GenerationSettings s;
+    s.modelDir = "/models/x";
+    s.finishFrom = "/pictures/start.png";
+    s.keepRows = 5;
+    const kvs::GenerationRequest r = s.toRequest();
+    QCOMPARE(r.from_image, std::string("/pictures/start.png"));
+    QCOMPARE(r.keep_rows, int64_t{5});
+    const GenerationSettings back = GenerationSettings::fromRequest(r);
+    QCOMPARE(back.finishFrom, s.finishFrom);
+    QCOMPARE(back.keepRows, int64_t{5});
+    QTemporaryDir dir;
+    QSettings q(dir.filePath("s.ini"), QSettings::IniFormat);
+    s.save(q);
+    QVERIFY(GenerationSettings::load(q, GenerationSettings{}).finishFrom.isEmpty());
+    s.finishFrom.clear();
+    QVERIFY(s.toRequest().from_image.empty());
+  }
+
   void historySavesAndRecallsPng() {
     HistoryModel history;
     kvs::GenerationRequest request;

@@ -14,6 +14,8 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDialog>
+#include <QGroupBox>
+#include <QImage>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -307,6 +309,41 @@ class TestWindowFamilies : public QObject {
     QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after a Janus-Pro generation");
   }
 
+  // The Janus-Pro demo ships its VQ encoder: a picture's top rows are given and
+  // the model draws the rest, the canvas marking where the given rows end.
+  void janusFinishesAPictureFromItsTopRows() {
+    QTemporaryDir dir;
+    const QString picture = dir.filePath(QStringLiteral("start.png"));
+    QImage start(96, 80, QImage::Format_RGB32);
+    for (int y = 0; y < start.height(); ++y)
+      for (int x = 0; x < start.width(); ++x) start.setPixel(x, y, qRgb(40 + x * 2, 90 + y, y < 40 ? 220 : 30));
+    QVERIFY(start.save(picture));
+    MainWindow w(options(KVSTUDIO_JANUS_DEMO));
+    w.show();
+    QVERIFY(w.model().finishes_pictures);
+    auto* box = w.parameters()->findChild<QGroupBox*>(QStringLiteral("finishBox"));
+    QVERIFY(box && box->isVisibleTo(w.parameters()));
+    auto* keep = w.parameters()->findChild<QSpinBox*>(QStringLiteral("keepRows"));
+    QVERIFY(keep);
+    QCOMPARE(keep->maximum(), static_cast<int>(w.model().grid) - 1);
+    box->setChecked(true);
+    w.parameters()->findChild<QLineEdit*>(QStringLiteral("finishPath"))->setText(picture);
+    keep->setValue(6);
+    w.parameters()
+        ->findChild<QPlainTextEdit*>(QStringLiteral("promptEdit"))
+        ->setPlainText(QStringLiteral("a lake under a clear sky"));
+    QVERIFY(w.setPolicySpec(QStringLiteral("linear:rho=0.25")));
+    QSignalSpy done(&w, &MainWindow::runFinished);
+    QVERIFY(w.generate());
+    QVERIFY(done.wait(120000));
+    QCOMPARE(w.run()->started().given_units, int64_t{6});
+    QCOMPARE(w.run()->unitsDone(), w.run()->unitsTotal());
+    QVERIFY2(canvasSpread(w.canvas()) > 4, "canvas is blank after finishing a picture");
+    // Off again: the next run draws every row.
+    box->setChecked(false);
+    QVERIFY(w.parameters()->settings().finishFrom.isEmpty());
+  }
+
   void luminaOffersItsSizesAndStreamsRowsWithTheirEndOfLineTokens() {
     MainWindow w(options(KVSTUDIO_LUMINA_DEMO));
     w.show();
@@ -317,6 +354,8 @@ class TestWindowFamilies : public QObject {
     auto* sizes = w.parameters()->findChild<QComboBox*>(QStringLiteral("sizeCombo"));
     QVERIFY(sizes && sizes->isVisibleTo(w.parameters()));
     QCOMPARE(sizes->itemText(0), QStringLiteral("256x256"));  // the model's own size first
+    // No encoder in this bundle: nothing to finish a picture with.
+    QVERIFY(!w.parameters()->findChild<QGroupBox*>(QStringLiteral("finishBox"))->isVisibleTo(w.parameters()));
     const int wide = sizes->findText(QStringLiteral("512x128"));
     QVERIFY(wide > 0);
     sizes->setCurrentIndex(wide);

@@ -17,6 +17,10 @@ kvs::GenerationRequest GenerationSettings::toRequest() const {
   } else {
     r.class_ids.assign(static_cast<size_t>(std::max(1, batch)), classId);
   }
+  if (!finishFrom.isEmpty()) {
+    r.from_image = finishFrom.toStdString();
+    r.keep_rows = keepRows;
+  }
   r.seed = seed;
   r.cfg_scale = cfgScale;
   r.sampling.temperature = temperature;
@@ -46,6 +50,8 @@ GenerationSettings GenerationSettings::fromRequest(const kvs::GenerationRequest&
   s.negativePrompt = QString::fromStdString(r.negative_prompt);
   s.negativePromptEnabled = !r.negative_prompt.empty();
   s.imageSize = QString::fromStdString(r.image_size);
+  s.finishFrom = QString::fromStdString(r.from_image);
+  s.keepRows = r.keep_rows;
   s.batch = 1;
   s.seed = r.seed;
   s.seedMode = SeedMode::Fixed;

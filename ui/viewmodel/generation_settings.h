@@ -31,6 +31,11 @@ struct GenerationSettings {
   QStringList promptHistory;  // most recent first, at most kMaxPromptHistory
   // Models that write several sizes (Lumina-mGPT): "WIDTHxHEIGHT", "" = the model's own.
   QString imageSize;
+  // Raster models with an encoder: the PNG whose top `keepRows` token rows are
+  // given ("" = none). Not kept in the settings file: a run finishes a picture
+  // only when the person asked for it in this window.
+  QString finishFrom;
+  int64_t keepRows = 0;
   quint64 seed = 0;
   SeedMode seedMode = SeedMode::Fixed;
   double cfgScale = 4.0;

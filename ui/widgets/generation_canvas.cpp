@@ -234,6 +234,23 @@ void GenerationCanvas::paintRaster(QPainter& p, const QRect& img) {
     }
     p.setRenderHint(QPainter::Antialiasing, false);
   }
+  // A finished picture: where the rows taken from it end and the model's begin.
+  if (s.given_units > 0 && s.given_units < grid.height) {
+    const int y = img.top() + static_cast<int>(s.given_units * cell);
+    p.setPen(QPen(QColor(255, 196, 70), compact_ ? 1.5 : 2.0, Qt::DashLine));
+    p.drawLine(img.left(), y, img.right(), y);
+    if (!compact_) {
+      const QString label = tr("%n row(s) given above, drawn below", "", static_cast<int>(s.given_units));
+      QFont f = font();
+      f.setPointSizeF(f.pointSizeF() * 0.85);
+      p.setFont(f);
+      const QRect box = p.fontMetrics().boundingRect(label).adjusted(-4, -2, 4, 2);
+      const QRect at(img.right() - box.width() - 6, y - box.height() - 3, box.width(), box.height());
+      p.fillRect(at, QColor(16, 18, 24, 200));
+      p.setPen(QColor(255, 196, 70));
+      p.drawText(at, Qt::AlignCenter, label);
+    }
+  }
   p.setPen(QColor(70, 75, 88));
   p.drawRect(img.adjusted(0, 0, -1, -1));
 

@@ -6,6 +6,7 @@
 #include <QComboBox>
 #include <QCompleter>
 #include <QDoubleSpinBox>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QGroupBox>
 #include <QHBoxLayout>
@@ -126,6 +127,43 @@ ParameterPanel::ParameterPanel(QWidget* parent) : QWidget(parent), family_(famil
       tr("The image size the prompt asks for (width x height in pixels): the model's own first, then the "
          "other shapes it was trained on. Larger sizes take more rows, and every row more tokens"));
   form->addRow(tr("Size"), size_combo_);
+
+  // Finishing a picture (raster models whose bundle ships the VQ encoder).
+  finish_box_ = new QGroupBox(tr("Finish a picture"), what);
+  finish_box_->setObjectName(QStringLiteral("finishBox"));
+  finish_box_->setCheckable(true);
+  finish_box_->setChecked(false);
+  finish_box_->setToolTip(
+      tr("Keep a picture's top rows and let the model draw the rest: the picture is scaled to cover the image, "
+         "its middle kept, and its top rows encoded into tokens the model is given (and caches like any other)"));
+  auto* fb = new QFormLayout(finish_box_);
+  fb->setContentsMargins(4, 4, 4, 4);
+  auto* pathRow = new QHBoxLayout;
+  finish_path_ = new QLineEdit(finish_box_);
+  finish_path_->setObjectName(QStringLiteral("finishPath"));
+  finish_path_->setPlaceholderText(tr("a PNG picture…"));
+  auto* open = new QToolButton(finish_box_);
+  open->setText(tr("Open…"));
+  open->setToolTip(tr("Pick the PNG whose top rows to keep"));
+  connect(open, &QToolButton::clicked, this, [this] {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Picture to finish"), finish_path_->text(),
+                                                      tr("PNG pictures (*.png)"));
+    if (!path.isEmpty()) finish_path_->setText(path);
+  });
+  pathRow->addWidget(finish_path_, 1);
+  pathRow->addWidget(open);
+  fb->addRow(tr("Picture"), pathRow);
+  keep_rows_ = new QSpinBox(finish_box_);
+  keep_rows_->setObjectName(QStringLiteral("keepRows"));
+  keep_rows_->setToolTip(tr("Token rows taken from the picture; the model draws every row below them"));
+  fb->addRow(tr("Rows kept"), keep_rows_);
+  // A collapsed box while off: only its title and check box take room.
+  auto showFinishing = [this, fb](bool on) {
+    for (int row = 0; row < fb->rowCount(); ++row) fb->setRowVisible(row, on);
+  };
+  connect(finish_box_, &QGroupBox::toggled, this, showFinishing);
+  showFinishing(false);
+  form->addRow(finish_box_);
 
   auto* seedRow = new QHBoxLayout;
   seed_edit_ = new QLineEdit(QStringLiteral("0"), what);
@@ -293,6 +331,7 @@ void ParameterPanel::applyConditioning() {
   image_form_->setRowVisible(class_combo_, !text);
   image_form_->setRowVisible(prompt_box_, text);
   image_form_->setRowVisible(size_combo_, text && !model_.image_sizes.empty());
+  applyFinishing();
   batch_label_->setText(text ? tr("Images") : tr("Batch"));
   batch_->setToolTip(text ? tr("Images the prompt makes together (the canvas follows the first; all go to the history)")
                           : tr("Images generated together (the canvas follows the first; all go to the history)"));
@@ -369,6 +408,16 @@ void ParameterPanel::refillPolicies() {
   }
   const int keep = policy_combo_->findData(current);
   policy_combo_->setCurrentIndex(keep >= 0 ? keep : 0);
+}
+
+void ParameterPanel::applyFinishing() {
+  const bool can = model_.finishes_pictures && model_.grid > 1;
+  image_form_->setRowVisible(finish_box_, can);
+  if (!can) return;
+  const int rows = static_cast<int>(model_.grid);
+  keep_rows_->setRange(1, rows - 1);
+  keep_rows_->setSuffix(tr(" of %1").arg(rows));
+  if (keep_rows_->value() < 1 || keep_rows_->value() >= rows) keep_rows_->setValue(rows / 2);
 }
 
 void ParameterPanel::applyFamilyToSampling() {
@@ -473,6 +522,10 @@ GenerationSettings ParameterPanel::settings() const {
   s.device = device_->currentData().toString();
   s.dtype = dtype_->currentText();
   s.policy = policySpec();
+  if (model_.finishes_pictures && finish_box_->isChecked() && !finish_path_->text().trimmed().isEmpty()) {
+    s.finishFrom = finish_path_->text().trimmed();
+    s.keepRows = keep_rows_->value();
+  }
   return s;
 }
 
@@ -480,6 +533,11 @@ void ParameterPanel::setSettings(const GenerationSettings& s) {
   if (s.classId >= 0 && s.classId < class_combo_->count()) class_combo_->setCurrentIndex(static_cast<int>(s.classId));
   prompt_edit_->setPlainText(s.prompt);
   negative_edit_->setPlainText(s.negativePrompt);
+  finish_box_->setChecked(!s.finishFrom.isEmpty());
+  if (!s.finishFrom.isEmpty()) {
+    finish_path_->setText(s.finishFrom);
+    keep_rows_->setValue(static_cast<int>(s.keepRows));
+  }
   negative_box_->setChecked(s.negativePromptEnabled);
   if (const int index = size_combo_->findText(s.imageSize); index >= 0 || s.imageSize.isEmpty())
     size_combo_->setCurrentIndex(std::max(index, 0));

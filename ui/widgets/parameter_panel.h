@@ -76,6 +76,7 @@ class ParameterPanel : public QWidget {
 
  private:
   void applyConditioning();
+  void applyFinishing();
   void refillPromptHistory();
   void onPolicyChosen();
   void onBudgetModeChanged();
@@ -111,6 +112,11 @@ class ParameterPanel : public QWidget {
   QSpinBox* steps_;
   QLabel* steps_label_;
   QComboBox* size_combo_;  // models that write several sizes (ModelSummary::image_sizes)
+  // Raster models with an encoder (ModelSummary::finishes_pictures): a picture
+  // whose top rows are given, the model drawing the rest.
+  QGroupBox* finish_box_;
+  QLineEdit* finish_path_;
+  QSpinBox* keep_rows_;
   QLabel* budget_caption_;
   QComboBox* device_;
   QComboBox* policy_combo_;

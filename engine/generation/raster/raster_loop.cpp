@@ -40,6 +40,12 @@ RasterResult generate(RasterNetwork& network, const RasterShape& shape, const Ra
     throw InvalidArgumentError("raster generation: " + std::to_string(n_tokens) +
                                " image tokens are not whole lines of " + std::to_string(shape.line_tokens));
   const bool use_cfg = params.cfg_scale > 1.0;
+  const int64_t given = params.given_tokens.defined() ? params.given_tokens.size(-1) : 0;
+  if (params.given_tokens.defined() &&
+      (params.given_tokens.dim() != 2 || params.given_tokens.size(0) != batch || given <= 0 || given >= n_tokens))
+    throw InvalidArgumentError("raster generation: given tokens " + c10::str(params.given_tokens.sizes()) +
+                               " must be [" + std::to_string(batch) + ", n] with 0 < n < " + std::to_string(n_tokens));
+  const at::Tensor given_tokens = given > 0 ? params.given_tokens.to(at::kCPU, at::kLong) : at::Tensor();
   const int64_t capacity = hooks.cache_capacity_tokens > 0 ? std::min(hooks.cache_capacity_tokens, n_tokens) : n_tokens;
   KvStore cache = network.make_cache(use_cfg ? 2 * batch : batch, shape.condition_tokens + capacity);
   // Policies decide at line ends: a segment needs room for at most one line more
@@ -60,8 +66,9 @@ RasterResult generate(RasterNetwork& network, const RasterShape& shape, const Ra
     logits = network.constrain(step, logits);
     if (static_cast<int64_t>(result.step_logits.size()) < hooks.record_logits_steps)
       result.step_logits.push_back(logits.to(at::kCPU).clone());
-    at::Tensor next = params.choose ? params.choose(step, logits).to(logits.device(), at::kLong).reshape({-1})
-                                    : sampler.sample(logits, params.sampling);
+    at::Tensor next = step < given    ? given_tokens.select(1, step).to(logits.device())
+                      : params.choose ? params.choose(step, logits).to(logits.device(), at::kLong).reshape({-1})
+                                      : sampler.sample(logits, params.sampling);
     if (!record_tokens) record_tokens.emplace(result.tokens, next.device(), shape.line_tokens);
     record_tokens->put(step, next);
     return next;

@@ -66,6 +66,10 @@ struct RasterParams {
   // (CFG-combined) logits [B, V], returns the ids [B] (int64). Conformance uses
   // it to replay the official program's draws exactly.
   std::function<at::Tensor(int64_t step, const at::Tensor& logits)> choose;
+  // Tokens given instead of drawn, for finishing a picture from its top rows:
+  // [B, n] int64 (CPU), 0 < n < image tokens. Steps 0..n-1 feed them (the
+  // network and the policy see them as any token); drawing starts at token n.
+  at::Tensor given_tokens;
 };
 
 struct RasterHooks {

@@ -6,10 +6,31 @@
 #include <memory>
 
 #include "engine/cache/policies/policy_registry.h"
+#include "engine/core/errors.h"
+#include "engine/image/png_file.h"
 #include "engine/session/event_snapshots.h"
 #include "engine/session/request_checks.h"
 
 namespace kvs::raster {
+
+at::Tensor given_rows(const RasterRun& run, const GenerationRequest& request) {
+  if (!request.finishes_picture()) return {};
+  if (!run.encode)
+    throw InvalidArgumentError("model " + run.model_name +
+                               " cannot read a picture: its bundle ships no VQ encoder (files.vq_encoder)");
+  if (request.keep_rows >= run.grid_height)
+    throw InvalidArgumentError("keeping " + std::to_string(request.keep_rows) + " rows leaves nothing to draw: " +
+                               run.model_name + "'s images have " + std::to_string(run.grid_height) +
+                               " token rows, so keep 1 to " + std::to_string(run.grid_height - 1));
+  const at::Tensor codes = run.encode(read_png(request.from_image).image).to(at::kCPU, at::kLong).reshape({-1});
+  if (codes.numel() != run.grid_height * run.grid_width)
+    throw ModelMismatchError("the encoder gave " + std::to_string(codes.numel()) + " codes for a " +
+                             std::to_string(run.grid_height) + "x" + std::to_string(run.grid_width) + " token grid");
+  return codes.narrow(0, 0, request.keep_rows * run.grid_width)
+      .unsqueeze(0)
+      .expand({run.shape.images, -1})
+      .contiguous();
+}
 
 GenerationResult stream_raster(RasterNetwork& network, const RasterRun& run, const GenerationRequest& request,
                                const RunContext& ctx, RasterResult* raster_out) {
@@ -18,6 +39,8 @@ GenerationResult stream_raster(RasterNetwork& network, const RasterRun& run, con
   const int64_t batch = shape.images, n_tokens = shape.image_tokens, line = shape.line_tokens;
   const int64_t units = n_tokens / line;
   const int64_t total_positions = shape.condition_tokens + n_tokens;
+  RasterParams params = run.params;
+  params.given_tokens = given_rows(run, request);
   ctx.emit(StartedEvent{run.model_name,
                         ctx.device_description,
                         batch,
@@ -30,7 +53,8 @@ GenerationResult stream_raster(RasterNetwork& network, const RasterRun& run, con
                         shape.condition_tokens,
                         run.condition_labels,
                         {},
-                        {}});
+                        {},
+                        request.finishes_picture() ? request.keep_rows : 0});
 
   RunClock clock;
   std::unique_ptr<CachePolicy> policy = make_policy(request.policy, run.policy_context);
@@ -71,7 +95,7 @@ GenerationResult stream_raster(RasterNetwork& network, const RasterRun& run, con
       policy = make_policy(parse_policy_spec(spec), run.policy_context);
     });
   };
-  RasterResult raster = generate(network, shape, run.params, hooks);
+  RasterResult raster = generate(network, shape, params, hooks);
 
   GenerationResult result = clock.result(run.model_name, ctx, run.grid_width, n_tokens);
   result.grid_height = run.grid_height;

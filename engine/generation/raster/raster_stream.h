@@ -33,7 +33,18 @@ struct RasterRun {
   RasterParams params;
   // codes [B, image_tokens] (CPU int64) -> the pictures.
   std::function<std::vector<RgbImage>(const at::Tensor& codes)> decode;
+  // A picture -> its codes [image_tokens] (CPU int64), scaled and cut to the
+  // image's size: what finishing a picture keeps the top rows of. Unset when the
+  // model has no image encoder (such a request is then refused).
+  std::function<at::Tensor(const RgbImage& picture)> encode;
 };
+
+// The given tokens of a request that finishes a picture ([batch, keep_rows *
+// grid_width], the picture's top rows for every image), or an undefined tensor
+// when it finishes none. Throws InvalidArgumentError when the model cannot read
+// a picture or the rows do not leave one to draw, FileError / FormatError for
+// an unreadable PNG.
+at::Tensor given_rows(const RasterRun& run, const GenerationRequest& request);
 
 // Runs `network` under the request's policy (and any change asked for at a line
 // end); `raster`, when given, receives the loop's own result (graph steps, tokens).

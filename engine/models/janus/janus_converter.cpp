@@ -7,9 +7,12 @@
 #include <map>
 
 #include "engine/core/errors.h"
+#include "engine/core/logging.h"
 #include "engine/io/bundle_weights.h"
 #include "engine/io/hf_folder.h"
 #include "engine/io/tensor_spec.h"
+#include "engine/models/blocks/vq_encoder.h"
+#include "engine/models/blocks/vq_weights.h"
 #include "engine/models/janus/janus_model.h"
 #include "engine/models/janus/janus_weights.h"
 
@@ -73,14 +76,24 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
   // Every tensor of every shard: the generation tensors are kept (checked
   // against the config below), the parts generation never uses are dropped, and
   // anything else means this is not the checkpoint the config describes.
-  io::HfShardTensors shards = io::read_hf_shards(dir, "Janus-Pro", is_unused_janus_key,
-                                                 [&](size_t i, size_t n, const std::string& file) {
-                                                   if (progress)
-                                                     progress(static_cast<double>(i) / n, "reading " + file);
-                                                 });
+  // gen_vision_model's encoder half is read too: it goes beside the weights
+  // when it is all there (finishing a picture encodes with it).
+  const std::string vq_prefix = "gen_vision_model.";
+  auto is_encoder_key = [&](const std::string& name) {
+    return name.rfind(vq_prefix + "encoder.", 0) == 0 || name.rfind(vq_prefix + "quant_conv.", 0) == 0;
+  };
+  io::HfShardTensors shards = io::read_hf_shards(
+      dir, "Janus-Pro", [&](const std::string& name) { return is_unused_janus_key(name) && !is_encoder_key(name); },
+      [&](size_t i, size_t n, const std::string& file) {
+        if (progress) progress(static_cast<double>(i) / n, "reading " + file);
+      });
   report.weight_files = shards.files;
   report.tensors_dropped = shards.dropped;
-  const std::map<std::string, at::Tensor>& kept = shards.tensors;
+  std::map<std::string, at::Tensor> kept, encoder;
+  for (const auto& [name, tensor] : shards.tensors) {
+    if (is_encoder_key(name)) encoder.emplace(name.substr(vq_prefix.size()), tensor);
+    else kept.emplace(name, tensor);
+  }
   report.config.vq = infer_vq_decoder(kept, report.config.vq, "checkpoint " + dir.string());
   report.config.image_size = options.image_size;
   try {
@@ -91,6 +104,18 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
   // Strict: every expected tensor present with its shape, nothing unexpected
   // (a mismatch means this is not the checkpoint config.json describes).
   io::check_tensor_set(io::shapes_of(kept), janus_expected_tensors(report.config), "checkpoint " + dir.string());
+  report.encoder_kept = !encoder.empty();
+  try {
+    io::check_tensor_set(io::shapes_of(encoder),
+                         vq::vq_encoder_expected_tensors(report.config.vq, report.config.vq.decoder_ch_mult),
+                         "checkpoint " + dir.string() + " (gen_vision_model encoder)");
+  } catch (const ModelMismatchError& e) {
+    report.encoder_kept = false;
+    if (!encoder.empty())
+      module_logger("convert").warn(std::string("the VQ encoder is not kept, so the bundle cannot finish pictures: ") +
+                                    e.what());
+  }
+  if (!report.encoder_kept) report.tensors_dropped += static_cast<int64_t>(encoder.size());
   io::NamedTensors out;
   io::add_prefixed(out, kept, janus_expected_tensors(report.config), "", dtype, "checkpoint " + dir.string());
   for (const auto& [name, tensor] : out) {
@@ -104,6 +129,9 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
                                {"weight_files", report.weight_files}};
   report.bytes_written = io::write_bundle(options.out_dir, janus_manifest(name, report.config, provenance), out);
   report.tensors_written = static_cast<int64_t>(out.size());
+  if (report.encoder_kept)
+    vq::write_bundle_vq_encoder(options.out_dir, report.config.vq, encoder,
+                                dtype.value_or(encoder.begin()->second.scalar_type()));
   const fs::path tokenizer_dir = fs::path(options.out_dir) / "tokenizer";
   fs::create_directories(tokenizer_dir);
   for (const std::string& file : janus_tokenizer_file_names())

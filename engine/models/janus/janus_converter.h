@@ -29,7 +29,10 @@ struct JanusConvertReport {
   JanusConfig config;
   int64_t tensors_written = 0;
   int64_t bytes_written = 0;
-  int64_t tensors_dropped = 0;  // understanding path, text head, VQ encoder
+  int64_t tensors_dropped = 0;  // understanding path, text head (and an incomplete VQ encoder)
+  // gen_vision_model's encoder half went into the bundle (files.vq_encoder), so
+  // it can finish pictures; false when the folder lacks some of its tensors.
+  bool encoder_kept = false;
   std::vector<std::string> weight_files;
 };
 

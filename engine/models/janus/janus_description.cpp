@@ -27,7 +27,7 @@ const FamilyDescription& janus_description() {
                          "rkv:rho=1/6",
                          "random:rho=1/6",
                          "linear:rho=0.25"};
-    f.request_options = {"prompt", "negative_prompt", "images"};
+    f.request_options = {"prompt", "negative_prompt", "images", "from_image"};
     f.conformance_constructor = "gen_aligner";
     f.random_presets = {"janus-pro-tiny"};
     for (const std::string& size : janus_preset_names()) f.random_presets.push_back(size);
@@ -41,6 +41,7 @@ const FamilyDescription& janus_description() {
     f.create_random_usage =
         "[--preset janus-pro-1b|janus-pro-7b|janus-pro-tiny] [--seed N] [--dtype f32|f16|bf16 (default bf16; tiny "
         "f32)]\n"
+        "  [--vq-encoder yes]  (also a random VQ encoder, so that the bundle can finish pictures)\n"
         "  A randomly initialised Janus-Pro bundle with a byte-level tokenizer: measure speed and\n"
         "  memory of the official sizes without a download (janus-pro-7b needs about 15 GB of RAM\n"
         "  to write in bf16).";

@@ -8,6 +8,7 @@
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
+#include "engine/io/bundle_weights.h"
 #include "engine/io/model_bundle.h"
 #include "engine/metrics/process_memory.h"
 #include "engine/models/janus/janus_conformance.h"
@@ -131,10 +132,11 @@ class JanusFamily : public ModelFamily {
     const JanusConvertReport r = convert_janus_checkpoint(o, progress);
     return format_text(
         "wrote %s: %lld tensors, %.1f MiB from %zu weight file(s) (LLaMA %lld x %lld layers, %lldx%lld "
-        "image tokens; dropped %lld tensors generation never uses)",
+        "image tokens; dropped %lld tensors generation never uses%s)",
         o.out_dir.c_str(), (long long)r.tensors_written, r.bytes_written / 1048576.0, r.weight_files.size(),
         (long long)r.config.language.hidden_size, (long long)r.config.language.num_hidden_layers,
-        (long long)r.config.grid_size(), (long long)r.config.grid_size(), (long long)r.tensors_dropped);
+        (long long)r.config.grid_size(), (long long)r.config.grid_size(), (long long)r.tensors_dropped,
+        r.encoder_kept ? "; kept the VQ encoder, so the bundle can finish pictures" : "");
   }
 
   RandomArchitecture random_architecture(const std::string& text) const override {
@@ -168,8 +170,13 @@ class JanusFamily : public ModelFamily {
     const std::string name = options.get("--name", preset + "-random");
     const uint64_t seed = options.get_u64("--seed", 0);
     const std::string dtype = options.get("--dtype", preset == "janus-pro-tiny" ? "f32" : "bf16");
+    const bool with_encoder = options.get("--vq-encoder", "no") == "yes";
     options.refuse_unused("preset " + preset);
     write_random_janus_bundle(out, name, config, seed, dtype);
+    // A separate draw (seed + 1), so that a bundle's weights do not depend on it.
+    if (with_encoder)
+      vq::write_bundle_vq_encoder(out, config.vq, vq::random_vq_encoder(config.vq, seed + 1),
+                                  io::parse_weights_dtype(dtype));
     return format_text("wrote %s (%s, %.1fM parameters, random weights, byte-level tokenizer)", out.c_str(),
                        name.c_str(), config.parameter_count() / 1e6);
   }

@@ -120,6 +120,10 @@ GenerationResult run_prompt_generation(const JanusModel& model, const Generation
   run.decode = [&](const at::Tensor& codes) {
     return to_rgb_images(janus_images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid)));
   };
+  if (model.encoder)
+    run.encode = [&](const RgbImage& picture) {
+      return model.encoder->encode_codes(vq::picture_tensor(picture, model.image_size(), model.image_size()))[0];
+    };
   PromptConditionedModel network(model, prompt_rows(config, at::tensor(prompt.cond), at::tensor(prompt.uncond), batch,
                                                     use_cfg));
   return raster::stream_raster(network, run, request, ctx);

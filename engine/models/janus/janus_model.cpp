@@ -79,6 +79,11 @@ JanusModel JanusModel::load(const io::ModelBundle& bundle, at::Device device, at
   });
   JanusModel model = from_weights(config, *reader, device, dtype);
   model.name = bundle.name();
+  const auto encoder = vq::read_bundle_vq_encoder(bundle, config.vq);
+  if (!encoder.empty())
+    model.encoder = std::make_unique<vq::VqEncoder>(config.vq, encoder,
+                                                    reader->tensor("gen_vision_model.quantize.embedding.weight"),
+                                                    device);
   auto tokenizer = std::make_shared<text::BpeTokenizer>(text::BpeTokenizer::load(janus_tokenizer_dir(bundle)));
   for (const std::string& tag : {config.image_start_tag, config.pad_tag})
     if (!tokenizer->find_token(tag))

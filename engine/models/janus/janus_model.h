@@ -12,6 +12,7 @@
 
 #include "engine/io/model_bundle.h"
 #include "engine/models/blocks/vq_decoder.h"
+#include "engine/models/blocks/vq_encoder.h"
 #include "engine/models/janus/janus_config.h"
 #include "engine/models/janus/janus_language_model.h"
 
@@ -29,6 +30,9 @@ struct JanusModel {
   JanusConfig config;
   std::unique_ptr<JanusLanguageModel> language;
   std::unique_ptr<vq::VqDecoder> vq;
+  // gen_vision_model's encoder half, when the bundle ships it (files.vq_encoder):
+  // what finishing a picture encodes its top rows with. Null otherwise.
+  std::unique_ptr<vq::VqEncoder> encoder;
   std::shared_ptr<const text::BpeTokenizer> tokenizer;  // null for conformance cases (ids are given)
 
   // Strictly checks every tensor (missing, unexpected, shape, floating dtype)

@@ -14,6 +14,7 @@
 #include "engine/io/bundle_weights.h"
 #include "engine/io/converted_state_dict.h"
 #include "engine/io/torch_checkpoint.h"
+#include "engine/models/blocks/vq_encoder.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 
@@ -112,14 +113,30 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
   const std::string vq_origin = "tokenizer " + opt.tokenizer;
   ConvertReport report;
   report.vq = infer_vq(vq_sd, vq_origin);
+  // The encoder half goes beside the weights when it is all there (finishing a
+  // picture encodes with it); the rest generation never reads is dropped.
+  std::map<std::string, at::Tensor> encoder;
   for (auto it = vq_sd.begin(); it != vq_sd.end();) {
     if (is_unused_vq_key(it->first)) {
-      report.dropped_keys.push_back(it->first);
+      if (it->first.rfind("encoder.", 0) == 0 || it->first.rfind("quant_conv.", 0) == 0)
+        encoder.emplace(it->first, it->second);
+      else report.dropped_keys.push_back(it->first);
       it = vq_sd.erase(it);
     } else {
       ++it;
     }
   }
+  const auto encoder_expected = vq_encoder_expected_tensors(report.vq, report.vq.decoder_ch_mult);
+  report.encoder_kept = !encoder.empty();
+  try {
+    io::check_tensor_set(io::shapes_of(encoder), encoder_expected, vq_origin + " (encoder)");
+  } catch (const ModelMismatchError& e) {
+    report.encoder_kept = false;
+    if (!encoder.empty())
+      log.warn(std::string("the tokenizer's encoder is not kept, so the bundle cannot finish pictures: ") + e.what());
+  }
+  if (!report.encoder_kept)
+    for (const auto& [name, t] : encoder) report.dropped_keys.push_back(name);
   io::check_tensor_set(io::shapes_of(vq_sd), vq_decoder_expected_tensors(report.vq), vq_origin);
 
   report_progress(0.3, "reading GPT checkpoint " + opt.checkpoint);
@@ -144,6 +161,8 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
   manifest["sampling_defaults"] = {{"cfg_scale", 4.0}, {"temperature", 1.0}, {"top_k", 0}, {"top_p", 1.0}};
   report.bytes_written = io::write_bundle(opt.out_dir, manifest, tensors);
   report.tensors_written = static_cast<int64_t>(tensors.size());
+  if (report.encoder_kept)
+    vq::write_bundle_vq_encoder(opt.out_dir, report.vq, encoder, dtype.value_or(encoder.begin()->second.scalar_type()));
   report_progress(1.0, "done");
   return report;
 }

@@ -29,7 +29,10 @@ struct ConvertReport {
   VqConfig vq;
   int64_t tensors_written = 0;
   int64_t bytes_written = 0;
-  std::vector<std::string> dropped_keys;  // known-unused tokenizer keys (encoder, ...)
+  std::vector<std::string> dropped_keys;  // known-unused tokenizer keys (codebook_used, an incomplete encoder)
+  // The tokenizer's encoder half went into the bundle (files.vq_encoder), so it
+  // can finish pictures; false when the checkpoint lacks some of its tensors.
+  bool encoder_kept = false;
 };
 
 using ConvertProgress = std::function<void(double fraction, const std::string& stage)>;

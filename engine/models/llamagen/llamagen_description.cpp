@@ -27,7 +27,7 @@ const FamilyDescription& llamagen_description() {
                          "rkv:rho=0.25",
                          "random:rho=0.25",
                          "linear:rho=0.125"};
-    f.request_options = {"cfg_interval"};
+    f.request_options = {"cfg_interval", "from_image"};
     f.conformance_constructor = "gpt";
     f.random_presets = {"demo"};
     for (const std::string& size : gpt_preset_names()) f.random_presets.push_back(size);
@@ -38,6 +38,7 @@ const FamilyDescription& llamagen_description() {
     f.create_random_usage =
         "[--preset demo|GPT-B|GPT-L|GPT-XL|GPT-XXL|GPT-XXXL|GPT-1B|GPT-3B|GPT-7B]\n"
         "  [--image-size 256|384] [--tokenizer VQ-16|VQ-8] [--classes N] [--seed N] [--dtype f32|f16|bf16]\n"
+        "  [--vq-encoder yes]  (also a random VQ encoder, so that the bundle can finish pictures)\n"
         "  A randomly initialised LlamaGen bundle: the demo preset is the bundled default model\n"
         "  (untrained); official sizes let you measure speed and memory without a download.";
     return f;

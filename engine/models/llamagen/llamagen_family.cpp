@@ -6,6 +6,7 @@
 #include "engine/cache/policies/policy_registry.h"
 #include "engine/core/errors.h"
 #include "engine/core/torch_device.h"
+#include "engine/io/bundle_weights.h"
 #include "engine/io/model_bundle.h"
 #include "engine/models/llamagen/llamagen_config.h"
 #include "engine/models/llamagen/llamagen_conformance.h"
@@ -105,10 +106,11 @@ class LlamaGenFamily : public ModelFamily {
     const auto report = convert_llamagen_checkpoint(o, progress);
     return format_text(
         "wrote %s: %lld tensors, %.1f MiB (GPT dim %lld x %lld layers, %lld heads, %lldx%lld tokens; "
-        "dropped %zu unused tokenizer tensors)",
+        "dropped %zu unused tokenizer tensors%s)",
         o.out_dir.c_str(), (long long)report.tensors_written, report.bytes_written / 1048576.0,
         (long long)report.gpt.dim, (long long)report.gpt.n_layer, (long long)report.gpt.n_head,
-        (long long)report.gpt.grid_size(), (long long)report.gpt.grid_size(), report.dropped_keys.size());
+        (long long)report.gpt.grid_size(), (long long)report.gpt.grid_size(), report.dropped_keys.size(),
+        report.encoder_kept ? "; kept the VQ encoder, so the bundle can finish pictures" : "");
   }
 
   RandomArchitecture random_architecture(const std::string& text) const override {
@@ -184,8 +186,12 @@ class LlamaGenFamily : public ModelFamily {
                                          preset == "demo" ? "llamagen-demo" : "llamagen-" + preset + "-random");
     const uint64_t seed = options.get_u64("--seed", 0);
     const std::string dtype = options.get("--dtype", "f32");
+    const bool with_encoder = options.get("--vq-encoder", "no") == "yes";
     options.refuse_unused("preset " + preset);
     write_random_llamagen_bundle(out, name, gpt, vq, seed, dtype);
+    // A separate draw (seed + 1), so that a bundle's weights do not depend on it.
+    if (with_encoder)
+      vq::write_bundle_vq_encoder(out, vq, vq::random_vq_encoder(vq, seed + 1), io::parse_weights_dtype(dtype));
     return format_text("wrote %s (%s, %.1fM GPT parameters, random weights)", out.c_str(), name.c_str(),
                        gpt.parameter_count() / 1e6);
   }

@@ -36,6 +36,10 @@ LlamaGenModel LlamaGenModel::load(const io::ModelBundle& bundle, at::Device devi
   });
   LlamaGenModel model = from_weights(gpt_config, vq_config, *reader, device, dtype);
   model.name = bundle.name();
+  const auto encoder = vq::read_bundle_vq_encoder(bundle, vq_config);
+  if (!encoder.empty())
+    model.encoder = std::make_unique<vq::VqEncoder>(vq_config, encoder, reader->tensor("vq.quantize.embedding.weight"),
+                                                    device);
   model.class_names = io::checked_class_names(bundle, gpt_config.num_classes);
   return model;
 }

@@ -7,6 +7,7 @@
 
 #include "engine/io/model_bundle.h"
 #include "engine/models/blocks/vq_decoder.h"
+#include "engine/models/blocks/vq_encoder.h"
 #include "engine/models/llamagen/decode_graphs.h"
 #include "engine/models/llamagen/llamagen_gpt.h"
 
@@ -23,6 +24,9 @@ struct LlamaGenModel {
   std::vector<std::string> class_names;
   std::unique_ptr<LlamaGenGpt> gpt;
   std::unique_ptr<VqDecoder> vq;
+  // The tokenizer's encoder half, when the bundle ships it (files.vq_encoder):
+  // what finishing a picture encodes its top rows with. Null otherwise.
+  std::unique_ptr<vq::VqEncoder> encoder;
   // CUDA graphs of gpt's decode step, kept between runs (captured at a run's
   // first decode step of a shape; on the CPU every step runs eagerly). After gpt,
   // so that it goes first.

@@ -7,8 +7,10 @@
 #include "engine/core/errors.h"
 #include "engine/io/model_bundle.h"
 #include "engine/io/safetensors_writer.h"
+#include "engine/models/blocks/vq_encoder.h"
 #include "engine/models/llamagen/llamagen_model.h"
 #include "engine/models/llamagen/llamagen_weights.h"
+#include "engine/training/bundle_start.h"
 #include "engine/training/checkpoint.h"
 #include "engine/training/llamagen/vq_model.h"
 #include "engine/training/world_dataset.h"
@@ -38,9 +40,36 @@ nlohmann::json export_llamagen_bundle(const BundleExportOptions& options) {
                                                         trained_provenance(options, "kvstudio-train export", image_size,
                                                                            vq_manifest, "gpt_training", gpt_manifest));
   write_trained_bundle(options, dtype, tensors, class_names, manifest);
+  if (vq_cfg.encoder_levels() == vq_cfg.arch.decoder_ch_mult) {
+    std::map<std::string, at::Tensor> encoder;
+    for (const auto& e : llamagen::vq_encoder_expected_tensors(vq_cfg.arch, vq_cfg.encoder_levels()))
+      encoder.emplace(e.name, vq_weights.at(e.name));
+    vq::write_bundle_vq_encoder(options.out_dir, vq_cfg.arch, encoder, dtype);
+  }
   // The bundle must load through the engine's strict loader, as every bundle does.
   llamagen::LlamaGenModel::load(io::ModelBundle::open(options.out_dir), at::kCPU);
   return manifest;
+}
+
+int64_t export_vq_encoder_into_bundle(const std::string& work_dir, const std::string& bundle_dir,
+                                      const std::string& dtype_name) {
+  const at::ScalarType dtype = parse_weights_dtype(dtype_name);
+  const std::string vq_dir = (fs::path(work_dir) / "vq").string();
+  nlohmann::json vq_manifest;
+  const auto vq_weights = load_checkpoint_weights(vq_dir, &vq_manifest);
+  const BundleVq bundle = read_bundle_vq(bundle_dir);
+  const nlohmann::json& run_config = vq_manifest.at("config");
+  if (run_config.value("decoder_from", std::string()) != bundle.fingerprint)
+    throw ModelMismatchError("the encoder of " + vq_dir + " was not fitted to the decoder of " + bundle.origin +
+                             " (fit one with `kvstudio-train vq --decoder-from " + bundle_dir + "`)");
+  std::map<std::string, at::Tensor> encoder;
+  for (const auto& e : llamagen::vq_encoder_expected_tensors(bundle.config.arch, bundle.config.encoder_levels())) {
+    auto it = vq_weights.find(e.name);
+    if (it == vq_weights.end()) throw ModelMismatchError(vq_dir + ": the checkpoint has no " + e.name);
+    encoder.emplace(e.name, it->second);
+  }
+  vq::write_bundle_vq_encoder(bundle_dir, bundle.config.arch, encoder, dtype);
+  return static_cast<int64_t>(encoder.size());
 }
 
 }  // namespace kvs::training

@@ -7,12 +7,11 @@
 #include <c10/core/GradMode.h>
 
 #include "engine/core/errors.h"
-#include "engine/models/blocks/conv_blocks.h"
 #include "engine/models/blocks/vq_decoder.h"
+#include "engine/models/blocks/vq_encoder.h"
 #include "engine/models/llamagen/llamagen_weights.h"
 
 namespace kvs::training {
-namespace blocks = conv_blocks;
 
 void VqModelConfig::validate() const {
   arch.validate();
@@ -82,26 +81,8 @@ VqModel::~VqModel() = default;
 VqModel::VqModel(VqModel&&) noexcept = default;
 
 at::Tensor VqModel::encode(const at::Tensor& images) const {
-  const auto& w = weights_;
-  const std::vector<int64_t>& mult = config_.encoder_levels();
-  const int64_t levels = static_cast<int64_t>(mult.size());
-  at::Tensor h = blocks::conv(w, images.to(device_, at::kFloat), "encoder.conv_in", 1);
-  for (int64_t level = 0; level < levels; ++level) {
-    const std::string p = "encoder.conv_blocks." + std::to_string(level);
-    for (int64_t i = 0; i < config_.arch.num_res_blocks; ++i) {
-      h = blocks::resnet_block(w, h, p + ".res." + std::to_string(i));
-      if (level == levels - 1) h = blocks::attn_block(w, h, p + ".attn." + std::to_string(i));
-    }
-    if (level != levels - 1) {
-      // Downsample: asymmetric zero padding (0, 1, 0, 1), then a 3x3 stride-2 conv.
-      h = blocks::conv(w, at::constant_pad_nd(h, {0, 1, 0, 1}, 0), p + ".downsample.conv", 0, 2);
-    }
-  }
-  h = blocks::resnet_block(w, h, "encoder.mid.0");
-  h = blocks::attn_block(w, h, "encoder.mid.1");
-  h = blocks::resnet_block(w, h, "encoder.mid.2");
-  h = blocks::conv(w, at::silu(blocks::group_norm(w, h, "encoder.norm_out")), "encoder.conv_out", 1);
-  return blocks::conv(w, h, "quant_conv", 0);
+  return vq::encode_latent(weights_, config_.encoder_levels(), config_.arch.num_res_blocks,
+                           images.to(device_, at::kFloat));
 }
 
 at::Tensor VqModel::codebook() const {
