@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything KV Studio needs on Debian 12, idempotently:
 #   - Debian packages (compiler tool-chain pieces, Qt 6, OpenCV, spdlog, Dear ImGui,
-#     nlohmann-json, PCRE2, GoogleTest, xvfb) — skipped when all are already installed;
+#     nlohmann-json, PCRE2, SQLite, GoogleTest, xvfb) — skipped when all are already installed;
 #   - LibTorch 2.x from the PyPI `torch` wheel, in a project-local virtual
 #     environment (.venv/) — skipped when it imports already;
 #   - the PyPI `tokenizers` package in the same environment, the reference the
@@ -25,7 +25,7 @@ log() { printf '[install] %s\n' "$*" >&2; }
 apt_packages=(
   build-essential cmake ninja-build pkg-config ccache python3-venv
   libopencv-dev libspdlog-dev libfmt-dev nlohmann-json3-dev libpcre2-dev
-  libgtest-dev libgmock-dev libpng-dev libsentencepiece-dev clang libclang-rt-14-dev clang-format
+  libgtest-dev libgmock-dev libpng-dev libsentencepiece-dev libsqlite3-dev clang libclang-rt-14-dev clang-format
 )
 gui_packages=(
   qt6-base-dev libqt6opengl6-dev libgl-dev libimgui-dev xvfb xauth

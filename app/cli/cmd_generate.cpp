@@ -10,6 +10,7 @@
 #include "app/cli/arg_parser.h"
 #include "app/cli/commands.h"
 #include "app/cli/default_paths.h"
+#include "app/cli/gallery_recording.h"
 #include "app/cli/progress_bar.h"
 #include "engine/core/errors.h"
 #include "engine/image/png_file.h"
@@ -69,6 +70,8 @@ const char* kHelp = R"(usage: kvstudio-cli generate --class <id>[,<id>...] [opti
                       graphs, attention eager between them (default on; the same tokens either way;
                       KVSTUDIO_CUDA_GRAPHS=0 turns them off too). The CPU ignores it
   --quiet             no progress output
+  --no-gallery        do not keep the images in the gallery (`kvstudio-cli gallery`); by default
+                      every PNG written is recorded there, where it is (KVSTUDIO_GALLERY=off: never)
 )";
 
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -141,7 +144,7 @@ int cmd_generate(const std::vector<std::string>& args) {
                "--prompt", "--prompt-file", "--negative-prompt", "--images", "--size",
                // Finishing a picture.
                "--from", "--keep-rows"},
-              {"--quiet", "--greedy", "--help"}, 0);
+              {"--quiet", "--greedy", "--no-gallery", "--help"}, 0);
   if (p.flag("--help")) {
     std::fputs(kHelp, stdout);
     return 0;
@@ -216,11 +219,14 @@ int cmd_generate(const std::vector<std::string>& args) {
 
   const auto& class_names = model.class_names;
   const size_t n = result.images.size();
+  GalleryRecorder gallery(request, result, class_names, model.family,
+                          gallery_recording_enabled(p.flag("--no-gallery")));
   for (size_t i = 0; i < n; ++i) {
     std::string path = out;
     if (n > 1) path = (out_dir / (fs::path(out).stem().string() + "_" + std::to_string(i) + ".png")).string();
     write_png(path, result.images[i], generation_png_chunks(request, result, i, class_names, KVSTUDIO_VERSION));
     std::printf("%s\n", path.c_str());
+    gallery.record(i, path);
   }
   if (!p.flag("--quiet") && result.kv_bytes_full == 0)  // MAR: no KV cache
     std::fprintf(stderr, "done in %.2f s (%.1f tokens/s per image)\n", result.elapsed_ms / 1000.0,

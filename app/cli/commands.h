@@ -16,5 +16,6 @@ int cmd_bench(const std::vector<std::string>& args);
 int cmd_bench_merge(const std::vector<std::string>& args);  // bench merge DIR...
 int cmd_world(const std::vector<std::string>& args);
 int cmd_calibrate(const std::vector<std::string>& args);
+int cmd_gallery(const std::vector<std::string>& args);  // gallery list|remove|export|path
 
 }  // namespace kvs::cli

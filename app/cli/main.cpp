@@ -27,6 +27,7 @@ commands:
   calibrate       offline calibration of a VAR model: HeatKV's scale-to-scale attention, AMS-KV's theta
   bench           compare KV-cache policies with the full cache (memory, speed, PSNR, SSIM)
   world           the procedural image world of the demo models: list classes, render a grid
+  gallery         the images generated so far: list, search, remove, export (generate keeps each one)
 
 global options:
   --log-level L   trace|debug|info|warn|error|off (default warn)
@@ -86,6 +87,7 @@ int main(int argc, char** argv) {
     if (command == "bench") return kvs::cli::cmd_bench(rest);
     if (command == "world") return kvs::cli::cmd_world(rest);
     if (command == "calibrate") return kvs::cli::cmd_calibrate(rest);
+    if (command == "gallery") return kvs::cli::cmd_gallery(rest);
     throw kvs::InvalidArgumentError("unknown command '" + command + "' (see kvstudio-cli --help)");
   } catch (const kvs::CancelledError& e) {
     std::fprintf(stderr, "kvstudio-cli: %s\n", e.what());

@@ -15,6 +15,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/cli_test_lib.sh"
 # info and the calibration commands still run.
 full_scope=1
 [[ "${KVSTUDIO_CLI_TESTS_SCOPE:-all}" == errors ]] && full_scope=0
+# Every `generate` below records its image in the gallery: one of this run's
+# own, never the home folder's (the gallery's checks use galleries of their own).
+export KVSTUDIO_GALLERY_DIR="$work/gallery"
 
 expect_error unknown-command "unknown command 'frobnicate'" -- frobnicate
 expect_error unknown-option "unknown option --bogus" -- generate --class 1 --bogus
@@ -579,6 +582,100 @@ expect_error infinity-calibrate-classes "Infinity calibrates on prompts, not cla
 expect_error infinity-calibrate-prompts "Infinity calibrates on 1 to 30 prompts, asked for 31" -- calibrate --policy hack --model "$work/infinity" --images 31
 expect_error infinity-size "image size 100x100 is not one Infinity writes" -- generate --model "$work/infinity" --prompt "a fox" --size 100x100 --out "$work/x.png"
 expect_error infinity-convert-needs-t5 "--t5" -- convert --family infinity --checkpoint "$work/none.pth" --vae "$work/none.pth" --out "$work/conv"
+
+# The gallery: generate records each PNG it writes (its absolute path, seed, model,
+# policy, figures); --no-gallery and KVSTUDIO_GALLERY=off record nothing; list,
+# remove, export and path; a gallery that cannot be opened costs one warning
+# line, never the image or the exit code.
+g="$work/gallery-checks"
+gcli() { KVSTUDIO_GALLERY_DIR="$g" "$cli" "$@"; }
+if [[ "$(gcli gallery path)" == "$g/gallery.sqlite" ]] && gcli gallery --help | grep -q -- "--delete-file" &&
+   "$cli" --help | grep -q "^  gallery " && "$cli" generate --help | grep -q -- "--no-gallery"; then
+  pass gallery-path-and-help
+else
+  fail gallery-path-and-help
+fi
+KVSTUDIO_GALLERY_DIR="$g" expect_error gallery-bad-id "gallery id 'abc' is not an image id" -- gallery remove abc
+KVSTUDIO_GALLERY_DIR="$g" expect_error gallery-bad-ids "gallery id '' is not an image id" -- gallery export 1,,2 --to "$work/x"
+KVSTUDIO_GALLERY_DIR="$g" expect_error gallery-unknown-id "no image 99 in the gallery $g/gallery.sqlite" -- gallery remove 99
+KVSTUDIO_GALLERY_DIR="$g" expect_error gallery-export-needs-to "missing required option --to" -- gallery export 1
+KVSTUDIO_GALLERY_DIR="$g" expect_error gallery-unknown-command "unknown gallery command 'show'" -- gallery show
+KVSTUDIO_GALLERY_DIR="$g" expect_error gallery-bad-limit "option --limit must be >= 0" -- gallery list --limit -3
+mkdir -p "$work/not-a-gallery"
+head -c 8192 /dev/urandom >"$work/not-a-gallery/gallery.sqlite"
+KVSTUDIO_GALLERY_DIR="$work/not-a-gallery" expect_error gallery-corrupt "gallery $work/not-a-gallery/gallery.sqlite is not a SQLite database" -- gallery list
+if ((full_scope)); then  # generations on the demo model
+if (cd "$work" && gcli generate --class 3 --seed 21 --out g1.png --quiet >/dev/null) &&
+   gcli generate --class 5 --seed 22 --policy linear:rho=1/4 --out "$work/g2.png" --quiet >/dev/null &&
+   gcli generate --class 5 --seed 23 --no-gallery --out "$work/g3.png" --quiet >/dev/null &&
+   KVSTUDIO_GALLERY=off gcli generate --class 5 --seed 24 --out "$work/g4.png" --quiet >/dev/null &&
+   gcli gallery list --json >"$work/gallery.json" &&
+   python3 - "$work/gallery.json" "$work" <<'PY'
+import json, sys
+entries, work = json.load(open(sys.argv[1])), sys.argv[2]
+assert [e["seed"] for e in entries] == [22, 21], [e["seed"] for e in entries]  # newest first
+new, old = entries
+assert old["png_path"] == work + "/g1.png", old["png_path"]  # --out was relative: stored absolute
+assert new["png_path"] == work + "/g2.png", new["png_path"]
+assert new["policy"] == "linear:rho=1/4" and old["policy"] == "full", (new["policy"], old["policy"])
+assert new["model_name"] == "llamagen-demo" and new["family"] == "llamagen" and new["source"] == "cli", new
+assert new["class_id"] == 5 and old["class_id"] == 3 and new["width"] == 64 and new["height"] == 64, new
+assert new["request"]["seed"] == 22 and new["request"]["policy"] == "linear:rho=1/4", new["request"]
+assert new["kv_bytes_full"] > new["kv_bytes_logical_final"] > 0 and new["tokens_per_second"] > 0, new
+assert new["created"].endswith("Z") and new["id"] > old["id"], (new["created"], new["id"], old["id"])
+PY
+then
+  pass gallery-records-generate
+else
+  fail gallery-records-generate
+fi
+if list=$(gcli gallery list) && [[ $(grep -c . <<<"$list") -eq 2 ]] && grep -q "$work/g2.png" <<<"$list" &&
+   [[ $(gcli gallery list --search LINEAR | grep -c .) -eq 1 ]] &&
+   gcli gallery list --policy full | grep -q "$work/g1.png" && ! gcli gallery list --policy full | grep -q "g2.png" &&
+   [[ $(gcli gallery list --model llamagen-demo --limit 1 2>/dev/null | grep -c .) -eq 1 ]] &&
+   [[ -z "$(gcli gallery list --model var-demo)" ]]; then
+  pass gallery-list-search
+else
+  fail "gallery-list-search: $list"
+fi
+ids=$(python3 -c 'import json, sys; print(",".join(str(e["id"]) for e in json.load(open(sys.argv[1]))))' "$work/gallery.json")
+new_id=${ids%%,*} old_id=${ids##*,}
+if out=$(gcli gallery export "$ids" --to "$work/exported") && [[ $(grep -c . <<<"$out") -eq 2 ]] &&
+   cmp -s "$work/g1.png" "$work/exported/g1.png" && cmp -s "$work/g2.png" "$work/exported/g2.png" &&
+   gcli gallery export "$old_id" --to "$work/exported" | grep -q "$work/exported/g1_2.png"; then
+  pass gallery-export
+else
+  fail "gallery-export: $out"
+fi
+if gcli gallery remove "$new_id" --delete-file >/dev/null && [[ ! -e "$work/g2.png" ]] &&
+   gcli gallery remove "$old_id" >/dev/null && [[ -e "$work/g1.png" ]] &&
+   [[ "$(gcli gallery list --json | tr -d ' \n')" == "[]" ]]; then
+  pass gallery-remove
+else
+  fail gallery-remove
+fi
+KVSTUDIO_GALLERY_DIR="$g" expect_error gallery-removed-id "no image $new_id in the gallery" -- gallery remove "$new_id"
+if gcli generate --class 2 --seed 25 --out "$work/g5.png" --quiet >/dev/null && rm "$work/g5.png"; then
+  g5=$(gcli gallery list --json | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["id"])')
+  KVSTUDIO_GALLERY_DIR="$g" expect_error gallery-export-missing-file "the image files are gone: $work/g5.png \(id $g5\)" -- gallery export "$g5" --to "$work/exported2"
+else
+  fail gallery-export-missing-file
+fi
+# A gallery that cannot be created (its folder would be under a file) or is not
+# a database: the image is written all the same, with one warning line.
+printf 'x' >"$work/a-file"
+for broken in "$work/a-file/gallery" "$work/not-a-gallery"; do
+  rm -f "$work/g6.png"
+  err=$(KVSTUDIO_GALLERY_DIR="$broken" "$cli" generate --class 1 --seed 26 --out "$work/g6.png" --quiet 2>&1 >/dev/null)
+  rc=$?
+  if [[ $rc -eq 0 && -s "$work/g6.png" && $(grep -c . <<<"$err") -eq 1 ]] &&
+     grep -q "^kvstudio-cli: warning: not kept in the gallery" <<<"$err" && grep -q "$broken" <<<"$err"; then
+    pass "gallery-broken-keeps-image ($(basename "$broken"))"
+  else
+    fail "gallery-broken-keeps-image ($broken): exit $rc: $err"
+  fi
+done
+fi
 
 echo "cli: $passes passed, $failures failed"
 [[ $failures -eq 0 ]]
