@@ -21,6 +21,7 @@
 #include "engine/core/cuda_backend.h"
 #include "engine/core/errors.h"
 #include "engine/core/logging.h"
+#include "engine/gallery/gallery_location.h"
 #include "ui/bridge/engine_types.h"
 #include "ui/widgets/main_window.h"
 #include "ui/widgets/parameter_panel.h"
@@ -190,6 +191,15 @@ int main(int argc, char** argv) {
   options.model = parser.value(model);
   options.threads = parser.value(threads).toInt();
   options.useSettings = !parser.isSet(runOnce);
+  // Every image goes into the per-user gallery (KVSTUDIO_GALLERY=off: this
+  // session's history only, as `generate --no-gallery` for the CLI).
+  if (qEnvironmentVariable("KVSTUDIO_GALLERY") != QStringLiteral("off")) {
+    try {
+      options.galleryDir = QString::fromStdString(kvs::default_gallery_dir());
+    } catch (const kvs::Error& e) {
+      std::fprintf(stderr, "kvstudio: no gallery: %s\n", e.what());
+    }
+  }
   kvs::ui::MainWindow window(options);
   if (parser.isSet(size)) {
     const QStringList wh = parser.value(size).split(QLatin1Char('x'));

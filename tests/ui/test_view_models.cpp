@@ -1,6 +1,8 @@
 // View-model logic without widgets or a model: RunViewModel fed with synthetic
 // engine events, the compare table, settings <-> request, history PNG round trip,
 // and the torch-free catalogs the window is built from.
+#include <QFile>
+#include <QFileInfo>
 #include <QLabel>
 #include <QSettings>
 #include <QSignalSpy>
@@ -367,8 +369,8 @@ class TestViewModels : public QObject {
     QVERIFY(s.toRequest().from_image.empty());
   }
 
-  void historySavesAndRecallsPng() {
-    HistoryModel history;
+  // A finished run of two images (classes 3 and 5, seed 42, LineAR at 1/4) of a 24x24 model.
+  static std::pair<kvs::GenerationRequest, ResultPtr> twoImageRun() {
     kvs::GenerationRequest request;
     request.model_path = "/models/demo";
     request.class_ids = {3, 5};
@@ -380,6 +382,12 @@ class TestViewModels : public QObject {
     result->tokens = {std::vector<int32_t>(9, 1), std::vector<int32_t>(9, 2)};
     result->model_name = "demo";
     result->policy = "linear:rho=1/4";
+    return {request, result};
+  }
+
+  void historySavesAndRecallsPng() {
+    HistoryModel history;
+    const auto [request, result] = twoImageRun();
     history.addResult(request, result, {"a", "b", "c", "tench", "e", "goldfish"});
     QCOMPARE(history.rowCount(), 2);
     QCOMPARE(history.entry(0).index, 0);
@@ -403,6 +411,74 @@ class TestViewModels : public QObject {
     // A PNG without KV Studio metadata is refused with a clear message.
     kvs::write_png(dir.filePath("plain.png").toStdString(), patternImage(4, 4, 0));
     QVERIFY_THROWS_EXCEPTION(kvs::FormatError, kvs::read_generation_png(dir.filePath("plain.png").toStdString()));
+  }
+
+  // The per-user gallery: images survive a new HistoryModel (a restart), are
+  // searched by prompt, class, model or policy, deleted with their PNGs and
+  // exported with their metadata.
+  void historyKeepsImagesInTheGalleryAcrossARestart() {
+    QTemporaryDir galleryDir;
+    const auto [request, result] = twoImageRun();
+    auto other = std::make_shared<kvs::GenerationResult>(*result);
+    other->images = {patternImage(24, 24, 3)};
+    other->tokens = {std::vector<int32_t>(9, 3)};
+    other->policy = "streaming:rho=1/4";
+    kvs::GenerationRequest otherRequest = request;
+    otherRequest.class_ids = {1};
+    otherRequest.seed = 7;
+    otherRequest.policy = kvs::parse_policy_spec("streaming:rho=1/4");
+    const std::vector<std::string> names = {"a", "b", "c", "tench", "e", "goldfish"};
+    {
+      HistoryModel history;
+      QCOMPARE(history.openGallery(galleryDir.path(), "test"), QString());
+      QVERIFY(history.hasGallery());
+      QCOMPARE(history.rowCount(), 0);
+      history.addResult(request, result, names, QStringLiteral("generated"), "llamagen");
+      history.addResult(otherRequest, other, names, QStringLiteral("generated"), "llamagen");
+      QCOMPARE(history.rowCount(), 3);
+      QVERIFY(history.entry(0).galleryId > 0);
+      QVERIFY(QFileInfo::exists(history.entry(0).pngPath));
+    }
+    HistoryModel reopened;
+    QCOMPARE(reopened.openGallery(galleryDir.path(), "test"), QString());
+    QCOMPARE(reopened.rowCount(), 3);
+    // Newest first, each with its image and the request that recalls it.
+    QCOMPARE(reopened.entry(0).request.seed, uint64_t{7});
+    QCOMPARE(reopened.entry(0).image.width(), 24);
+    QCOMPARE(reopened.entry(1).singleImageRequest().class_ids, std::vector<int64_t>{3});
+    QCOMPARE(reopened.entry(2).className, QStringLiteral("goldfish"));
+    reopened.setSearch(QStringLiteral("STREAMING"));
+    QCOMPARE(reopened.rowCount(), 1);
+    reopened.setSearch(QStringLiteral("goldfish"));
+    QCOMPARE(reopened.rowCount(), 1);
+    reopened.setSearch(QString());
+    QCOMPARE(reopened.rowCount(), 3);
+    QTemporaryDir out;
+    const QStringList written = reopened.exportRows({0, 1}, out.path());
+    QCOMPARE(written.size(), 2);
+    QCOMPARE(kvs::read_generation_png(written[0].toStdString()).request.seed, uint64_t{7});
+    const QString png = reopened.entry(0).pngPath;
+    reopened.removeRows({0});
+    QCOMPARE(reopened.rowCount(), 2);
+    QVERIFY(!QFileInfo::exists(png));
+    HistoryModel third;
+    QCOMPARE(third.openGallery(galleryDir.path(), "test"), QString());
+    QCOMPARE(third.rowCount(), 2);
+    // A gallery that cannot be opened says why; the history then lives in memory.
+    QTemporaryDir broken;
+    QFile bad(broken.filePath("gallery.sqlite"));
+    QVERIFY(bad.open(QIODevice::WriteOnly));
+    bad.write(QByteArray(4096, 'x'));
+    bad.close();
+    HistoryModel fallback;
+    QVERIFY(!fallback.openGallery(broken.path(), "test").isEmpty());
+    QVERIFY(!fallback.hasGallery());
+    fallback.addResult(request, result, names);
+    QCOMPARE(fallback.rowCount(), 2);
+    fallback.setSearch(QStringLiteral("nothing like it"));
+    QCOMPARE(fallback.rowCount(), 0);
+    fallback.setSearch(QString());
+    QCOMPARE(fallback.rowCount(), 2);
   }
 
   void policyCatalogDescribesEveryParameter() {

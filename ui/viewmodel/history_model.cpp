@@ -1,9 +1,15 @@
 #include "ui/viewmodel/history_model.h"
 
+#include <QDir>
+#include <QFileInfo>
 #include <QIcon>
 #include <QPixmap>
 
+#include <algorithm>
+
 #include "engine/core/errors.h"
+#include "engine/gallery/gallery_location.h"
+#include "engine/gallery/gallery_store.h"
 #include "engine/image/png_file.h"
 #include "engine/session/generation_metadata.h"
 #include "ui/viewmodel/run_view_model.h"
@@ -65,6 +71,123 @@ QString HistoryEntry::tooltip() const {
 
 HistoryModel::HistoryModel(QObject* parent) : QAbstractListModel(parent) {}
 
+HistoryModel::~HistoryModel() = default;
+
+QString HistoryModel::openGallery(const QString& galleryDir, const QString& version) {
+  try {
+    auto store = std::make_unique<kvs::GalleryStore>(
+        kvs::GalleryStore::open(kvs::gallery_database_path(galleryDir.toStdString())));
+    gallery_ = std::move(store);
+  } catch (const kvs::Error& e) {
+    gallery_.reset();
+    return QString::fromStdString(e.what());
+  }
+  gallery_dir_ = galleryDir;
+  version_ = version;
+  session_.clear();
+  reloadFromGallery();
+  return {};
+}
+
+// The newest kMaxEntries entries the search matches, each read back from its
+// PNG (image and request); an entry whose PNG is gone or unreadable is skipped
+// (the gallery still lists it: `kvstudio-cli gallery list`).
+void HistoryModel::reloadFromGallery() {
+  kvs::GalleryQuery query;
+  query.text = search_.trimmed().toStdString();
+  query.limit = kMaxEntries;
+  std::vector<kvs::GalleryEntry> rows;
+  try {
+    rows = gallery_->search(query);
+  } catch (const kvs::Error& e) {
+    Q_EMIT galleryProblem(QString::fromStdString(e.what()));
+  }
+  QVector<HistoryEntry> loaded;
+  for (const kvs::GalleryEntry& row : rows) {
+    try {
+      const kvs::RecalledImage png = kvs::read_generation_png(row.png_path);
+      HistoryEntry e;
+      e.image = RunViewModel::toQImage(png.image);
+      e.request = png.request;
+      e.className = png.request.is_text() ? promptTitle(png.request.prompt) : QString::fromStdString(png.class_name);
+      e.created = QDateTime::fromString(QString::fromStdString(row.created), Qt::ISODate).toLocalTime();
+      e.source = QStringLiteral("gallery");
+      e.galleryId = row.id;
+      e.pngPath = QString::fromStdString(row.png_path);
+      loaded.push_back(std::move(e));
+    } catch (const kvs::Error&) {
+      continue;
+    }
+  }
+  beginResetModel();
+  entries_ = std::move(loaded);
+  endResetModel();
+}
+
+bool HistoryModel::matchesSearch(const HistoryEntry& e) const {
+  const QString text = search_.trimmed();
+  if (text.isEmpty()) return true;
+  const QString policy = QString::fromStdString(e.result ? e.result->policy : e.request.policy.text());
+  const QString model = QString::fromStdString(e.result ? e.result->model_name : e.request.model_path);
+  for (const QString& field : {QString::fromStdString(e.request.prompt), e.className, model, policy})
+    if (field.contains(text, Qt::CaseInsensitive)) return true;
+  return false;
+}
+
+void HistoryModel::setSearch(const QString& text) {
+  search_ = text;
+  if (gallery_) {
+    reloadFromGallery();
+    return;
+  }
+  beginResetModel();
+  entries_.clear();
+  for (const HistoryEntry& e : session_)
+    if (matchesSearch(e)) entries_.push_back(e);
+  endResetModel();
+}
+
+void HistoryModel::removeRows(QList<int> rows) {
+  std::sort(rows.begin(), rows.end(), std::greater<int>());
+  rows.erase(std::unique(rows.begin(), rows.end()), rows.end());
+  for (const int row : rows) {
+    if (row < 0 || row >= entries_.size()) continue;
+    const HistoryEntry e = entries_.at(row);
+    // The gallery first: a row that cannot be deleted stays on screen.
+    if (gallery_ && e.galleryId > 0) gallery_->remove(e.galleryId, /*delete_png=*/true);
+    beginRemoveRows(QModelIndex(), row, row);
+    entries_.removeAt(row);
+    endRemoveRows();
+    for (int i = 0; i < session_.size(); ++i)
+      if (session_[i].created == e.created && session_[i].image.cacheKey() == e.image.cacheKey()) {
+        session_.removeAt(i);
+        break;
+      }
+  }
+}
+
+QStringList HistoryModel::exportRows(const QList<int>& rows, const QString& folder) const {
+  QStringList written;
+  if (!QDir().mkpath(folder)) throw kvs::FileError("folder " + folder.toStdString() + " cannot be created");
+  for (const int row : rows) {
+    if (row < 0 || row >= entries_.size()) continue;
+    const HistoryEntry& e = entries_.at(row);
+    const QString stem = e.request.is_text() ? QStringLiteral("kvstudio_prompt_s%1").arg(e.request.seed)
+                                             : QStringLiteral("kvstudio_c%1_s%2").arg(e.classId()).arg(e.request.seed);
+    QString path = QDir(folder).filePath(stem + QStringLiteral(".png"));
+    for (int n = 2; QFileInfo::exists(path); ++n) path = QDir(folder).filePath(stem + QStringLiteral("_%1.png").arg(n));
+    if (e.result) {
+      savePng(row, path, version_.isEmpty() ? QStringLiteral("dev") : version_);
+    } else {
+      const QString from = !e.pngPath.isEmpty() ? e.pngPath : e.source;
+      if (!QFile::copy(from, path))
+        throw kvs::FileError("cannot copy " + from.toStdString() + " to " + path.toStdString());
+    }
+    written << path;
+  }
+  return written;
+}
+
 int HistoryModel::rowCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : entries_.size(); }
 
 QVariant HistoryModel::data(const QModelIndex& index, int role) const {
@@ -82,10 +205,11 @@ QVariant HistoryModel::data(const QModelIndex& index, int role) const {
 }
 
 void HistoryModel::addResult(const kvs::GenerationRequest& request, const ResultPtr& result,
-                             const std::vector<std::string>& classNames, const QString& source) {
+                             const std::vector<std::string>& classNames, const QString& source,
+                             const std::string& family) {
   if (!result) return;
   const int n = static_cast<int>(result->images.size());
-  beginInsertRows(QModelIndex(), 0, n - 1);
+  QVector<HistoryEntry> added;
   for (int i = n - 1; i >= 0; --i) {
     HistoryEntry e;
     e.image = RunViewModel::toQImage(result->images[static_cast<size_t>(i)]);
@@ -97,8 +221,39 @@ void HistoryModel::addResult(const kvs::GenerationRequest& request, const Result
                                     : QString::fromStdString(kvs::class_display_name(e.classId(), classNames));
     e.created = QDateTime::currentDateTime();
     e.source = source;
-    entries_.prepend(e);
+    added.push_back(e);
   }
+  // Into the gallery first (oldest of the batch first, so that the newest is on top there too).
+  if (gallery_) {
+    try {
+      for (HistoryEntry& e : added) {
+        const std::string stem = request.is_text()
+                                     ? "prompt_s" + std::to_string(request.seed)
+                                     : "c" + std::to_string(e.classId()) + "_s" + std::to_string(request.seed);
+        const std::string png = kvs::new_gallery_image_path(gallery_dir_.toStdString(), stem);
+        const size_t index = static_cast<size_t>(e.index);
+        kvs::write_png(png, result->images.at(index),
+                       kvs::generation_png_chunks(request, *result, index, classNames, version_.toStdString()));
+        kvs::GalleryEntry row = kvs::gallery_entry(request, *result, index, classNames, png,
+                                                   source == QStringLiteral("generated") ? "window"
+                                                                                         : source.toStdString());
+        row.family = family;
+        e.galleryId = gallery_->add(row);
+        e.pngPath = QString::fromStdString(png);
+      }
+    } catch (const kvs::Error& err) {
+      Q_EMIT galleryProblem(QString::fromStdString(err.what()));
+    }
+  } else {
+    for (const HistoryEntry& e : added) session_.prepend(e);
+    if (session_.size() > kMaxEntries) session_.resize(kMaxEntries);
+  }
+  QVector<HistoryEntry> shown;
+  for (const HistoryEntry& e : added)
+    if (matchesSearch(e)) shown.push_back(e);
+  if (shown.isEmpty()) return;
+  beginInsertRows(QModelIndex(), 0, static_cast<int>(shown.size()) - 1);
+  for (const HistoryEntry& e : shown) entries_.prepend(e);
   endInsertRows();
   if (entries_.size() > kMaxEntries) {
     beginRemoveRows(QModelIndex(), kMaxEntries, entries_.size() - 1);
@@ -118,6 +273,7 @@ void HistoryModel::addRecalled(const QImage& image, const kvs::GenerationRequest
   e.source = path;
   entries_.prepend(e);
   endInsertRows();
+  if (!gallery_) session_.prepend(e);
 }
 
 void HistoryModel::savePng(int row, const QString& path, const QString& version) const {

@@ -103,6 +103,11 @@ MainWindow::MainWindow(const MainWindowOptions& options, QWidget* parent)
                                     : ModelLocations{options_.bundledDemo, ModelLocations::defaultUserModels(), {}};
   buildUi();
   buildMenus();
+  if (!options_.galleryDir.isEmpty()) {
+    const QString problem = history_->openGallery(options_.galleryDir, QStringLiteral(KVSTUDIO_VERSION));
+    if (!problem.isEmpty())
+      showError(tr("The gallery cannot be opened, so images are kept for this session only: %1").arg(problem));
+  }
 
   // Which model: --model, else the last used, else the demo.
   QString dir = options_.model;

@@ -56,6 +56,9 @@ struct MainWindowOptions {
   bool useSettings = true;  // restore and save QSettings (off for --run-once)
   int threads = 0;          // CPU threads for generation, 0: all cores
   std::optional<CompareSchedulePreference> compareSchedule;  // overrides the setting (--compare-schedule)
+  // The per-user gallery's folder (engine/gallery/gallery_location.h) that
+  // keeps every image across restarts; "": the history holds this session's only.
+  QString galleryDir;
 };
 
 class MainWindow : public QMainWindow {
@@ -87,6 +90,10 @@ class MainWindow : public QMainWindow {
   void openPng(const QString& path);
   void savePng(int historyRow, const QString& path);
   void recall(int historyRow);
+  // The history's images at `rows` deleted (from the gallery too, their PNGs
+  // with them; `confirm` asks first) or copied into `folder` ("" asks for one).
+  void deleteImages(const QList<int>& rows, bool confirm);
+  QStringList exportImages(const QList<int>& rows, const QString& folder);
 
   ParameterPanel* parameters() const { return panel_; }
   GenerationCanvas* canvas() const { return canvas_; }
@@ -100,6 +107,7 @@ class MainWindow : public QMainWindow {
   DebugOverlay* debugOverlay() const;
   MemoryPanel* memoryPanel() const { return memory_; }
   const kvs::ModelSummary& model() const { return model_; }
+  HistoryGallery* gallery() const { return gallery_; }
 
  Q_SIGNALS:
   void runFinished(bool ok);

@@ -93,6 +93,37 @@ void MainWindow::savePng(int row, const QString& path_in) {
   }
 }
 
+void MainWindow::deleteImages(const QList<int>& rows, bool confirm) {
+  if (rows.isEmpty()) return;
+  if (confirm &&
+      QMessageBox::question(this, tr("Delete images"),
+                            history_->hasGallery() ? tr("Delete %n image(s) from the gallery, with their PNG files?",
+                                                        "", static_cast<int>(rows.size()))
+                                                   : tr("Remove %n image(s) from this session's history?", "",
+                                                        static_cast<int>(rows.size()))) != QMessageBox::Yes)
+    return;
+  try {
+    history_->removeRows(rows);
+    showNotice(tr("Deleted %n image(s)", "", static_cast<int>(rows.size())));
+  } catch (const kvs::Error& e) {
+    showError(QString::fromStdString(e.what()));
+  }
+}
+
+QStringList MainWindow::exportImages(const QList<int>& rows, const QString& folder_in) {
+  QString folder = folder_in;
+  if (folder.isEmpty()) folder = QFileDialog::getExistingDirectory(this, tr("Export images to"));
+  if (folder.isEmpty() || rows.isEmpty()) return {};
+  try {
+    const QStringList written = history_->exportRows(rows, folder);
+    showNotice(tr("Exported %n image(s) to %1", "", static_cast<int>(written.size())).arg(folder));
+    return written;
+  } catch (const kvs::Error& e) {
+    showError(QString::fromStdString(e.what()));
+    return {};
+  }
+}
+
 void MainWindow::recall(int row) {
   if (row < 0 || row >= history_->size()) return;
   const HistoryEntry& e = history_->entry(row);

@@ -78,7 +78,8 @@ void MainWindow::connectSignals() {
       calibrated_models_.insert(calibrationKey(QString::fromStdString(run_->request().model_path),
                                                QString::fromStdString(run_->request().policy.text()), *c,
                                                run_->request().cfg_scale));
-    history_->addResult(run_->request(), run_->result(), model_.class_names);
+    history_->addResult(run_->request(), run_->result(), model_.class_names, QStringLiteral("generated"),
+                        model_.family);
     Q_EMIT runFinished(true);
   });
   connect(run_, &RunViewModel::failed, this, [this](const QString& message, bool cancelled) {
@@ -105,7 +106,7 @@ void MainWindow::connectSignals() {
     for (int i = 0; i < compare_->paneCount(); ++i)
       if (compare_->pane(i)->result())
         history_->addResult(compare_->pane(i)->request(), compare_->pane(i)->result(), model_.class_names,
-                            tr("compare"));
+                            QStringLiteral("compare"), model_.family);
     panel_->setRunning(false);
     bool ok = compare_->rows().size() == compare_->paneCount();
     Q_EMIT compareFinished(ok);
@@ -113,6 +114,12 @@ void MainWindow::connectSignals() {
   connect(gallery_, &HistoryGallery::recallRequested, this, &MainWindow::recall);
   connect(gallery_, &HistoryGallery::saveRequested, this, [this](int row) { savePng(row, QString()); });
   connect(gallery_, &HistoryGallery::openRequested, this, [this] { openPng(QString()); });
+  connect(gallery_, &HistoryGallery::deleteRequested, this,
+          [this](const QList<int>& rows) { deleteImages(rows, true); });
+  connect(gallery_, &HistoryGallery::exportRequested, this, [this](const QList<int>& rows) { exportImages(rows, {}); });
+  connect(history_, &HistoryModel::galleryProblem, this, [this](const QString& message) {
+    showError(tr("Not kept in the gallery (it stays in this session's history): %1").arg(message));
+  });
   for (QCheckBox* box : {show_attention_, show_retained_, show_regions_, show_grid_})
     connect(box, &QCheckBox::toggled, this, &MainWindow::applyOverlayControls);
   connect(mask_layer_, &QComboBox::currentIndexChanged, this, &MainWindow::applyOverlayControls);
