@@ -71,11 +71,11 @@ int64_t export_vq_encoder_into_bundle(const std::string& work_dir, const std::st
   vq::write_bundle_vq_encoder(bundle_dir, bundle.config.arch, encoder, dtype);
   // How the encoder was made, beside the rest of the bundle's training record.
   io::ModelBundle written = io::ModelBundle::open(bundle_dir);
-  written.manifest["provenance"]["vq_encoder_training"] = {
-      {"commands", vq_manifest.value("commands", nlohmann::json::array())},
-      {"steps", vq_manifest.value("step", int64_t{0})},
-      {"train_seconds", vq_manifest.value("train_seconds", 0.0)},
-      {"fitted_to", "the bundle's frozen decoder and codebook"}};
+  written.manifest["provenance"]["vq_encoder_training"] = {{"commands",
+                                                            vq_manifest.value("commands", nlohmann::json::array())},
+                                                           {"steps", vq_manifest.value("step", int64_t{0})},
+                                                           {"train_seconds", vq_manifest.value("train_seconds", 0.0)},
+                                                           {"fitted_to", "the bundle's frozen decoder and codebook"}};
   io::write_bundle_manifest(written.dir, written.manifest);
   return static_cast<int64_t>(encoder.size());
 }
