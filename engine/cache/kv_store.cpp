@@ -519,6 +519,31 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
   // kernel's per-query loops (compute-bound, not memory-bound; a 32x32 scale of
   // a reduced Infinity attended 1.6x slower on the kernel, 2 cores, AVX2).
   const bool many_queries_dense = t >= kDenseQueriesOnCpu && lo == hi && layer.k.scalar_type() == at::kFloat;
+  // The same many queries over segments of unequal lengths (a policy that keeps
+  // more in some heads than in others, as HeatKV does), with nothing to mask and
+  // no probabilities to hand out: one fused attention per segment over exactly
+  // its entries, instead of the kernel's per-query loops or a padded product.
+  const int64_t first_query = *std::min_element(query_positions.begin(), query_positions.end());
+  if (t >= kDenseQueriesOnCpu && lo != hi && layer.k.device().is_cpu() && layer.k.scalar_type() == at::kFloat &&
+      !want_probs && !want_key_mass && !(causal && layer.max_position > first_query)) {
+    const at::Tensor q = queries.to(at::kFloat).reshape({rows_, kv_heads_, group * t, head_dim_});
+    at::Tensor out = at::zeros_like(q);  // an empty segment attends to nothing: zeros, as the dense path gives
+    const at::Tensor offsets = layer.offsets.contiguous(), lengths = layer.lengths.contiguous();
+    const int64_t* off = offsets.data_ptr<int64_t>();
+    const int64_t* len = lengths.data_ptr<int64_t>();
+    for (int64_t r = 0; r < rows_; ++r)
+      for (int64_t h = 0; h < kv_heads_; ++h) {
+        const int64_t segment = r * kv_heads_ + h, n = len[segment];
+        if (n == 0) continue;
+        const at::Tensor k = layer.k.narrow(0, off[segment], n).view({1, 1, n, head_dim_});
+        const at::Tensor v = layer.v.narrow(0, off[segment], n).view({1, 1, n, head_dim_});
+        out[r][h].copy_(
+            at::scaled_dot_product_attention(q[r][h].view({1, 1, group * t, head_dim_}), k, v, {}, 0.0, false, scale)
+                .view({group * t, head_dim_}));
+      }
+    result.out = out.view({rows_, n_head, t, head_dim_}).to(queries.scalar_type());
+    return result;
+  }
   const bool on_cpu_kernel = layer.k.device().is_cpu() && !many_queries_dense &&
                              (layer.k.scalar_type() == at::kFloat || layer.k.scalar_type() == at::kBFloat16);
   if (on_cpu_kernel) {
@@ -570,9 +595,20 @@ KvAttention KvStore::attend(int64_t layer_index, const at::Tensor& queries, cons
   // entries later than the query.
   at::Tensor keys = padded(layer, layer.k, hi), values = padded(layer, layer.v, hi);
   at::Tensor q = queries.reshape({rows_, kv_heads_, group * t, head_dim_});
-  at::Tensor scores = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*t, hi]
   const int64_t min_query = *std::min_element(query_positions.begin(), query_positions.end());
   const bool need_causal = causal && hi > 0 && layer.max_position > min_query;
+  if (many_queries_dense && !want_probs && !want_key_mass && !need_causal && hi > 0) {
+    // Nothing to mask and no probabilities to hand out: LibTorch's fused CPU
+    // attention (flash-style blocks with an online softmax) never writes the
+    // [queries x keys] score matrix that the products below go through, which at
+    // a large scale is memory traffic of its own (a 32x32 scale over 2,521
+    // entries: 10 MB of scores per head and row). Float32 throughout.
+    result.out = at::scaled_dot_product_attention(q.to(at::kFloat), keys, values, {}, 0.0, false, scale)
+                     .view({rows_, n_head, t, head_dim_})
+                     .to(queries.scalar_type());
+    return result;
+  }
+  at::Tensor scores = at::matmul(q, keys.transpose(-1, -2)) * scale;  // [rows, kv, g*t, hi]
   if (lo != hi || need_causal) {
     at::Tensor slots = at::arange(hi, kCpuLong).view({1, 1, 1, hi});
     at::Tensor blocked = slots >= layer.lengths.view({rows_, kv_heads_, 1, 1});  // [rows, kv, 1, hi]

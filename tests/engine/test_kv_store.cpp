@@ -159,6 +159,41 @@ TEST(KvStore, AttentionOverAnIrregularLayoutEqualsTheDenseLayout) {
       at::allclose(packed.attend(0, q1, {tokens}, true).out, regular.attend(0, q1, {tokens}, true).out, 1e-5, 1e-6));
 }
 
+// Many queries at once over a float32 store (a scale of a next-scale model) take
+// LibTorch's fused attention when nothing is masked and no probabilities are
+// asked: over the whole store when the segments are equal, per segment when a
+// policy kept more in some heads. Both give the dense path's answer (which the
+// same call takes when the probabilities are asked for); an empty segment gives zeros.
+TEST(KvStore, ManyQueriesTakeTheFusedAttentionWithTheDenseAnswer) {
+  at::manual_seed(5);
+  const int64_t rows = 2, kv = 2, d = 8, n_head = 4, tokens = 40, queries = 80;
+  KvStore store(1, rows, kv, d, tokens, kFloat);
+  store.append(0, at::randn({rows, kv, tokens, d}), at::randn({rows, kv, tokens, d}),
+               [&] {
+                 std::vector<int64_t> p(tokens);
+                 for (int64_t i = 0; i < tokens; ++i) p[static_cast<size_t>(i)] = i;
+                 return p;
+               }());
+  std::vector<int64_t> query_positions(queries);
+  for (int64_t i = 0; i < queries; ++i) query_positions[static_cast<size_t>(i)] = tokens + i;
+  const at::Tensor q = at::randn({rows, n_head, queries, d});
+  auto expect_dense_answer = [&] {
+    const KvAttention fused = store.attend(0, q, query_positions, /*causal=*/true, false, false);
+    const KvAttention dense = store.attend(0, q, query_positions, /*causal=*/true, /*want_probs=*/true, false);
+    ASSERT_EQ(fused.out.sizes(), dense.out.sizes());
+    EXPECT_TRUE(at::allclose(fused.out, dense.out, 1e-4, 1e-5)) << (fused.out - dense.out).abs().max().item<float>();
+  };
+  expect_dense_answer();  // equal segments
+  at::Tensor keep = at::rand({rows, kv, tokens}) > 0.6;
+  keep[0][1].fill_(false);  // an empty segment
+  keep[1][0].fill_(true);   // and a whole one
+  store.retain(0, keep);
+  ASSERT_NE(store.length(0, 1, 0), store.length(0, 1, 1));
+  expect_dense_answer();  // unequal segments
+  const KvAttention fused = store.attend(0, q, query_positions, true, false, false);
+  EXPECT_EQ(fused.out[0].narrow(0, 2, 2).abs().max().item<float>(), 0.0f);  // the empty segment's two heads
+}
+
 // Entries set aside are out of attention's view and back after bring_back(),
 // with their values, while the memory figures keep counting them.
 TEST(KvStore, EntriesSetAsideAreHiddenFromAttentionCountedAndBroughtBack) {
