@@ -168,12 +168,11 @@ TEST(KvStore, ManyQueriesTakeTheFusedAttentionWithTheDenseAnswer) {
   at::manual_seed(5);
   const int64_t rows = 2, kv = 2, d = 8, n_head = 4, tokens = 40, queries = 80;
   KvStore store(1, rows, kv, d, tokens, kFloat);
-  store.append(0, at::randn({rows, kv, tokens, d}), at::randn({rows, kv, tokens, d}),
-               [&] {
-                 std::vector<int64_t> p(tokens);
-                 for (int64_t i = 0; i < tokens; ++i) p[static_cast<size_t>(i)] = i;
-                 return p;
-               }());
+  store.append(0, at::randn({rows, kv, tokens, d}), at::randn({rows, kv, tokens, d}), [&] {
+    std::vector<int64_t> p(tokens);
+    for (int64_t i = 0; i < tokens; ++i) p[static_cast<size_t>(i)] = i;
+    return p;
+  }());
   std::vector<int64_t> query_positions(queries);
   for (int64_t i = 0; i < queries; ++i) query_positions[static_cast<size_t>(i)] = tokens + i;
   const at::Tensor q = at::randn({rows, n_head, queries, d});

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "engine/core/errors.h"
+#include "engine/core/logging.h"
 #include "engine/io/bundle_weights.h"
 #include "engine/io/model_bundle.h"
 #include "engine/io/random_bundle.h"
@@ -104,6 +105,20 @@ std::map<std::string, at::Tensor> read_bundle_vq_encoder(const io::ModelBundle& 
   return out;
 }
 
+bool is_complete_vq_encoder(const std::map<std::string, at::Tensor>& tensors, const VqConfig& config,
+                            const std::string& origin) {
+  if (tensors.empty()) return false;
+  try {
+    io::check_tensor_set(io::shapes_of(tensors), vq_encoder_expected_tensors(config, config.decoder_ch_mult),
+                         origin + " (VQ encoder)");
+    return true;
+  } catch (const ModelMismatchError& e) {
+    module_logger("convert").warn(std::string("the VQ encoder is not kept, so the bundle cannot finish pictures: ") +
+                                  e.what());
+    return false;
+  }
+}
+
 void write_bundle_vq_encoder(const std::string& bundle_dir, const VqConfig& config,
                              const std::map<std::string, at::Tensor>& tensors, at::ScalarType dtype) {
   io::check_tensor_set(io::shapes_of(tensors), vq_encoder_expected_tensors(config, config.decoder_ch_mult),
@@ -153,6 +168,10 @@ at::Tensor VqEncoder::encode_codes(const at::Tensor& images) const {
   const at::Tensor z = encode_latent(weights_, config_.decoder_ch_mult, config_.num_res_blocks,
                                      images.to(device_, at::kFloat));
   return nearest_codes(z, codebook_, config_.codebook_l2_norm);
+}
+
+at::Tensor VqEncoder::encode_picture(const RgbImage& picture, int64_t size) const {
+  return encode_codes(picture_tensor(picture, size, size))[0];
 }
 
 }  // namespace kvs::vq

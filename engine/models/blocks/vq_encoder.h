@@ -43,6 +43,13 @@ at::Tensor picture_tensor(const RgbImage& picture, int64_t height, int64_t width
 // FileError / ModelMismatchError for a damaged file.
 std::map<std::string, at::Tensor> read_bundle_vq_encoder(const io::ModelBundle& bundle, const VqConfig& config);
 
+// Whether `tensors` are the whole encoder half of `config` (the converters keep
+// only a complete one). A non-empty set that is not is logged as a warning
+// naming `origin` and what is missing or mis-shaped: the bundle then cannot
+// finish pictures, which a person converting should hear of.
+bool is_complete_vq_encoder(const std::map<std::string, at::Tensor>& tensors, const VqConfig& config,
+                            const std::string& origin);
+
 // The bundle file of the encoder half that exports and converters write.
 inline constexpr const char* kVqEncoderFile = "vq-encoder.safetensors";
 
@@ -67,6 +74,9 @@ class VqEncoder {
   // images [B, 3, H, W] in [-1, 1] (H and W multiples of the downsample
   // factor) -> codes [B, (H/f) * (W/f)] int64 on the CPU.
   at::Tensor encode_codes(const at::Tensor& images) const;
+  // A picture scaled and cut to `size` x `size` pixels (picture_tensor) ->
+  // its codes [(size/f)^2] int64 on the CPU: what finishing a picture gives.
+  at::Tensor encode_picture(const RgbImage& picture, int64_t size) const;
 
  private:
   VqConfig config_;

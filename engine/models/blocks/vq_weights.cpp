@@ -62,8 +62,10 @@ std::vector<io::ExpectedTensor> vq_encoder_expected_tensors(const VqConfig& c, c
   return out;
 }
 
-bool is_unused_vq_key(const std::string& name) {
-  return name.rfind("encoder.", 0) == 0 || name.rfind("quant_conv.", 0) == 0 || name == "quantize.codebook_used";
+bool is_vq_encoder_key(const std::string& name) {
+  return name.rfind("encoder.", 0) == 0 || name.rfind("quant_conv.", 0) == 0;
 }
+
+bool is_unused_vq_key(const std::string& name) { return is_vq_encoder_key(name) || name == "quantize.codebook_used"; }
 
 }  // namespace kvs::vq

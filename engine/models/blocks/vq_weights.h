@@ -18,6 +18,9 @@ std::vector<io::ExpectedTensor> vq_decoder_expected_tensors(const VqConfig& conf
 // needs them; bundles drop them like the converter does.
 std::vector<io::ExpectedTensor> vq_encoder_expected_tensors(const VqConfig& config,
                                                             const std::vector<int64_t>& encoder_ch_mult);
+// Whether `name` (a VQModel state-dict key, no prefix) is of the encoder half:
+// encoder.* or quant_conv.*.
+bool is_vq_encoder_key(const std::string& name);
 // Official VQModel keys that decoding never uses (encoder.*, quant_conv.*,
 // quantize.codebook_used): accepted and dropped by the converter.
 bool is_unused_vq_key(const std::string& name);

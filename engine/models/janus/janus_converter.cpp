@@ -7,7 +7,6 @@
 #include <map>
 
 #include "engine/core/errors.h"
-#include "engine/core/logging.h"
 #include "engine/io/bundle_weights.h"
 #include "engine/io/hf_folder.h"
 #include "engine/io/tensor_spec.h"
@@ -80,7 +79,7 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
   // when it is all there (finishing a picture encodes with it).
   const std::string vq_prefix = "gen_vision_model.";
   auto is_encoder_key = [&](const std::string& name) {
-    return name.rfind(vq_prefix + "encoder.", 0) == 0 || name.rfind(vq_prefix + "quant_conv.", 0) == 0;
+    return name.rfind(vq_prefix, 0) == 0 && vq::is_vq_encoder_key(name.substr(vq_prefix.size()));
   };
   io::HfShardTensors shards = io::read_hf_shards(
       dir, "Janus-Pro", [&](const std::string& name) { return is_unused_janus_key(name) && !is_encoder_key(name); },
@@ -104,17 +103,8 @@ JanusConvertReport convert_janus_checkpoint(const JanusConvertOptions& options,
   // Strict: every expected tensor present with its shape, nothing unexpected
   // (a mismatch means this is not the checkpoint config.json describes).
   io::check_tensor_set(io::shapes_of(kept), janus_expected_tensors(report.config), "checkpoint " + dir.string());
-  report.encoder_kept = !encoder.empty();
-  try {
-    io::check_tensor_set(io::shapes_of(encoder),
-                         vq::vq_encoder_expected_tensors(report.config.vq, report.config.vq.decoder_ch_mult),
-                         "checkpoint " + dir.string() + " (gen_vision_model encoder)");
-  } catch (const ModelMismatchError& e) {
-    report.encoder_kept = false;
-    if (!encoder.empty())
-      module_logger("convert").warn(std::string("the VQ encoder is not kept, so the bundle cannot finish pictures: ") +
-                                    e.what());
-  }
+  report.encoder_kept = vq::is_complete_vq_encoder(encoder, report.config.vq,
+                                                   "checkpoint " + dir.string() + " (gen_vision_model)");
   if (!report.encoder_kept) report.tensors_dropped += static_cast<int64_t>(encoder.size());
   io::NamedTensors out;
   io::add_prefixed(out, kept, janus_expected_tensors(report.config), "", dtype, "checkpoint " + dir.string());

@@ -121,9 +121,7 @@ GenerationResult run_prompt_generation(const JanusModel& model, const Generation
     return to_rgb_images(janus_images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid)));
   };
   if (model.encoder)
-    run.encode = [&](const RgbImage& picture) {
-      return model.encoder->encode_codes(vq::picture_tensor(picture, model.image_size(), model.image_size()))[0];
-    };
+    run.encode = [&](const RgbImage& picture) { return model.encoder->encode_picture(picture, model.image_size()); };
   PromptConditionedModel network(model, prompt_rows(config, at::tensor(prompt.cond), at::tensor(prompt.uncond), batch,
                                                     use_cfg));
   return raster::stream_raster(network, run, request, ctx);

@@ -118,23 +118,14 @@ ConvertReport convert_llamagen_checkpoint(const ConvertOptions& opt, const Conve
   std::map<std::string, at::Tensor> encoder;
   for (auto it = vq_sd.begin(); it != vq_sd.end();) {
     if (is_unused_vq_key(it->first)) {
-      if (it->first.rfind("encoder.", 0) == 0 || it->first.rfind("quant_conv.", 0) == 0)
-        encoder.emplace(it->first, it->second);
+      if (vq::is_vq_encoder_key(it->first)) encoder.emplace(it->first, it->second);
       else report.dropped_keys.push_back(it->first);
       it = vq_sd.erase(it);
     } else {
       ++it;
     }
   }
-  const auto encoder_expected = vq_encoder_expected_tensors(report.vq, report.vq.decoder_ch_mult);
-  report.encoder_kept = !encoder.empty();
-  try {
-    io::check_tensor_set(io::shapes_of(encoder), encoder_expected, vq_origin + " (encoder)");
-  } catch (const ModelMismatchError& e) {
-    report.encoder_kept = false;
-    if (!encoder.empty())
-      log.warn(std::string("the tokenizer's encoder is not kept, so the bundle cannot finish pictures: ") + e.what());
-  }
+  report.encoder_kept = vq::is_complete_vq_encoder(encoder, report.vq, vq_origin);
   if (!report.encoder_kept)
     for (const auto& [name, t] : encoder) report.dropped_keys.push_back(name);
   io::check_tensor_set(io::shapes_of(vq_sd), vq_decoder_expected_tensors(report.vq), vq_origin);

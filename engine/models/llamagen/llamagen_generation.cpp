@@ -108,9 +108,7 @@ GenerationResult run_raster_generation(const LlamaGenModel& model, const Generat
     return to_rgb_images(images_to_uint8_nhwc(model.vq->decode_codes(codes, grid, grid)));
   };
   if (model.encoder)
-    run.encode = [&](const RgbImage& picture) {
-      return model.encoder->encode_codes(vq::picture_tensor(picture, model.image_size(), model.image_size()))[0];
-    };
+    run.encode = [&](const RgbImage& picture) { return model.encoder->encode_picture(picture, model.image_size()); };
 
   const bool graphs_requested = parse_cuda_graphs(request.cuda_graphs) && !cuda_graphs_disabled_by_environment();
   ClassConditionedGpt network(*model.gpt,
